@@ -1,0 +1,18 @@
+"""Registered wrong answers ("mutants"): each must lose the points of the cells it targets.
+
+One module per assignment, named like the assignment's folder in `source/`, defines
+`MUTANTS`, a list of `Mutant`s. The pack's self-check puts each mutant's source in place
+of the solution cell it names, grades the notebook, and fails unless every cell in
+`loses` scores zero.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str  # short, shown in the self-check report
+    cell: str  # grade_id of the solution cell whose source is replaced
+    source: str  # the wrong answer: the whole new source of that cell
+    loses: tuple  # grade_ids of the graded test cells that must score zero
+    notebook: str = ""  # notebook file name in the assignment; "" when it has only one

@@ -1,0 +1,148 @@
+"""Neural-net pieces on `Value`: initialisation, norms, softmax, cross-entropy and Adam.
+
+Each function takes and returns plain lists of `Value`s, as microgpt does. Randomness
+always comes from a seed or a `random.Random` passed in, never the global random state.
+"""
+
+import math
+import random
+
+from .engine import Value, dot, linear
+
+__all__ = [
+    "make_rng",
+    "matrix",
+    "dot",
+    "linear",
+    "rmsnorm",
+    "layernorm",
+    "softmax",
+    "log_softmax",
+    "cross_entropy",
+    "Adam",
+]
+
+
+def make_rng(seed_or_rng):
+    """A `random.Random` from a seed, or the generator itself when given one."""
+    if isinstance(seed_or_rng, random.Random):
+        return seed_or_rng
+    return random.Random(seed_or_rng)
+
+
+def matrix(n_out, n_in, rng, std=0.08):
+    """An `n_out` x `n_in` list of rows of parameters drawn from $N(0, std^2)$."""
+    rng = make_rng(rng)
+    return [[Value(rng.gauss(0, std)) for _ in range(n_in)] for _ in range(n_out)]
+
+
+def _inv_rms(x, eps):
+    """$s = (\\frac{1}{n}\\sum_i x_i^2 + eps)^{-1/2}$ as one node."""
+    n = len(x)
+    xd = [v.data for v in x]
+    s = (sum(a * a for a in xd) / n + eps) ** -0.5
+    c = -(s**3) / n
+    return Value(s, tuple(x), tuple(c * a for a in xd))
+
+
+def rmsnorm(x, eps=1e-5):
+    """$y_i = x_i / \\sqrt{\\mathrm{mean}(x^2) + eps}$ (no gain, as in microgpt)."""
+    s = _inv_rms(x, eps)
+    return [v * s for v in x]
+
+
+def layernorm(x, eps=1e-5):
+    """$y_i = (x_i - \\mu) / \\sqrt{\\sigma^2 + eps}$ (no gain or bias)."""
+    n = len(x)
+    mu = Value(sum(v.data for v in x) / n, tuple(x), (1 / n,) * n)
+    centred = [v - mu for v in x]
+    s = _inv_rms(centred, eps)
+    return [v * s for v in centred]
+
+
+def softmax(logits):
+    """$p_i = e^{z_i} / \\sum_j e^{z_j}$, shifted by the largest logit so it cannot overflow.
+
+    Each $p_i$ is one node whose children are all the logits, with local gradients
+    $\\partial p_i / \\partial z_j = p_i (\\delta_{ij} - p_j)$.
+    """
+    zd = [z.data for z in logits]
+    m = max(zd)
+    exps = [math.exp(z - m) for z in zd]
+    total = sum(exps)
+    probs = [e / total for e in exps]
+    children = tuple(logits)
+    out = []
+    for i, p in enumerate(probs):
+        local = [-p * q for q in probs]
+        local[i] += p
+        out.append(Value(p, children, tuple(local)))
+    return out
+
+
+def _log_sum_exp(zd):
+    m = max(zd)
+    exps = [math.exp(z - m) for z in zd]
+    total = sum(exps)
+    return m + math.log(total), [e / total for e in exps]
+
+
+def log_softmax(logits):
+    """$\\log p_i = z_i - \\log \\sum_j e^{z_j}$, finite even where $p_i$ underflows to 0."""
+    zd = [z.data for z in logits]
+    lse, probs = _log_sum_exp(zd)
+    children = tuple(logits)
+    out = []
+    for i, z in enumerate(zd):
+        local = [-q for q in probs]
+        local[i] += 1
+        out.append(Value(z - lse, children, tuple(local)))
+    return out
+
+
+def cross_entropy(logits, target):
+    """$-\\log p_t = \\log \\sum_j e^{z_j} - z_t$ as one node, with gradient $p - onehot(t)$.
+
+    Never computes $\\log p_t$ from $p_t$, so a target probability that underflows
+    gives a large finite loss instead of `log(0)`.
+    """
+    zd = [z.data for z in logits]
+    lse, probs = _log_sum_exp(zd)
+    probs[target] -= 1
+    return Value(lse - zd[target], tuple(logits), tuple(probs))
+
+
+class Adam:
+    """Adam with bias correction and a learning rate that decays linearly to 0, as in microgpt.
+
+    $m \\leftarrow \\beta_1 m + (1-\\beta_1) g$, $v \\leftarrow \\beta_2 v + (1-\\beta_2) g^2$,
+    $p \\leftarrow p - lr_t \\hat m / (\\sqrt{\\hat v} + eps)$ with $lr_t = lr (1 - t/T)$.
+    `step()` also clears the gradients, ready for the next backward.
+    """
+
+    def __init__(self, params, lr=0.01, betas=(0.85, 0.99), eps=1e-8, total_steps=None):
+        self.params = list(params)
+        self.lr, (self.beta1, self.beta2), self.eps = lr, betas, eps
+        self.total_steps = total_steps
+        self.m = [0.0] * len(self.params)
+        self.v = [0.0] * len(self.params)
+        self.t = 0
+
+    def current_lr(self):
+        """The learning rate for the next step (linear decay when `total_steps` is set)."""
+        if self.total_steps is None:
+            return self.lr
+        return self.lr * (1 - self.t / self.total_steps)
+
+    def step(self):
+        lr, b1, b2, eps = self.current_lr(), self.beta1, self.beta2, self.eps
+        self.t += 1
+        c1, c2 = 1 - b1**self.t, 1 - b2**self.t
+        m, v = self.m, self.v
+        for i, p in enumerate(self.params):
+            g = p.grad
+            m[i] = mi = b1 * m[i] + (1 - b1) * g
+            v[i] = vi = b2 * v[i] + (1 - b2) * g * g
+            p.data -= lr * (mi / c1) / ((vi / c2) ** 0.5 + eps)
+            p.grad = 0
+

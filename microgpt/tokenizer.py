@@ -1,0 +1,27 @@
+"""Characters to token ids and back, with one extra BOS token, as in microgpt."""
+
+__all__ = ["CharTokenizer"]
+
+
+class CharTokenizer:
+    """The vocabulary is the sorted set of characters in the documents, plus BOS (the last id)."""
+
+    def __init__(self, docs):
+        self.chars = sorted(set("".join(docs)))
+        self.stoi = {ch: i for i, ch in enumerate(self.chars)}
+        self.bos = len(self.chars)
+
+    @property
+    def vocab_size(self):
+        return len(self.chars) + 1
+
+    def encode(self, doc):
+        """`[BOS] + ids + [BOS]`: the model learns where a document starts and ends."""
+        try:
+            return [self.bos, *(self.stoi[ch] for ch in doc), self.bos]
+        except KeyError as e:
+            raise ValueError(f"character {e.args[0]!r} is not in the vocabulary") from None
+
+    def decode(self, ids):
+        """The text of `ids`, without BOS tokens."""
+        return "".join(self.chars[i] for i in ids if i != self.bos)

@@ -1,0 +1,60 @@
+"""Training the tiny GPT on a list of documents, and sampling from it."""
+
+import math
+
+from tqdm.auto import tqdm
+
+from .engine import Value
+from .nn import Adam, make_rng, softmax
+
+__all__ = ["train", "sample"]
+
+
+def train(model, docs, tokenizer, steps=1000, lr=0.01, betas=(0.85, 0.99), eps=1e-8,
+          seed=42, progress=True, callback=None):
+    """Train `model` for `steps` steps, one document per step, and return the loss history.
+
+    The documents are shuffled once with `seed` and taken in turn (microgpt's loop);
+    Adam's learning rate decays linearly to 0 over `steps`. `callback(step, loss)` is
+    called after each step when given.
+    """
+    order = list(docs)
+    make_rng(seed).shuffle(order)
+    opt = Adam(model.parameters(), lr=lr, betas=betas, eps=eps, total_steps=steps)
+    history = []
+    bar = tqdm(range(steps), desc="training", disable=not progress, mininterval=0.5)
+    for step in bar:
+        loss = model.loss(tokenizer.encode(order[step % len(order)]))
+        loss.backward()
+        opt.step()
+        history.append(loss.data)
+        if callback is not None:
+            callback(step, loss.data)
+        if step % 10 == 0:
+            bar.set_postfix(loss=f"{loss.data:.4f}", refresh=False)
+    return history
+
+
+def sample(model, tokenizer, n=20, temperature=0.5, seed=0):
+    """`n` documents drawn from the model, each up to block_size tokens, stopping at BOS."""
+    if temperature <= 0:
+        raise ValueError(f"temperature must be positive, not {temperature}")
+    rng = make_rng(seed)
+    out = []
+    for _ in range(n):
+        cache, tok, ids = model.new_cache(), tokenizer.bos, []
+        for pos in range(model.config.block_size):
+            logits = model.step(tok, pos, cache)
+            probs = softmax([Value(z.data / temperature) for z in logits])
+            tok = rng.choices(range(len(probs)), weights=[p.data for p in probs])[0]
+            if tok == tokenizer.bos:
+                break
+            ids.append(tok)
+        out.append(tokenizer.decode(ids))
+    return out
+
+
+def mean_last(history, k=100):
+    """The mean of the last `k` losses (or of all of them when there are fewer)."""
+    tail = history[-k:]
+    return math.fsum(tail) / len(tail)
