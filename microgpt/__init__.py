@@ -1,5 +1,6 @@
 """microgpt: a pure-Python scalar autograd engine and a tiny GPT with residual adds."""
 
+from .data import canonical_names, census_names, load_docs
 from .engine import Value, dot, linear, zero_grad
 from .model import GPT, GPTConfig
 from .nn import Adam, cross_entropy, layernorm, log_softmax, matrix, rmsnorm, softmax
@@ -11,4 +12,5 @@ __all__ = [
     "GPT", "GPTConfig",
     "Adam", "cross_entropy", "layernorm", "log_softmax", "matrix", "rmsnorm", "softmax",
     "CharTokenizer", "sample", "train",
+    "canonical_names", "census_names", "load_docs",
 ]

@@ -53,7 +53,8 @@ class Value:
     def __pow__(self, other):
         """$f(a) = a^n$ for a number $n$ (the exponent gets no gradient)."""
         if isinstance(other, Value) or not isinstance(other, (int, float)):
-            raise TypeError(f"Value ** {type(other).__name__}: the exponent must be an int or float")
+            kind = type(other).__name__
+            raise TypeError(f"Value ** {kind}: the exponent must be an int or float")
         return Value(self.data**other, (self,), (other * self.data ** (other - 1),))
 
     def log(self):

@@ -44,7 +44,7 @@ class GPTConfig:
 
 
 class GPT:
-    """A tiny GPT whose parameters are `Value`s, initialised from `seed` (an int or a `random.Random`)."""
+    """A tiny GPT of `Value` parameters, initialised from `seed` (an int or a `random.Random`)."""
 
     def __init__(self, config=None, seed=0, **overrides):
         config = config or GPTConfig()

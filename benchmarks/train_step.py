@@ -1,0 +1,221 @@
+"""Benchmark: one training step of the tiny GPT, our engine against the textbook engine.
+
+Both engines start from the same initial weights and train on the same documents in the
+same order, one step each in turn, so a slow patch of a shared machine hits both. Run
+from the repository root:
+
+    python benchmarks/train_step.py [--steps N] [--data census|canonical|PATH] [--seed S]
+
+See benchmarks/README.md for what it measures and how to read it. The last line is
+always ``speedup (train step, vs textbook engine): N.Nx``; the exit status is 1 when the
+two engines' losses differ by 1e-9 or more.
+"""
+
+import argparse
+import gc
+import math
+import random
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))  # benchmarks/textbook.py
+
+import textbook  # noqa: E402
+
+from microgpt import GPT, Adam, CharTokenizer  # noqa: E402
+from microgpt.data import canonical_names, census_names, load_docs  # noqa: E402
+
+SHARED_NAMES = REPO.parent / "shared" / "data" / "names.txt"
+LOSS_TOLERANCE = 1e-9
+
+
+# ---- the two engines, behind the same interface: Engine(model, total_steps).step(tokens) ----
+
+class Ours:
+    """microgpt.GPT + microgpt.Adam: fused nodes, iterative backward."""
+
+    name = "ours"
+
+    def __init__(self, model, total_steps):
+        self.model = model
+        self.opt = Adam(model.parameters(), total_steps=total_steps)
+
+    def step(self, tokens):
+        loss = self.model.loss(tokens)
+        loss.backward()
+        self.opt.step()
+        return loss.data
+
+
+class Textbook:
+    """benchmarks/textbook.py: one node per operation, recursive backward."""
+
+    name = "textbook"
+
+    def __init__(self, model, total_steps):
+        c = model.config
+        # the same numbers as the GPT's weights, as TextbookValues, in the same order
+        self.sd = {key: [[textbook.TextbookValue(p.data) for p in row] for row in mat]
+                   for key, mat in model.state_dict.items()}
+        self.params = [p for mat in self.sd.values() for row in mat for p in row]
+        self.m = [0.0] * len(self.params)
+        self.v = [0.0] * len(self.params)
+        self.n_layer, self.n_head, self.block_size = c.n_layer, c.n_head, c.block_size
+        self.total_steps, self.t = total_steps, 0
+
+    def step(self, tokens):
+        loss = textbook.gpt_loss(self.sd, tokens, self.n_layer, self.n_head, self.block_size)
+        loss.backward()
+        textbook.adam_step(self.params, self.m, self.v, self.t, self.total_steps)
+        self.t += 1
+        return loss.data
+
+
+ENGINES = (Ours, Textbook)
+
+
+def load(data, seed):
+    """(documents shuffled with `seed`, a description of where they came from)."""
+    if data is None:
+        if SHARED_NAMES.is_file():
+            docs = canonical_names(path=SHARED_NAMES)
+            where = f"canonical names.txt ({SHARED_NAMES})"
+        else:
+            docs, where = census_names(), "census names (no canonical names.txt found)"
+    else:
+        docs, where = load_docs(data), data
+    docs = list(docs)
+    random.Random(seed).shuffle(docs)
+    return docs, where
+
+
+# ---- the two passes ----
+
+def timed_run(engines, token_seqs):
+    """Alternate the engines step by step.
+
+    Returns per-engine lists of seconds and losses, and per-engine counts of garbage
+    collections (by generation) that ran inside its timed steps. Which engine goes first
+    flips every step, so neither always runs right after the other. Our engine's graph
+    is freed (by reference counting) inside its own step, when `step` returns; the
+    textbook engine's graph is a reference cycle, freed whenever the cyclic garbage
+    collector (left at its defaults) next runs a full collection, which may fall in
+    either engine's step.
+    """
+    seconds = {e.name: [] for e in engines}
+    losses = {e.name: [] for e in engines}
+    collections = {e.name: [0, 0, 0] for e in engines}
+    running = [None]
+
+    def count(phase, info):
+        if phase == "start" and running[0] is not None:
+            collections[running[0]][info["generation"]] += 1
+
+    clock = time.perf_counter
+    gc.callbacks.append(count)
+    try:
+        for i, tokens in enumerate(token_seqs):
+            for e in engines if i % 2 == 0 else reversed(engines):
+                running[0] = e.name
+                t0 = clock()
+                loss = e.step(tokens)
+                t1 = clock()
+                running[0] = None
+                seconds[e.name].append(t1 - t0)
+                losses[e.name].append(loss)
+    finally:
+        gc.callbacks.remove(count)
+    return seconds, losses, collections
+
+
+def peak_memory(engine_cls, model_seed, config, total_steps, token_seqs):
+    """Peak traced memory (bytes) of building one engine's model and training it on `token_seqs`."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        model = GPT(config, seed=model_seed)
+        engine = engine_cls(model, total_steps)
+        for tokens in token_seqs:
+            engine.step(tokens)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    del engine, model
+    gc.collect()
+    return peak
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--steps", type=int, default=100,
+                   help="timed training steps per engine (default: %(default)s)")
+    p.add_argument("--data", default=None, metavar="census|canonical|PATH",
+                   help="documents (default: ../shared/data/names.txt if it exists, "
+                        "else the census names)")
+    p.add_argument("--seed", type=int, default=42,
+                   help="seed for the initial weights and the data order (default: %(default)s)")
+    p.add_argument("--memory-steps", type=int, default=5,
+                   help="steps in each engine's separate memory pass (default: %(default)s)")
+    args = p.parse_args(argv)
+    if args.steps < 1 or args.memory_steps < 1:
+        p.error("--steps and --memory-steps must be at least 1")
+
+    docs, where = load(args.data, args.seed)
+    tok = CharTokenizer(docs)
+    token_seqs = [tok.encode(docs[i % len(docs)]) for i in range(args.steps)]
+    model = GPT(vocab_size=tok.vocab_size, seed=args.seed)
+    config = model.config
+    engines = [cls(model, args.steps) for cls in ENGINES]  # Textbook copies the weights
+
+    print(f"python {sys.version.split()[0]}, gc thresholds {gc.get_threshold()} (defaults, "
+          f"{'enabled' if gc.isenabled() else 'DISABLED'})")
+    print(f"data: {where}: {len(docs)} docs, shuffled with seed {args.seed}")
+    print(f"model: default tiny GPT, {len(model.parameters())} params, vocab {tok.vocab_size}, "
+          f"{config.n_layer} layer, n_embd {config.n_embd}, block_size {config.block_size}")
+    print(f"timing: {args.steps} steps per engine (forward + backward + Adam), the two "
+          f"engines alternating step by step on the same documents", flush=True)
+
+    seconds, losses, collections = timed_run(engines, token_seqs)
+
+    mem_seqs = token_seqs[: args.memory_steps]
+    peaks = {cls.name: peak_memory(cls, args.seed, config, len(mem_seqs), mem_seqs)
+             for cls in ENGINES}
+
+    print()
+    print(f"{'':34s}{'ours':>16s}{'textbook':>16s}")
+    for label, stat in (("seconds per step, median", statistics.median),
+                        ("seconds per step, mean", statistics.fmean)):
+        row = "".join(f"{stat(seconds[cls.name]):16.4f}" for cls in ENGINES)
+        print(f"{label:34s}{row}")
+    row = "".join(f"{'/'.join(map(str, collections[cls.name])):>16s}" for cls in ENGINES)
+    print(f"{'gc runs in timed steps, gen 0/1/2':34s}{row}")
+    row = "".join(f"{peaks[cls.name] / 2**20:12.1f} MiB" for cls in ENGINES)
+    print(f"{'peak memory (tracemalloc)':34s}{row}")
+    print(f"(peak memory: a separate pass per engine, after the timing, that builds the model "
+          f"and trains {len(mem_seqs)} step(s) under tracemalloc, so tracing does not slow "
+          f"the timed steps)")
+
+    diffs = [abs(a - b) for a, b in zip(losses["ours"], losses["textbook"], strict=True)]
+    max_diff = max(diffs)
+    agree = max_diff < LOSS_TOLERANCE and all(map(math.isfinite, losses["ours"]))
+    first, last = losses["ours"][0], losses["ours"][-1]
+    print(f"losses: step 1 {first:.6f}, step {args.steps} {last:.6f}; max |ours - textbook| "
+          f"over {args.steps} steps = {max_diff:.2e} "
+          f"({'agree' if agree else 'DISAGREE'}, tolerance {LOSS_TOLERANCE:g})")
+    if not agree:
+        print("error: the two engines' losses differ; the timing compares different work",
+              file=sys.stderr)
+
+    ratio = statistics.fmean(seconds["textbook"]) / statistics.fmean(seconds["ours"])
+    print(f"speedup (train step, vs textbook engine): {ratio:.1f}x")
+    return 0 if agree else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
