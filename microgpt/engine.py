@@ -55,7 +55,13 @@ class Value:
         if isinstance(other, Value) or not isinstance(other, (int, float)):
             kind = type(other).__name__
             raise TypeError(f"Value ** {kind}: the exponent must be an int or float")
-        return Value(self.data**other, (self,), (other * self.data ** (other - 1),))
+        x = self.data
+        if x < 0 and not float(other).is_integer():
+            raise ValueError(f"power of a negative number: {x!r} ** {other!r} is not real")
+        if x == 0 and other < 1 and other != 0:
+            raise ZeroDivisionError(f"power at zero: {x!r} ** {other!r} has no finite slope")
+        local = other * x ** (other - 1) if other != 0 else 0.0
+        return Value(x**other, (self,), (local,))
 
     def log(self):
         """$f(a) = \\ln a$, defined for $a > 0$."""
@@ -169,7 +175,7 @@ def _inner_nodes_in_topological_order(root):
         seen.add(node)
         push(node)
         push(_EXPANDED)
-        for child in node._children:
+        for child in reversed(node._children):  # so the first child is visited first
             if child._children and child not in seen:
                 push(child)
     return order
@@ -215,7 +221,11 @@ def linear(x, w):
     for row in w:
         if len(row) != len(x):
             raise ValueError(f"linear: a row of {len(row)} weights for {len(x)} inputs")
-        wd = [p.data for p in row]
+        try:
+            wd = [p.data for p in row]
+        except AttributeError:  # a row holding plain numbers
+            out.append(dot(row, x))
+            continue
         out.append(Value(sum(map(operator.mul, wd, xd)), (*row, *x), (*xd, *wd)))
     return out
 
