@@ -25,3 +25,6 @@ c.Execute.timeout = 120
 c.Execute.startup_timeout = 120
 # a student who deletes a graded cell loses nothing else: nbgrader puts it back
 c.OverwriteCells.add_missing_cells = True
+# the kernel's working folder is not put on sys.path, so a file a student hands in
+# (an `autograder.py`, say) cannot stand in for the installed package in the test cells
+c.Execute.extra_arguments = ["--IPKernelApp.ignore_cwd=True"]

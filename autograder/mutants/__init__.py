@@ -16,3 +16,17 @@ class Mutant:
     source: str  # the wrong answer: the whole new source of that cell
     loses: tuple  # grade_ids of the graded test cells that must score zero
     notebook: str = ""  # notebook file name in the assignment; "" when it has only one
+
+
+def load(assignment):
+    """The registered mutants of `assignment`: its module's `MUTANTS` ([] when it has none)."""
+    import importlib
+
+    module_name = f"{__name__}.{assignment.replace('-', '_')}"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:
+            return []
+        raise
+    return list(getattr(module, "MUTANTS", []))

@@ -1,0 +1,220 @@
+"""`residual-pack`: the instructors' command line, a thin layer over nbgrader's API.
+
+    residual-pack generate [ASSIGNMENT ...]     exercises/ and solutions/ from source/
+    residual-pack check-drift [ASSIGNMENT ...]  fail if those differ from a fresh generate
+    residual-pack selfcheck [ASSIGNMENT ...]    do the graded tests tell right from wrong?
+    residual-pack grade ASSIGNMENT SUBMISSIONS  grade a class: scores, grades.csv, feedback
+    residual-pack demo [ASSIGNMENT]             grade a made-up class of three and show it
+
+Every command finds the course from the working directory (or --course) and runs nbgrader
+in a work copy of it, never in the repository.
+"""
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .course import CourseError, check_assignments, find_course
+
+
+def _say(text):
+    print(text, flush=True)
+
+
+def _quiet_nbgrader(verbose):
+    log = logging.getLogger("residual_pack.nbgrader")
+    log.propagate = False
+    log.handlers.clear()
+    if verbose:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("[nbgrader %(levelname)s] %(message)s"))
+        log.addHandler(handler)
+    else:
+        log.addHandler(logging.NullHandler())
+
+
+def cmd_generate(args, course):
+    from .generate import generate
+
+    names = check_assignments(course, args.assignments) if args.assignments else None
+    start = time.perf_counter()
+    seconds = generate(course, names, progress=_say)
+    for step, s in seconds.items():
+        _say(f"  {step}: {s:.1f} s")
+    _say(f"wrote exercises/ and solutions/ for {', '.join(names or check_assignments(course, []))} "
+         f"in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def cmd_check_drift(args, course):
+    from .generate import drift
+
+    names = check_assignments(course, args.assignments) if args.assignments else None
+    problems = drift(course, names, progress=_say)
+    if problems:
+        _say("generated folders are out of date (run `residual-pack generate`):")
+        for p in problems:
+            _say(f"  {p}")
+        return 1
+    _say("exercises/ and solutions/ match source/")
+    return 0
+
+
+def cmd_selfcheck(args, course):
+    from .selfcheck import report, selfcheck
+
+    names = check_assignments(course, args.assignments)
+    start = time.perf_counter()
+    workdir = args.workdir
+    if args.keep and not workdir:
+        workdir = tempfile.mkdtemp(prefix="residual-pack-selfcheck-")
+    if workdir:
+        _say(f"working in {workdir} (kept)")
+    checks = selfcheck(
+        course, names, workdir=workdir, validate=not args.no_validate,
+        feedback=not args.no_feedback, only=args.mutant or None, jobs=args.jobs, progress=_say,
+    )
+    _say(report(checks))
+    failed = [c.assignment for c in checks if not c.ok]
+    _say(f"self-check {'FAILED for ' + ', '.join(failed) if failed else 'passed'} "
+         f"in {time.perf_counter() - start:.1f} s")
+    return 1 if failed else 0
+
+
+def _progress(result):
+    if result.graded:
+        got, top = result.score()
+        _say(f"  {result.student}: {got:g}/{top:g} ({result.seconds:.1f} s)")
+    else:
+        _say(f"  {result.student}: not graded: {result.reason}")
+
+
+def _feedback_list(results, root):
+    for r in results:
+        for page in r.feedback:
+            _say(f"  {r.student}: {page.relative_to(root)}")
+
+
+def cmd_grade(args, course):
+    from .grading import run_grading, score_table
+
+    assignment = check_assignments(course, [args.assignment])[0]
+    out = Path(args.out or Path("runs") / f"grade-{assignment}").resolve()
+    _say(f"grading {args.submissions} for {assignment} in {out}")
+    grader, results, csv = run_grading(course, assignment, args.submissions, out,
+                                       jobs=args.jobs, progress=_progress)
+    _say("")
+    _say(score_table(grader, results))
+    _say(f"\ngrades: {csv}\nfeedback (under {out}):")
+    _feedback_list(results, out)
+    ungraded = [r.student for r in results if not r.graded]
+    if ungraded:
+        _say(f"not graded: {', '.join(ungraded)} (see the reasons above)")
+    return 0
+
+
+def cmd_demo(args, course):
+    from .demo import demo_problems, run_demo
+    from .grading import score_table
+
+    start = time.perf_counter()
+    grader, results, about, csv, out = run_demo(course, args.assignment, args.out,
+                                                jobs=args.jobs, progress=_progress)
+    _say("")
+    _say(f"{grader.assignment}: a class of three, graded by nbgrader")
+    for student, what in about.items():
+        _say(f"  {student}: {what}")
+    _say("")
+    _say(score_table(grader, results))
+    _say(f"\ngrades: {csv}\nfeedback (under {out / 'course'}):")
+    _feedback_list(results, out / "course")
+    problems = demo_problems(grader, results)
+    for p in problems:
+        _say(f"DEMO FAILED: {p}")
+    _say(f"done in {time.perf_counter() - start:.1f} s")
+    return 1 if problems else 0
+
+
+def default_jobs():
+    """Submissions graded at a time: one per core, at most 4 (each runs its own kernel)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def _jobs_option(p):
+    p.add_argument("-j", "--jobs", type=int, default=default_jobs(),
+                   help="submissions graded at a time, each in its own process and kernel "
+                        "(default: %(default)s, one per core up to 4)")
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog="residual-pack",
+        description="Generate, self-check and grade the residual connections exercise pack "
+                    "(with nbgrader).",
+    )
+    p.add_argument("--course", help="the course directory (default: found from here)")
+    p.add_argument("-v", "--verbose", action="store_true", help="show nbgrader's log")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("generate", help="write exercises/ and solutions/ from source/")
+    g.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    g.set_defaults(run=cmd_generate)
+
+    d = sub.add_parser(
+        "check-drift",
+        help="regenerate in a temporary copy; fail if exercises/ or solutions/ differ",
+    )
+    d.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    d.set_defaults(run=cmd_check_drift)
+
+    s = sub.add_parser(
+        "selfcheck", help="validator + autograde the solution, the stub, the mutants"
+    )
+    s.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    s.add_argument("--mutant", action="append", metavar="WORDS",
+                   help="grade only the mutants whose name contains WORDS (repeatable)")
+    s.add_argument("--no-validate", action="store_true", help="skip nbgrader's validator")
+    s.add_argument("--no-feedback", action="store_true", help="skip feedback and its leak check")
+    s.add_argument("--workdir", help="work in this folder (kept) instead of a temporary one")
+    s.add_argument("--keep", action="store_true", help="keep the temporary work folder")
+    _jobs_option(s)
+    s.set_defaults(run=cmd_selfcheck)
+
+    gr = sub.add_parser(
+        "grade", help="grade a folder of submissions",
+        description="Grade SUBMISSIONS, a folder holding <student>/<assignment>/<nb>.ipynb, "
+                    "<student>/<nb>.ipynb or <student>.ipynb. Only notebooks are graded; each "
+                    "student separately. Writes an nbgrader course folder to --out with "
+                    "grades.csv and feedback/<student>/<assignment>/<nb>.html.",
+    )
+    gr.add_argument("assignment")
+    gr.add_argument("submissions")
+    gr.add_argument("--out", help="output folder (default: runs/grade-ASSIGNMENT)")
+    _jobs_option(gr)
+    gr.set_defaults(run=cmd_grade)
+
+    dm = sub.add_parser("demo", help="grade a made-up class: solution, stub, partly wrong")
+    dm.add_argument("assignment", nargs="?", help="default: residual_stack")
+    dm.add_argument("--out", help="output folder (default: a new temporary folder)")
+    _jobs_option(dm)
+    dm.set_defaults(run=cmd_demo)
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    _quiet_nbgrader(args.verbose)
+    try:
+        course = find_course(args.course)
+        return args.run(args, course)
+    except CourseError as exc:
+        print(f"residual-pack: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,332 @@
+"""The pack's self-check: do the graded tests tell right from wrong?
+
+For each assignment, in a work copy of the course and under the real nbgrader:
+
+1. the student version nbgrader generates is the one committed in `exercises/`;
+2. nbgrader's Validator passes every source notebook, and, inverted, every exercise
+   (each graded cell fails on the stub);
+3. autograded: the solution earns full marks on every autograded cell, the untouched
+   stub earns zero on every one, and every registered mutant (`autograder.mutants`)
+   scores zero on each cell in its `loses`;
+4. the feedback pages of all of these show no line of a hidden test.
+"""
+
+import copy
+import time
+from dataclasses import dataclass, field
+
+from . import mutants as mutant_registry
+from .course import (
+    EXERCISES,
+    SOURCE,
+    CourseError,
+    WorkCourse,
+    is_solution,
+    jupyter_sandbox,
+    nbgrader_meta,
+    notebook_paths,
+    read_notebook,
+    work_folder,
+)
+from .feedback import hidden_test_lines, leaked_lines
+from .grading import MIN_FOR_WORKERS, Grader, grade_all, score_table
+
+SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION")
+
+
+# ---------------------------------------------------------------- made-up submissions
+
+
+def filled_in(release, source):
+    """The release notebook with every answer cell written as the source has it (the
+    solution markers dropped): what a student who got everything right hands in."""
+    answers = {
+        nbgrader_meta(c)["grade_id"]: c.source for c in source.cells if is_solution(c)
+    }
+    nb = copy.deepcopy(release)
+    for cell in nb.cells:
+        if is_solution(cell):
+            text = answers[nbgrader_meta(cell)["grade_id"]]
+            cell.source = "\n".join(
+                line for line in text.split("\n") if not any(m in line for m in SOLUTION_MARKERS)
+            )
+    return nb
+
+
+def with_answer(nb, grade_id, source):
+    """A copy of `nb` whose answer cell `grade_id` holds `source`."""
+    nb = copy.deepcopy(nb)
+    cells = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") == grade_id]
+    if len(cells) != 1 or not is_solution(cells[0]):
+        raise CourseError(f"no answer cell {grade_id!r} in the notebook")
+    cells[0].source = source
+    return nb
+
+
+def mutant_notebook_name(mutant, notebooks):
+    name = mutant.notebook.removesuffix(".ipynb") if mutant.notebook else ""
+    if not name:
+        if len(notebooks) != 1:
+            raise CourseError(f"mutant {mutant.name!r} must name its notebook (one of {notebooks})")
+        return notebooks[0]
+    if name not in notebooks:
+        raise CourseError(f"mutant {mutant.name!r} names {name!r}, not one of {notebooks}")
+    return name
+
+
+def class_of(grader, assignment, mutants):
+    """{student id: (label, {notebook: NotebookNode}, mutant or None)} for the solution,
+    the stub and each mutant."""
+    source_dir = grader.work.path(SOURCE, assignment)
+    releases = {name: grader.release_notebook(name) for name in grader.notebooks}
+    solution = {
+        name: filled_in(releases[name], read_notebook(source_dir / f"{name}.ipynb"))
+        for name in grader.notebooks
+    }
+    made = {
+        "solution": ("solution", solution, None),
+        "stub": ("untouched stub", releases, None),
+    }
+    for i, mutant in enumerate(mutants, 1):
+        name = mutant_notebook_name(mutant, grader.notebooks)
+        notebooks = dict(solution)
+        notebooks[name] = with_answer(solution[name], mutant.cell, mutant.source)
+        made[f"mutant-{i:02d}"] = (f"mutant: {mutant.name}", notebooks, mutant)
+    return made
+
+
+# ---------------------------------------------------------------- the check
+
+
+@dataclass
+class AssignmentCheck:
+    assignment: str
+    failures: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    labels: dict = field(default_factory=dict)  # student id -> label
+    results: list = field(default_factory=list)  # StudentResult
+    table: str = ""
+    seconds: dict = field(default_factory=dict)  # step -> wall time
+
+    @property
+    def ok(self):
+        return not self.failures
+
+
+def _registry_problems(grader, mutants):
+    problems = []
+    for mutant in mutants:
+        try:
+            name = mutant_notebook_name(mutant, grader.notebooks)
+        except CourseError as exc:
+            problems.append(str(exc))
+            continue
+        answers = {gid for nb, gid in grader.answer_cells if nb == name}
+        if mutant.cell not in answers:
+            problems.append(
+                f"mutant {mutant.name!r}: {mutant.cell!r} is not an answer cell of {name}"
+            )
+        if not mutant.loses:
+            problems.append(f"mutant {mutant.name!r} names no cell it must lose")
+        for gid in mutant.loses:
+            if not grader.autograded.get((name, gid)):
+                problems.append(
+                    f"mutant {mutant.name!r}: {gid!r} is not an autograded test cell of {name}"
+                )
+    return problems
+
+
+def check_assignment(work, assignment, *, validate=True, feedback=True, only=None, jobs=1,
+                     progress=None):
+    """Self-check one assignment in the work course `work`. `only`: a list of words; when
+    given, only the mutants whose name holds one of them are graded."""
+    from nbgrader.validator import Validator
+
+    say = progress or (lambda *_: None)
+    check = AssignmentCheck(assignment)
+    t = time.perf_counter()
+    grader = Grader(work, assignment)
+    check.seconds["generate"] = time.perf_counter() - t
+
+    # 1. the committed student version is the generated one
+    committed = work.course / EXERCISES / assignment
+    check.failures += exercise_drift(work.path(EXERCISES, assignment), committed)
+
+    # 2. nbgrader's validator: sources pass, exercises fail every graded cell
+    if validate:
+        t = time.perf_counter()
+        cfg = work.config()
+        for path in notebook_paths(work.path(SOURCE, assignment)):
+            say(f"  validating source {assignment}/{path.name}")
+            found = Validator(config=cfg, log=work.api().log).validate(str(path))
+            if found:
+                check.failures.append(
+                    f"validator: source {assignment}/{path.name} does not pass: "
+                    + _validator_text(found)
+                )
+        for path in notebook_paths(work.path(EXERCISES, assignment)):
+            say(f"  validating exercise {assignment}/{path.name} (inverted)")
+            inverted = Validator(config=cfg, log=work.api().log)
+            inverted.invert = True
+            found = inverted.validate(str(path))
+            if found:
+                check.failures.append(
+                    f"validator --invert: exercise {assignment}/{path.name}: "
+                    + _validator_text(found)
+                )
+        check.seconds["validate"] = time.perf_counter() - t
+
+    # 3. autograde the solution, the stub and the mutants
+    registered = mutant_registry.load(assignment)
+    if only:
+        registered = [m for m in registered if any(w in m.name for w in only)]
+    problems = _registry_problems(grader, registered)
+    if problems:
+        check.failures += problems
+        return check
+    if not registered and not only:
+        check.notes.append(f"{assignment} has no registered mutants (autograder/mutants/)")
+    targeted = {
+        (mutant_notebook_name(m, grader.notebooks), gid) for m in registered for gid in m.loses
+    }
+    for key, auto in grader.autograded.items():
+        if auto and key not in targeted and not only:
+            check.notes.append(f"no mutant targets {key[1]} ({key[0]})")
+
+    made = class_of(grader, assignment, registered)
+    t = time.perf_counter()
+    for student, (label, notebooks, _) in made.items():
+        grader.submit(student, notebooks)
+        check.labels[student] = label
+    at_once = jobs if len(made) >= MIN_FOR_WORKERS else 1
+    say(f"  autograding {len(made)} submissions ({at_once} at a time)")
+
+    def graded(result):
+        label = check.labels[result.student]
+        got, top = result.score()
+        say(f"    {result.student} ({label}): "
+            + (f"{got:g}/{top:g}" if result.graded else f"not graded: {result.reason}"))
+
+    check.results = grade_all(grader, made, feedback=feedback, jobs=jobs, progress=graded)
+    for result in check.results:
+        label, notebooks, mutant = made[result.student]
+        check.failures += _judge(result.student, label, result, mutant, grader)
+        if feedback and result.graded:
+            check.failures += _leaks(result.student, grader, result, notebooks)
+    check.seconds["autograde"] = time.perf_counter() - t
+    check.seconds["per submission"] = (
+        sum(r.seconds for r in check.results) / max(1, len(check.results))
+    )
+    check.table = score_table(grader, check.results)
+    return check
+
+
+def _judge(student, label, result, mutant, grader):
+    if not result.graded:
+        return [f"{label}: nbgrader could not grade it: {result.reason}"]
+    failures = []
+    auto = [c for c in result.cells if c.autograded]
+    if not auto:
+        return [f"{label}: no autograded cell was graded"]
+    if student == "solution":
+        for c in auto:
+            if c.score != c.max_score:
+                failures.append(
+                    f"solution scored {c.score:g}/{c.max_score:g} on {c.cell} (want full marks)"
+                )
+    elif student == "stub":
+        for c in auto:
+            if c.score != 0:
+                failures.append(
+                    f"untouched stub scored {c.score:g}/{c.max_score:g} on {c.cell} (want 0)"
+                )
+    else:
+        name = mutant_notebook_name(mutant, grader.notebooks)
+        for gid in mutant.loses:
+            c = next((c for c in auto if c.cell == gid and c.notebook == name), None)
+            if c is None:
+                failures.append(f"{label}: {gid} was not graded")
+            elif c.score != 0:
+                failures.append(
+                    f"{label}: kept {c.score:g}/{c.max_score:g} on {gid} (it must lose them: "
+                    f"the test does not catch this wrong answer)"
+                )
+    return failures
+
+
+def _leaks(student, grader, result, notebooks):
+    failures = []
+    source_dir = grader.work.path(SOURCE, grader.assignment)
+    for page in result.feedback:
+        name = page.stem
+        hidden = [
+            line
+            for cell in read_notebook(source_dir / f"{name}.ipynb").cells
+            for line in hidden_test_lines(cell.source)
+        ]
+        shown = "\n".join(c.source for c in notebooks[name].cells)
+        leaks = leaked_lines(page.read_text(encoding="utf-8"), hidden, visible_text=shown)
+        if leaks:
+            failures.append(
+                f"feedback for {student} ({page.name}) shows hidden test line(s): {leaks[:3]}"
+            )
+    return failures
+
+
+def _validator_text(found):
+    parts = []
+    for kind, cells in found.items():
+        for cell in cells:
+            first = cell.get("source", "").strip().splitlines()[:1]
+            error = (cell.get("raw_error") or "").strip().splitlines()[-1:]
+            parts.append(f"{kind}: {' '.join(first)!r}" + (f" -> {error[0]}" if error else ""))
+    return "; ".join(parts)
+
+
+def exercise_drift(generated, committed):
+    """Differences between a generated release folder and the committed one, byte for byte."""
+    from .generate import tree_differences
+
+    if not committed.is_dir():
+        return [f"exercises/{committed.name} is missing; run `residual-pack generate`"]
+    return [
+        f"exercises/{committed.name}: {d} (run `residual-pack generate`)"
+        for d in tree_differences(generated, committed)
+    ]
+
+
+def selfcheck(course, names=None, *, workdir=None, keep=False, validate=True, feedback=True,
+              only=None, jobs=1, progress=None):
+    """Self-check `names` (all assignments when empty); returns the AssignmentChecks."""
+    checks = []
+    with work_folder(workdir, prefix="residual-pack-selfcheck-", keep=keep) as tmp:
+        with jupyter_sandbox(tmp / "sandbox"):
+            work = WorkCourse(course, tmp / "course", names)
+            for assignment in work.names:
+                if progress:
+                    progress(f"{assignment}:")
+                checks.append(
+                    check_assignment(work, assignment, validate=validate, feedback=feedback,
+                                     only=only, jobs=jobs, progress=progress)
+                )
+    return checks
+
+
+def report(checks):
+    """The self-check report as text."""
+    lines = []
+    for check in checks:
+        lines.append(f"== {check.assignment}: {'ok' if check.ok else 'FAILED'}")
+        if check.table:
+            lines.append(check.table)
+            mutants = [(s, lab) for s, lab in check.labels.items() if s.startswith("mutant-")]
+            for student, label in mutants:
+                lines.append(f"  {student} = {label.removeprefix('mutant: ')}")
+        for note in check.notes:
+            lines.append(f"note: {note}")
+        for failure in check.failures:
+            lines.append(f"FAIL: {failure}")
+        if check.seconds:
+            lines.append("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in check.seconds.items()))
+    return "\n".join(lines)
+

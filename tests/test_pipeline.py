@@ -1,0 +1,397 @@
+"""The instructors' pipeline under the real nbgrader and real kernels.
+
+Fast tests cover the pieces (submission layouts, broken notebooks, the feedback filter,
+the mutant registry). The slow ones run what CI must show: the committed generated
+folders are reproduced; the self-check passes (validator on sources and, inverted, on
+exercises; solution full marks, stub zero, every mutant caught; no hidden test in any
+feedback page) and fails once a graded test is weakened; the demo's table; a broken
+notebook or a shadowing `autograder` module handed in among good ones.
+"""
+
+import copy
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import course as course_module
+from autograder import mutants as mutant_registry
+from autograder.course import (
+    CONFIG_FILE,
+    EXERCISES,
+    SOURCE,
+    WorkCourse,
+    assignments,
+    is_autograded_test,
+    is_solution,
+    jupyter_sandbox,
+    nbgrader_meta,
+    notebook_paths,
+    read_notebook,
+)
+from autograder.demo import default_assignment
+from autograder.feedback import HideHiddenTestTracebacks, hidden_test_lines, leaked_lines
+from autograder.grading import Grader, find_submissions, notebook_problem, run_grading
+from autograder.selfcheck import filled_in, selfcheck
+
+COURSE = Path(__file__).resolve().parents[1]
+ASSIGNMENTS = assignments(COURSE)
+FIRST = default_assignment(COURSE)  # the demo's assignment
+JOBS = 2
+
+needs_assignment = pytest.mark.skipif(FIRST is None, reason="no assignment in source/ yet")
+
+
+def source_notebook(assignment, name=None):
+    paths = notebook_paths(COURSE / SOURCE / assignment)
+    path = next(p for p in paths if name in (None, p.stem))
+    return path.stem, read_notebook(path)
+
+
+def release_notebook(assignment, name):
+    return read_notebook(COURSE / EXERCISES / assignment / f"{name}.ipynb")
+
+
+def solution_and_stub(assignment):
+    name, source = source_notebook(assignment)
+    release = release_notebook(assignment, name)
+    return name, filled_in(release, source), release
+
+
+def hidden_lines(assignment):
+    return [
+        line
+        for path in notebook_paths(COURSE / SOURCE / assignment)
+        for cell in read_notebook(path).cells
+        for line in hidden_test_lines(cell.source)
+    ]
+
+
+# a student's own `autograder` that makes every check pass: every check is a no-op and
+# `task(...)` swallows whatever goes wrong inside it
+SHADOW_CHECKS = '''
+class _Swallow:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return True
+
+
+def __getattr__(name):
+    return lambda *args, **kwargs: _Swallow()
+'''
+SHADOW_MODULE = (
+    "import sys, types\n"
+    "checks = types.ModuleType('autograder.checks')\n"
+    "exec(compile(" + repr(SHADOW_CHECKS) + ", 'checks', 'exec'), checks.__dict__)\n"
+    "sys.modules['autograder.checks'] = checks\n"
+)
+
+
+# ---------------------------------------------------------------- fast: the pieces
+
+
+def test_submission_layouts_and_left_out_files(tmp_path):
+    (tmp_path / "ann" / "a1").mkdir(parents=True)
+    (tmp_path / "ann" / "a1" / "nb.ipynb").write_text("{}")
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / "nb (1).ipynb").write_text("{}")
+    (tmp_path / "bob" / "autograder.py").write_text("")
+    (tmp_path / "bob" / "microgpt").mkdir()
+    (tmp_path / "bob" / "microgpt" / "__init__.py").write_text("")
+    (tmp_path / "cy.ipynb").write_text("{}")
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    found = find_submissions(tmp_path, "a1", ["nb"])
+    assert sorted(found) == ["ann", "bob", "cy"]
+    assert found["ann"][0] == {"nb": tmp_path / "ann" / "a1" / "nb.ipynb"}
+    assert found["bob"][0] == {"nb": tmp_path / "bob" / "nb (1).ipynb"}
+    assert found["cy"][0] == {"nb": tmp_path / "cy.ipynb"}
+    notes = " ".join(found["bob"][1])
+    assert "left out 2 file(s)" in notes and "autograder.py" in notes
+    # one file per student cannot say which of two notebooks it is
+    assert find_submissions(tmp_path, "a1", ["nb", "other"])["cy"][0] == {}
+
+
+def test_broken_notebooks_are_named_with_a_reason(tmp_path):
+    bad = tmp_path / "bad.ipynb"
+    bad.write_text('{"cells": [')
+    assert "not a readable notebook" in notebook_problem(bad)
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x = 1")
+    cell.metadata["nbgrader"] = {"grade_id": "answer", "solution": True, "grade": False,
+                                 "locked": False, "schema_version": 3}
+    nb.cells = [cell, copy.deepcopy(cell)]
+    nb.cells[1].id = "copied"
+    doubled = tmp_path / "doubled.ipynb"
+    nbformat.write(nb, str(doubled))
+    assert "answer appear more than once" in notebook_problem(doubled)
+    nb.cells.pop()
+    nbformat.write(nb, str(doubled))
+    assert notebook_problem(doubled) == ""
+
+
+def test_feedback_filter_keeps_only_the_message_of_hidden_test_errors():
+    hidden = nbformat.v4.new_code_cell(
+        "check(1)\n### BEGIN HIDDEN TESTS\nsecret_check(-2.5)\n### END HIDDEN TESTS"
+    )
+    visible = nbformat.v4.new_code_cell("check(1)")
+    for cell in (hidden, visible):
+        cell.outputs = [nbformat.v4.new_output(
+            "error", ename="CheckFailed", evalue="expected 1, got 2",
+            traceback=["Traceback", "----> 3 secret_check(-2.5)", "CheckFailed: expected 1, got 2"],
+        )]
+    hidden.outputs.append(nbformat.v4.new_output(
+        "stream", name="stderr", text="x.py:3: RuntimeWarning: overflow\n  secret_check(-2.5)\n"
+    ))
+    nb = nbformat.v4.new_notebook(cells=[hidden, visible])
+    nb, _ = HideHiddenTestTracebacks().preprocess(nb, {})
+    assert nb.cells[0].outputs[0].traceback == ["CheckFailed: expected 1, got 2"]
+    assert nb.cells[0].outputs[1].text == "x.py:3: RuntimeWarning: overflow\n"
+    assert len(nb.cells[1].outputs[0].traceback) == 3  # no hidden test there: untouched
+
+
+def test_leak_check_sees_through_syntax_highlighting():
+    line = "check_value(residual_stack(Value(2.5), depth=20), 2.5 * 1.1**20)"
+    html = ('<span class="n">check_value</span><span class="p">(</span>residual_stack(Value('
+            '<span class="mf">2.5</span>), depth=20), 2.5 &#42; 1.1**20)')
+    assert leaked_lines(html, [line]) == [line]
+    assert leaked_lines(html, [line], visible_text=line) == []  # the student saw it anyway
+    assert leaked_lines("<p>nothing</p>", [line]) == []
+
+
+@needs_assignment
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_mutant_registry_names_real_cells(assignment):
+    registered = mutant_registry.load(assignment)
+    cells = {}
+    for path in notebook_paths(COURSE / SOURCE / assignment):
+        for cell in read_notebook(path).cells:
+            cells[(path.stem, nbgrader_meta(cell).get("grade_id"))] = cell
+    names = [p.stem for p in notebook_paths(COURSE / SOURCE / assignment)]
+    for m in registered:
+        nb = m.notebook.removesuffix(".ipynb") or names[0]
+        assert is_solution(cells[(nb, m.cell)]), f"{m.name}: {m.cell} is not an answer cell"
+        assert m.loses, f"{m.name} loses nothing"
+        for gid in m.loses:
+            assert is_autograded_test(cells[(nb, gid)]), f"{m.name}: {gid} is not a test cell"
+    assert mutant_registry.load("no_such_assignment") == []
+
+
+def test_cli_rejects_an_unknown_assignment(capsys):
+    from autograder.cli import main
+
+    assert main(["--course", str(COURSE), "selfcheck", "no_such_assignment"]) == 2
+    assert "unknown assignment" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- slow: the real thing
+
+
+@needs_assignment
+@pytest.mark.slow
+def test_generation_reproduces_the_committed_folders():
+    """generate_assignment and generate_solution rerun on a copy: exercises/ byte for
+    byte, solutions/ cell for cell (type, id, source, metadata)."""
+    from autograder.generate import drift
+
+    assert drift(COURSE) == []
+
+
+@pytest.fixture(scope="module")
+def selfcheck_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("selfcheck")
+    checks = selfcheck(COURSE, ASSIGNMENTS, workdir=workdir, jobs=JOBS)
+    return checks, workdir
+
+
+@needs_assignment
+@pytest.mark.slow
+def test_selfcheck_passes(selfcheck_run):
+    from autograder.selfcheck import report
+
+    checks, _ = selfcheck_run
+    assert checks and all(c.ok for c in checks), report(checks)
+    for check in checks:
+        assert "validate" in check.seconds  # the validator ran on sources and exercises
+        by_student = {r.student: r for r in check.results}
+        got, top = by_student["solution"].score()
+        assert got == top > 0
+        assert by_student["stub"].score()[0] == 0
+        mutants = [r for r in check.results if r.student.startswith("mutant-")]
+        assert len(mutants) == len(mutant_registry.load(check.assignment))
+        assert all(r.score()[0] < top for r in mutants)
+        assert all(r.feedback for r in check.results)  # and none leaks (part of .ok)
+
+
+@needs_assignment
+@pytest.mark.slow
+def test_without_our_filter_feedback_would_leak_hidden_tests(selfcheck_run):
+    """The leak check is not vacuous: nbgrader's own ClearHiddenTests, alone, lets the
+    traceback of a failing hidden check through for some registered mutant."""
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+
+    checks, workdir = selfcheck_run
+    check = next(c for c in checks if c.assignment == FIRST)
+    hidden = hidden_lines(FIRST)
+    leaking = []
+    with jupyter_sandbox(workdir / "sandbox"):
+        work = WorkCourse(COURSE, workdir / "course", [FIRST], copy=False)
+        cfg = work.config()
+        cfg.GenerateFeedback.preprocessors = [
+            GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor  # nbgrader's, no filter
+        ]
+        cfg.CourseDirectory.feedback_directory = "feedback-unfiltered"
+        api = NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg, log=work.api().log)
+        for result in check.results:
+            if not result.student.startswith("mutant-"):
+                continue
+            assert api.generate_feedback(FIRST, result.student)["success"]
+            pages = workdir / "course" / "feedback-unfiltered" / result.student / FIRST
+            for page in pages.glob("*.html"):
+                if leaked_lines(page.read_text(encoding="utf-8"), hidden):
+                    leaking.append(result.student)
+            if leaking:
+                break
+    assert leaking, "no mutant fails inside a hidden test: the leak check proves nothing"
+
+
+@needs_assignment
+@pytest.mark.slow
+def test_selfcheck_fails_when_a_graded_test_is_weakened(tmp_path):
+    registered = mutant_registry.load(FIRST)
+    if not registered:
+        pytest.skip(f"{FIRST} has no registered mutants")
+    mutant = min(registered, key=lambda m: len(m.loses))
+    target = mutant.loses[0]
+    copy_root = tmp_path / "course"
+    copy_root.mkdir()
+    shutil.copy2(COURSE / CONFIG_FILE, copy_root / CONFIG_FILE)
+    shutil.copytree(COURSE / SOURCE, copy_root / SOURCE)
+    name = mutant.notebook.removesuffix(".ipynb") or source_notebook(FIRST)[0]
+    path = copy_root / SOURCE / FIRST / f"{name}.ipynb"
+    nb = read_notebook(path)
+    cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == target)
+    cell.source = '"""Weakened: every check of this cell replaced by a no-op."""\npass'
+    nbformat.write(nb, str(path))
+
+    checks = selfcheck(copy_root, [FIRST], validate=False, feedback=False,
+                       only=[mutant.name], jobs=JOBS)
+    failures = "\n".join(checks[0].failures)
+    assert not checks[0].ok
+    assert f"mutant: {mutant.name}: kept" in failures and target in failures, failures
+
+
+def _table_scores(output):
+    """{student: (got, top)} from the autograded column of a printed score table."""
+    scores = {}
+    for line in output.splitlines():
+        m = re.match(r"^(\S+)\s.*?\s(\d+(?:\.\d+)?)/(\d+(?:\.\d+)?)\s+\d+\.\d$", line)
+        if m:
+            scores[m.group(1)] = (float(m.group(2)), float(m.group(3)))
+    return scores
+
+
+@needs_assignment
+@pytest.mark.slow
+def test_demo_prints_the_table_and_writes_clean_feedback(tmp_path):
+    """The README's main command: solution full, stub zero, partly wrong in between;
+    a feedback page for each, without a hidden test."""
+    script = Path(sys.executable).parent / "residual-pack"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "autograder.cli"]
+    out = tmp_path / "demo"
+    run = subprocess.run(
+        [*command, "demo", "--out", str(out), "--jobs", str(JOBS)],
+        cwd=COURSE, capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    scores = _table_scores(run.stdout)
+    assert scores["solution"][0] == scores["solution"][1] > 0, run.stdout
+    assert scores["stub"][0] == 0, run.stdout
+    assert 0 < scores["partly-wrong"][0] < scores["partly-wrong"][1], run.stdout
+    hidden = hidden_lines(FIRST)
+    for student in ("solution", "stub", "partly-wrong"):
+        pages = list((out / "course" / "feedback" / student / FIRST).glob("*.html"))
+        assert pages, f"no feedback for {student}"
+        for page in pages:
+            handed = (out / "submissions" / student / FIRST / f"{page.stem}.ipynb").read_text()
+            shown = "\n".join(c.source for c in nbformat.reads(handed, 4).cells)
+            assert leaked_lines(page.read_text(encoding="utf-8"), hidden, shown) == []
+    assert (out / "course" / "grades.csv").is_file()
+
+
+@needs_assignment
+@pytest.mark.slow
+def test_a_class_with_broken_and_shadowing_submissions(tmp_path):
+    """A broken notebook costs its student only; an `autograder` package handed in beside
+    a wrong answer is left out, so the wrong answer scores zero."""
+    name, solution, stub = solution_and_stub(FIRST)
+    folder = tmp_path / "submissions"
+
+    def hand_in(student, nb):
+        dest = folder / student / FIRST
+        dest.mkdir(parents=True)
+        nbformat.write(nb, str(dest / f"{name}.ipynb"))
+        return dest
+
+    hand_in("good", solution)
+    folder.joinpath("broken.ipynb").write_text('{"cells": [', encoding="utf-8")
+    doubled = copy.deepcopy(solution)
+    answer = next(i for i, c in enumerate(doubled.cells) if is_solution(c))
+    doubled.cells.insert(answer + 1, copy.deepcopy(doubled.cells[answer]))
+    doubled.cells[answer + 1].id = "pasted-copy"
+    hand_in("copied-cell", doubled)
+    shadow = hand_in("shadow", stub)
+    (shadow / "autograder").mkdir()
+    (shadow / "autograder" / "__init__.py").write_text("")
+    (shadow / "autograder" / "checks.py").write_text(SHADOW_CHECKS)
+
+    grader, results, grades = run_grading(COURSE, FIRST, folder, tmp_path / "graded", jobs=JOBS)
+    by_student = {r.student: r for r in results}
+    got, top = by_student["good"].score()
+    assert got == top > 0
+    assert not by_student["broken"].graded
+    assert "not a readable notebook" in by_student["broken"].reason
+    assert not by_student["copied-cell"].graded
+    assert "more than once" in by_student["copied-cell"].reason
+    assert by_student["shadow"].graded and by_student["shadow"].score()[0] == 0
+    assert any("left out" in n and "autograder" in n for n in by_student["shadow"].notes)
+    with open(grades, newline="") as f:
+        rows = {row["student_id"]: row for row in csv.DictReader(f)}
+    assert set(rows) == {"good", "broken", "copied-cell", "shadow"}
+    assert float(rows["good"]["score"]) == top and float(rows["shadow"]["score"]) == 0
+
+
+@needs_assignment
+@pytest.mark.slow
+def test_a_shadowing_module_in_the_kernels_folder_is_not_imported(tmp_path, monkeypatch):
+    """Even in the folder the kernel runs in, a student's `autograder.py` is not imported:
+    the kernel keeps its working directory off sys.path. Control: without that, the
+    same file makes the untouched stub pass every check."""
+    _, _, stub = solution_and_stub(FIRST)
+    with jupyter_sandbox(tmp_path / "sandbox"):
+        work = WorkCourse(COURSE, tmp_path / "course", [FIRST])
+        grader = Grader(work, FIRST)
+        name = grader.notebooks[0]
+        for student in ("defended", "undefended"):
+            folder = grader.submit(student, {name: stub})
+            (folder / "autograder.py").write_text(SHADOW_MODULE)
+        defended = grader.grade("defended", feedback=False)
+
+        monkeypatch.setattr(course_module, "KERNEL_ARGUMENTS", [])
+        os.environ.pop("PYTHONSAFEPATH", None)  # jupyter_sandbox puts it back at the end
+        unsafe = Grader(WorkCourse(COURSE, work.root, [FIRST], copy=False), FIRST, generate=False)
+        undefended = unsafe.grade("undefended", feedback=False)
+
+    assert defended.graded and defended.score()[0] == 0
+    got, top = undefended.score()
+    assert undefended.graded and got == top > 0, "the shadow module had no effect: no proof"
