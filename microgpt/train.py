@@ -4,7 +4,7 @@ import math
 
 from tqdm.auto import tqdm
 
-from .engine import Value
+from .engine import Value, cycle_collector_paused
 from .nn import Adam, make_rng, softmax
 
 __all__ = ["train", "sample"]
@@ -23,15 +23,16 @@ def train(model, docs, tokenizer, steps=1000, lr=0.01, betas=(0.85, 0.99), eps=1
     opt = Adam(model.parameters(), lr=lr, betas=betas, eps=eps, total_steps=steps)
     history = []
     bar = tqdm(range(steps), desc="training", disable=not progress, mininterval=0.5)
-    for step in bar:
-        loss = model.loss(tokenizer.encode(order[step % len(order)]))
-        loss.backward()
-        opt.step()
-        history.append(loss.data)
-        if callback is not None:
-            callback(step, loss.data)
-        if step % 10 == 0:
-            bar.set_postfix(loss=f"{loss.data:.4f}", refresh=False)
+    with cycle_collector_paused():  # the graphs are acyclic: reference counting frees them
+        for step in bar:
+            loss = model.loss(tokenizer.encode(order[step % len(order)]))
+            loss.backward()
+            opt.step()
+            history.append(loss.data)
+            if callback is not None:
+                callback(step, loss.data)
+            if step % 10 == 0:
+                bar.set_postfix(loss=f"{loss.data:.4f}", refresh=False)
     return history
 
 

@@ -388,6 +388,9 @@ def test_a_shadowing_module_in_the_kernels_folder_is_not_imported(tmp_path, monk
         defended = grader.grade("defended", feedback=False)
 
         monkeypatch.setattr(course_module, "KERNEL_ARGUMENTS", [])
+        config = work.root / "nbgrader_config.py"  # the course config asks for it too
+        lines = config.read_text().splitlines()
+        config.write_text("".join(f"{line}\n" for line in lines if "ignore_cwd" not in line))
         os.environ.pop("PYTHONSAFEPATH", None)  # jupyter_sandbox puts it back at the end
         unsafe = Grader(WorkCourse(COURSE, work.root, [FIRST], copy=False), FIRST, generate=False)
         undefended = unsafe.grade("undefended", feedback=False)
