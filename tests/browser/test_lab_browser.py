@@ -1,0 +1,294 @@
+"""End to end, in a real browser: a student's first exercise in JupyterLab.
+
+`scripts/lab` (the README command) serves a copy of the course on 127.0.0.1; headless
+Chromium (Debian's, driven by Playwright) opens exercises/residual_stack/residual_stack.ipynb
+and does what a student does:
+
+1. opens it: headings and equations render, the kernel starts without asking which one;
+2. runs all cells on the stub: every graded test cell fails with its readable message
+   ("Task 1.1 is not done yet ..."); a graded cell that Run All did not reach, because an
+   earlier cell failed first, is run on its own, as a student would;
+3. types the solution (taken from source/'s BEGIN/END SOLUTION regions) into each TODO
+   cell through the editor;
+4. runs all cells again: every graded cell prints its success line, the plot renders, no
+   cell writes a warning or an error, no cell runs long without showing progress;
+5. saves, checks the file holds exactly what was typed, and presses nbgrader's Validate
+   button: the dialog says "Success! Your notebook passes all the tests."
+
+The browser never leaves 127.0.0.1 and the server neither lists extensions from PyPI nor
+fetches news. Screenshots of each stage, the server log and a summary go to
+tests/browser/artifacts/ (or $ARTIFACTS_DIR).
+"""
+
+import os
+import re
+import time
+from datetime import datetime
+
+import lab_helpers as lh
+import pytest
+
+ASSIGNMENT = "residual_stack"
+NOTEBOOK = "residual_stack.ipynb"
+STDERR = "application/vnd.jupyter.stderr"
+PNG = "image/png"
+# a cell that runs longer than this must show progress (a tqdm bar or a widget)
+LONG_CELL_S = 10.0
+PROGRESS = re.compile(r"\d+%\|| \d+/\d+ \[|it/s\]|s/it\]")
+
+pytestmark = pytest.mark.browser
+
+
+def require_browser():
+    """Skip, saying why, when Chromium or Playwright is missing; fail instead where the
+    run demands the browser test (CI sets BROWSER_TEST_REQUIRED=1)."""
+    missing = lh.missing_requirements()
+    if missing is None:
+        return
+    if os.environ.get("BROWSER_TEST_REQUIRED") == "1":
+        pytest.fail(f"BROWSER_TEST_REQUIRED=1 but {missing}", pytrace=False)
+    pytest.skip(f"browser test skipped: {missing}")
+
+
+def error_line(outputs):
+    """The last line of the error a cell printed (its exception and message), or None."""
+    errors = [o["text"] for o in outputs if o["mime"] == STDERR]
+    if not errors:
+        return None
+    lines = [line for line in errors[-1].splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def state(cell):
+    """What a code cell shows: its error's last line, "not run", or "no error"."""
+    if not lh.NUMBERED.match(cell["prompt"]):
+        return "not run"
+    return error_line(cell["outputs"]) or "no error"
+
+
+def stdout_text(outputs):
+    return "".join(o["text"] for o in outputs if o["mime"] == "application/vnd.jupyter.stdout")
+
+
+def cell_seconds(cell):
+    """How long a cell ran, from the timing JupyterLab records in its metadata."""
+    ex = cell.get("metadata", {}).get("execution", {})
+    start, end = ex.get("iopub.execute_input"), ex.get("shell.execute_reply")
+    if not start or not end:
+        return None
+
+    def parse(s):
+        return datetime.fromisoformat(s.replace("Z", "+00:00"))
+
+    return (parse(end) - parse(start)).total_seconds()
+
+
+def test_first_exercise_in_jupyterlab(tmp_path):
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    started = time.monotonic()
+    stages = {}
+    summary = []
+
+    def stage(name):
+        stages[name] = time.monotonic() - started
+        lh.log(f"{stages[name]:6.1f} s  {name}")
+
+    shots = lh.artifacts_dir()
+    env = lh.jupyter_env(tmp_path / "jupyter")
+    # JupyterLab writes each cell's run times into the saved notebook: the progress check
+    lh.write_user_settings(env, "@jupyterlab/notebook-extension:tracker", {"recordTiming": True})
+    course, how = lh.prepare_course(tmp_path / "course", ASSIGNMENT, env)
+    nb_path = course / "exercises" / ASSIGNMENT / NOTEBOOK
+    student = lh.read_nb(nb_path)
+    solutions = lh.solution_texts(lh.read_nb(lh.REPO_ROOT / "source" / ASSIGNMENT / NOTEBOOK))
+    answers = lh.answer_cells(student)
+    graded = lh.graded_cells(student)
+    assert answers, f"{nb_path} has no answer cells"
+    assert graded, f"{nb_path} has no graded test cells"
+    unsolved = [g for _, g, _ in answers if g not in solutions]
+    assert not unsolved, f"source/ has no solution for the answer cells {unsolved}"
+    summary.append(f"exercise: exercises/{ASSIGNMENT}/{NOTEBOOK} ({how})")
+    stage("course copy ready")
+
+    server = lh.LabServer(course, env, shots / "server.log")
+    try:
+        server.start()
+        stage(f"JupyterLab serving at {server.url}")
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(
+                executable_path=str(lh.CHROMIUM), headless=True, args=lh.CHROMIUM_FLAGS)
+            try:
+                page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+                page.set_default_timeout(60_000)
+                outside = []
+                page.on("request", lambda r: None if r.url.startswith(
+                    (server.url, "data:", "blob:")) else outside.append(r.url))
+                nbp = lh.NotebookPage(page, server, f"{ASSIGNMENT}/{NOTEBOOK}",
+                                      len(student["cells"]), shots)
+                try:
+                    run_student_session(nbp, nb_path, student, answers, graded, solutions,
+                                        summary, stage)
+                except BaseException:
+                    try:
+                        nbp.shot("failure")
+                    except Exception:  # the page itself may be gone
+                        pass
+                    raise
+                # offline: the page asked nothing of any host but the server
+                assert not outside, f"the browser left 127.0.0.1: {outside[:10]}"
+            finally:
+                browser.close()
+        # offline: no PyPI extension listing, no news feed, no update check
+        log = server.log_text()
+        assert "Extension Manager is 'readonly'" in log, "the extension manager can reach PyPI"
+        assert server.api("lab/api/news") == {"news": []}
+        assert server.api("lab/api/update") == {"notification": None}
+    finally:
+        server.stop()
+        stage("server stopped")
+        summary.append("stages (seconds since the start): " + ", ".join(
+            f"{name}: {t:.1f}" for name, t in stages.items()))
+        (shots / "summary.txt").write_text("\n".join(summary) + "\n", encoding="utf-8")
+
+
+def run_student_session(nbp, nb_path, student, answers, graded, solutions, summary, stage):
+    # ---- 1. open: the kernel starts, headings and equations render
+    nbp.open()
+    stage("notebook open, kernel idle")
+    nbp.shot("01-opened")
+    cells = nbp.cells()
+    markdown = [c["markdown"] for c in cells if c["kind"] == "markdown"]
+    assert all(m["rendered"] and m["text"].strip() for m in markdown), (
+        "a markdown cell is not rendered")
+    assert any(h.startswith("H1 ") for m in markdown for h in m["headings"]), "no title heading"
+    assert sum(m["math"] for m in markdown) > 0, "no equation was typeset (MathJax)"
+    assert not any(m["mathErrors"] for m in markdown), "MathJax reported an error"
+    raw_tex = [m["rawTex"] for m in markdown if m["rawTex"]]
+    assert not raw_tex, f"TeX shown as text instead of typeset: {raw_tex}"
+    summary.append("headings: " + "; ".join(h for m in markdown for h in m["headings"]))
+
+    # ---- 2. run all on the stub: every graded cell fails with its readable message
+    cells = nbp.run_all()
+    stage("run all (stub) done")
+    graded_index = {g[0] for g in graded}
+    summary.append("stub, after Run All alone: " + "; ".join(
+        f"{g}: {state(cells[i])}" for i, g, _, _ in graded))
+    failed_first = [f"cell {i}: {error_line(c['outputs'])}" for i, c in enumerate(cells)
+                    if c["kind"] == "code" and error_line(c["outputs"]) and i not in graded_index]
+    if failed_first:
+        summary.append("stub, other cells that failed under Run All: " + "; ".join(failed_first))
+    # where Run All stopped: the first cell that failed
+    first_error = next((i for i, c in enumerate(cells) if c["kind"] == "code"
+                        and error_line(c["outputs"]) is not None), None)
+    nbp.shot("02-before-run-all", first_error)
+    # Run All stops at the first error: the kernel drops the requests queued behind it. Run
+    # what it skipped, top to bottom, then each graded cell again, now that every cell
+    # above it has run, as a student who reads the first error would.
+    skipped = [i for i, c in enumerate(cells)
+               if c["kind"] == "code" and not lh.NUMBERED.match(c["prompt"])]
+    for index in skipped:
+        cells = nbp.run_cell(index)
+    for index, *_ in graded:
+        cells = nbp.run_cell(index)
+    stage("stub: every graded cell run")
+    for index, grade_id, task, success in graded:
+        outputs = cells[index]["outputs"]
+        line = error_line(outputs)
+        nbp.shot(f"02-before-{grade_id}", index)
+        assert line is not None, (
+            f"graded cell {grade_id} did not fail on the stub: it printed "
+            f"{stdout_text(outputs)!r}")
+        assert f"{task} is not done yet" in line, (
+            f"graded cell {grade_id} failed on the stub without the readable message "
+            f"'{task} is not done yet ...'; its last line: {line!r}")
+        assert success not in stdout_text(outputs), (
+            f"graded cell {grade_id} printed its success line on the stub")
+        summary.append(f"stub, {grade_id}: {line}")
+
+    # ---- Validate on the stub: it must say which graded cells fail, not "Success"
+    kind, message = nbp.validate()
+    stage("validate (stub) done")
+    nbp.shot("03-before-validate")
+    summary.append(f"Validate on the stub: {kind}: {' '.join(message.split())[:400]}")
+    assert kind == "error" and "The following cell failed" in message, (
+        f"Validate did not report the stub's failures ({kind}): {message[:2000]}")
+    unreported = [g for i, g, _, _ in graded
+                  if lh.cell_text(student["cells"][i]).split("\n")[0] not in message]
+    assert not unreported, f"Validate on the stub did not list the graded cells {unreported}"
+    nbp.close_dialog()
+
+    # ---- 3. type the solution into every TODO cell
+    for index, grade_id, _ in answers:
+        nbp.replace_cell_text(index, solutions[grade_id])
+        nbp.shot(f"04-typed-{grade_id}", index)
+    stage("solutions typed")
+
+    # ---- 4. run all again: every graded cell passes; nothing stray in any output
+    cells = nbp.run_all()
+    stage("run all (solution) done")
+    for index, grade_id, _, success in graded:
+        outputs = cells[index]["outputs"]
+        nbp.shot(f"05-after-{grade_id}", index)
+        line = error_line(outputs)
+        assert line is None, f"graded cell {grade_id} fails with the solution: {line}"
+        assert success in stdout_text(outputs), (
+            f"graded cell {grade_id} did not print {success!r}; it printed "
+            f"{stdout_text(outputs)!r}")
+        summary.append(f"solution, {grade_id}: {stdout_text(outputs).strip()}")
+    not_run = [i for i, c in enumerate(cells) if c["kind"] == "code"
+               and not lh.NUMBERED.match(c["prompt"])]
+    assert not not_run, f"Run All left cells {not_run} unrun with the solution in place"
+    stray = {i: [o["text"][:300] for o in c["outputs"] if o["mime"] == STDERR]
+             for i, c in enumerate(cells) if c["kind"] == "code"}
+    stray = {i: texts for i, texts in stray.items()
+             if texts and not all(PROGRESS.search(t) for t in texts)}
+    assert not stray, f"cells wrote warnings or errors with the solution in place: {stray}"
+    images = [(i, img) for i, c in enumerate(cells) for o in c["outputs"]
+              if o["mime"] == PNG for img in o["images"]]
+    assert images and all(img["loaded"] for _, img in images), f"plots did not render: {images}"
+    for n, (i, _) in enumerate(images):
+        nbp.shot(f"06-after-plot-{n + 1}", i)
+    summary.append(f"plots: {len(images)}, alt text: {[img['alt'] for _, img in images]}")
+
+    # ---- 5. save, check the file, press Validate
+    nbp.save()
+    want = {g: solutions[g] for _, g, _ in answers}
+
+    def saved(nb):
+        got = {lh.nbgrader_meta(nb["cells"][i]).get("grade_id"): lh.cell_text(nb["cells"][i])
+               for i, _, _ in answers}
+        ran = all(nb["cells"][i].get("execution_count") for i, *_ in graded)
+        return got == want and ran
+
+    on_disk, ok = lh.wait_for_file(nb_path, saved)
+    if not ok:
+        got = {g: lh.cell_text(on_disk["cells"][i]) for i, g, _ in answers} if on_disk else None
+        raise AssertionError(f"the saved notebook does not hold the typed solution:\n"
+                             f"wanted {want!r}\ngot {got!r}")
+    stage("saved")
+    timings = {i: cell_seconds(c) for i, c in enumerate(on_disk["cells"])
+               if c["cell_type"] == "code"}
+    known = {i: s for i, s in timings.items() if s is not None}
+    if known:
+        slowest = max(known, key=known.get)
+        summary.append(f"solution run: slowest cell {slowest} "
+                       f"({lh.nbgrader_meta(on_disk['cells'][slowest]).get('grade_id')}) "
+                       f"{known[slowest]:.2f} s; all code cells {sum(known.values()):.2f} s")
+    silent_long = [i for i, s in known.items() if s > LONG_CELL_S and not any(
+        PROGRESS.search(o["text"]) or "widget" in o["mime"] for o in cells[i]["outputs"])]
+    assert not silent_long, (
+        f"cells ran longer than {LONG_CELL_S} s without showing progress: "
+        f"{ {i: round(known[i], 1) for i in silent_long} }")
+
+    kind, message = nbp.validate()
+    stage("validate done")
+    nbp.shot("07-after-validate")
+    summary.append(f"Validate: {kind}: {message.strip()[:300]}")
+    assert kind == "success" and "Success! Your notebook passes all the tests." in message, (
+        f"Validate did not report success ({kind}): {message[:2000]}")
+    nbp.close_dialog()
+    # offline: JupyterLab never asked to fetch its news (that toast means a settings leak)
+    assert nbp.page.get_by_text("official Jupyter news").count() == 0, (
+        "JupyterLab asks whether to fetch its news: scripts/lab's settings override is missing")
