@@ -230,15 +230,18 @@ class WorkCourse:
             raise CourseError(f"generate_assignment {name} failed:\n{failure_text(result)}")
         return self.path(EXERCISES, name)
 
-    def generate_solution(self, name):
-        """nbgrader generate_solution: the solution notebooks, run in a kernel. (NbGraderAPI
-        has no method for it; this does what its generate_assignment does, with the
-        GenerateSolution converter.)"""
+    def generate_solution(self, name, execute=True):
+        """nbgrader generate_solution: the solution notebooks, run in a kernel unless
+        `execute` is false. (NbGraderAPI has no method for it; this does what its
+        generate_assignment does, with the GenerateSolution converter.)"""
         from nbgrader.converters import GenerateSolution
+        from nbgrader.preprocessors import Execute
         from nbgrader.utils import capture_log, temp_attrs
 
         api = self.api()
         app = GenerateSolution(coursedir=api.coursedir, parent=api)
+        if not execute:
+            app.preprocessors = [p for p in app.preprocessors if p is not Execute]
         app.force = True
         app.create_assignment = True
         with temp_attrs(api.coursedir, assignment_id=name):

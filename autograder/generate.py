@@ -40,9 +40,10 @@ def normalize_solution(path):
     nbformat.write(nb, str(path))
 
 
-def generate_into(course, target, names=None, solutions=True, progress=None):
+def generate_into(course, target, names=None, solutions=True, execute=True, progress=None):
     """Generate `names` (all when empty) from `course`'s source into `target`'s
-    `exercises/` and `solutions/` folders. Returns {step: seconds}."""
+    `exercises/` and `solutions/` folders (the solutions run unless `execute` is false).
+    Returns {step: seconds}."""
     import time
 
     say = progress or (lambda *_: None)
@@ -56,9 +57,9 @@ def generate_into(course, target, names=None, solutions=True, progress=None):
             made = [work.generate_assignment(name)]
             seconds[f"{name} generate_assignment"] = time.perf_counter() - t
             if solutions:
-                say(f"{name}: generate_solution (runs the notebook)")
+                say(f"{name}: generate_solution" + (" (runs the notebook)" if execute else ""))
                 t = time.perf_counter()
-                solved = work.generate_solution(name)
+                solved = work.generate_solution(name, execute=execute)
                 for path in notebook_paths(solved):
                     normalize_solution(path)
                 made.append(solved)
@@ -139,7 +140,8 @@ def drift(course, names=None, progress=None):
     course = Path(course)
     problems = []
     with work_folder(prefix="residual-pack-drift-") as tmp:
-        generate_into(course, tmp, names, progress=progress)
+        # outputs are not compared, so the solutions need not run (the self-check runs them)
+        generate_into(course, tmp, names, execute=False, progress=progress)
         for name in names or assignments(course):
             problems += [
                 f"{EXERCISES}/{name}/{d}"
