@@ -11,7 +11,6 @@ written for the student: what was checked, the expected value, and what came bac
 
 import math
 import numbers
-from contextlib import contextmanager
 
 from microgpt.engine import Value
 
@@ -21,6 +20,8 @@ __all__ = [
     "task",
     "check_value",
     "check_gradient",
+    "check_values",
+    "check_gradients",
     "central_difference",
 ]
 
@@ -33,21 +34,34 @@ class NotAnswered(CheckFailed):
     """The answer a check needs is missing: its cell was not run or still holds the stub."""
 
 
-@contextmanager
-def task(task_id):
-    """Turn a missing or unfinished answer inside the block into a failure naming `task_id`."""
-    try:
-        yield
-    except NameError as exc:
-        raise NotAnswered(
-            f"{task_id}: {exc}. Run the notebook's cells above this one, in order, "
-            f"so that the code this check needs is defined."
-        ) from exc
-    except NotImplementedError as exc:
-        raise NotAnswered(
-            f"{task_id} is not done yet: the code still raises NotImplementedError ({exc}). "
-            f"Replace the stub in the {task_id} cell with your code and run that cell."
-        ) from exc
+class task:
+    """`with task("Task 1.1"):` turns a missing or unfinished answer into a failure naming the task.
+
+    A stub's NotImplementedError becomes one short `NotAnswered` message (its traceback
+    says nothing a student needs); a NameError keeps its traceback, since it may come
+    from a bug in the student's own code rather than from a cell that was not run.
+    """
+
+    def __init__(self, task_id):
+        self.task_id = task_id
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        __tracebackhide__ = True  # IPython leaves this frame out of the traceback
+        task_id = self.task_id
+        if kind is not None and issubclass(kind, NameError):
+            raise NotAnswered(
+                f"{task_id}: {exc}. Run the notebook's cells above this one, in order, "
+                f"so that the code this check needs is defined."
+            ) from exc
+        if kind is not None and issubclass(kind, NotImplementedError):
+            raise NotAnswered(
+                f"{task_id} is not done yet: the code still raises NotImplementedError ({exc}). "
+                f"Replace the stub in the {task_id} cell with your code and run that cell."
+            ) from None
+        return False
 
 
 def _fmt(x):
@@ -148,3 +162,58 @@ def check_gradient(f, x, what, h=1e-6, rtol=1e-5, atol=1e-8):
             f"got {a_text} (the input's .grad after backward)"
         )
     return actual
+
+
+def check_values(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0):
+    """`check_value` on each item: `actual` must be a list or tuple as long as `expected`."""
+    if not isinstance(actual, (list, tuple)):
+        got = "None. Does the function end with `return`?" if actual is None else (
+            f"a {type(actual).__name__}: {_short_repr(actual)}"
+        )
+        raise CheckFailed(
+            f"{what}: expected a list of {len(expected)} numbers or Values, got {got}"
+        )
+    if len(actual) != len(expected):
+        raise CheckFailed(
+            f"{what}: expected a list of {len(expected)} numbers or Values, "
+            f"got {len(actual)}: {_short_repr(actual)}"
+        )
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        check_value(a, e, what=f"{what}[{i}]", expected_text=expected_text, rtol=rtol, atol=atol)
+
+
+def check_gradients(f, xs, what, names=None, reference=None, reference_text="",
+                    h=1e-6, rtol=1e-5, atol=1e-8):
+    """`check_gradient` for a function of many inputs: after `f(vs).backward()`, with
+    `vs = [Value(x) for x in xs]`, each `vs[i].grad` must match the central difference in
+    input `i` of `reference` (a function of a list of floats; `f` itself when None).
+    `names[i]` says which input that is in a message. Returns the grads."""
+    xs = [float(x) for x in xs]
+    names = names or [f"input {i}" for i in range(len(xs))]
+    leaves = [Value(x) for x in xs]
+    out = f(leaves)
+    if not isinstance(out, Value):
+        got = "None. Does the function end with `return`?" if out is None else (
+            f"a {type(out).__name__} ({_short_repr(out)}), so there is no graph to run backward on"
+        )
+        raise CheckFailed(f"{what}: expected a Value built from the inputs, got {got}")
+    out.backward()
+    grads = []
+    of = f if reference is None else reference
+    source = f"central difference of {reference_text}" if reference_text else "central difference"
+    for i, (leaf, name) in enumerate(zip(leaves, names)):
+
+        def moved(t, i=i):
+            inputs = [t if j == i else x for j, x in enumerate(xs)]
+            return of(inputs if reference is not None else [Value(v) for v in inputs])
+
+        expected = central_difference(moved, xs[i], h)
+        actual = _as_number(leaf.grad, f"{what}, d/d {name} (its .grad)")
+        if not math.isclose(actual, expected, rel_tol=0.0, abs_tol=atol + rtol * abs(expected)):
+            e_text, a_text = _fmt_pair(expected, actual)
+            raise CheckFailed(
+                f"{what}, d/d {name}: expected {e_text} ({source}, h={h:g}), "
+                f"got {a_text} (its .grad after backward)"
+            )
+        grads.append(actual)
+    return grads
