@@ -1,0 +1,306 @@
+"""The torch track: data, the MLPs, the transformer, the schedule, training, the seed runner.
+Short runs only; skipped when torch is absent."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip(
+    "torch", reason="the torch track is an optional extra: pip install -e '.[torch]'"
+)
+
+from torchtrack import data, seeds, studies  # noqa: E402
+from torchtrack.mlp import (  # noqa: E402
+    HighwayLayer,
+    PlainLayer,
+    ResidualLayer,
+    grad_norm_per_layer,
+    make_mlp,
+    run_variant,
+    teacher_task,
+)
+from torchtrack.train import lr_at, train_lm  # noqa: E402
+from torchtrack.transformer import (  # noqa: E402
+    Attention,
+    Block,
+    count_params,
+    logit_lens,
+    make_lm,
+    rope,
+    stream_rms,
+    stream_states,
+)
+
+pytestmark = pytest.mark.torch
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tinyshakespeare.txt"
+needs_shared = pytest.mark.skipif(
+    not SHARED.is_file(), reason=f"no copy of TinyShakespeare at {SHARED} (team machines only)"
+)
+CLOSED_PORT_URL = "http://127.0.0.1:9/input.txt"  # the discard port: nothing listens
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """These models are tiny: on a small shared CPU, one thread is many times faster."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# ---------------------------------------------------------------- data
+
+
+@needs_shared
+def test_tinyshakespeare_from_a_path_is_checked_and_complete():
+    text = data.tinyshakespeare(SHARED)
+    assert len(text) == data.TINYSHAKESPEARE_CHARS
+    assert text.startswith("First Citizen:\nBefore we proceed")
+    vocab, train_ids, val_ids = data.split_ids(text)
+    assert vocab.size == 65
+    assert (len(train_ids), len(val_ids)) == (1_003_854, 111_540)
+
+
+def test_a_wrong_file_fails_its_checksum(tmp_path):
+    fake = tmp_path / "input.txt"
+    fake.write_text("To be, or not to be\n")
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        data.tinyshakespeare(fake)
+
+
+def test_a_missing_path_says_what_to_pass(tmp_path):
+    with pytest.raises(FileNotFoundError, match="input.txt"):
+        data.tinyshakespeare(tmp_path / "nowhere.txt")
+
+
+def test_no_network_and_no_copy_is_a_clear_error(tmp_path):
+    with pytest.raises(data.DownloadError) as info:
+        data.tinyshakespeare(cache_dir=tmp_path, url=CLOSED_PORT_URL, timeout=2)
+    message = str(info.value)
+    assert "tinyshakespeare(path=" in message and "--data" in message
+    assert list(tmp_path.iterdir()) == []  # nothing half-written in the cache
+
+
+def test_the_cache_is_used_without_the_network(tmp_path, monkeypatch):
+    text = "ROMEO:\nBut soft!\n"
+    (tmp_path / "tinyshakespeare.txt").write_text(text)
+    monkeypatch.setattr(data, "TINYSHAKESPEARE_SHA256", hashlib.sha256(text.encode()).hexdigest())
+    assert data.tinyshakespeare(cache_dir=tmp_path, url=CLOSED_PORT_URL, timeout=2) == text
+
+
+def test_find_tinyshakespeare_offline_returns_none(tmp_path, monkeypatch):
+    monkeypatch.delenv(data.ENV_PATH, raising=False)
+    assert data.find_tinyshakespeare([tmp_path / "absent.txt"], download=False) is None
+
+
+def test_the_vocabulary_comes_from_the_text():
+    vocab = data.CharVocab("hello world")
+    assert vocab.chars == [" ", "d", "e", "h", "l", "o", "r", "w"]
+    assert vocab.decode(vocab.encode("low door")) == "low door"
+    offline, _, _ = data.split_ids(data.offline_text())
+    assert offline.size == 27  # a-z and the newline: nothing assumes 65
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        vocab.encode("HELLO")
+
+
+def test_batches_are_shifted_windows_from_the_generator():
+    ids = torch.arange(100)
+    x, y = data.get_batch(ids, 4, 8, torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (4, 8)
+    assert torch.equal(y, x + 1)  # ids are positions here, so "shifted by one" is +1
+    x2, _ = data.get_batch(ids, 4, 8, torch.Generator().manual_seed(0))
+    x3, _ = data.get_batch(ids, 4, 8, torch.Generator().manual_seed(1))
+    assert torch.equal(x, x2) and not torch.equal(x, x3)
+
+
+# ---------------------------------------------------------------- the MLPs
+
+
+def test_the_teacher_task_is_seeded():
+    X, Y = teacher_task(256, seed=0)
+    X2, Y2 = teacher_task(256, seed=0)
+    assert X.shape == (256, 32) and Y.shape == (256,)
+    assert torch.equal(X, X2) and torch.equal(Y, Y2)
+    assert not torch.equal(teacher_task(256, seed=1)[1], Y)
+    assert len(set(Y.tolist())) >= 8  # the labels use most of the 10 classes
+
+
+def test_the_three_layers():
+    torch.manual_seed(0)
+    h = torch.randn(5, 16)
+    plain = PlainLayer(16)
+    residual = ResidualLayer(16)
+    residual.load_state_dict(plain.state_dict())
+    assert torch.allclose(residual(h), h + plain(h))
+    assert (plain(h) >= 0).all()
+    highway = HighwayLayer(16)
+    gate = torch.sigmoid(highway.gate(h))
+    assert torch.allclose(highway.gate.bias, torch.full((16,), -2.0))
+    assert gate.mean().item() < 0.3  # mostly carrying its input at the start
+    assert torch.allclose(highway(h), gate * highway.branch(h) + (1 - gate) * h)
+
+
+def test_gradient_per_layer_plain_grows_towards_the_input_residual_stays_level():
+    X, Y = teacher_task(512, seed=0)
+    plain = grad_norm_per_layer(make_mlp("plain", 30, seed=0), X, Y)
+    residual_net = make_mlp("residual", 30, seed=0)
+    residual = grad_norm_per_layer(residual_net, X, Y)
+    assert len(plain) == len(residual) == 30
+    assert plain[0] / plain[-1] > 50
+    assert residual[0] / residual[-1] < 10
+    assert all(p.grad is None for p in residual_net.parameters())
+
+
+def test_a_short_mlp_run_goes_down_and_repeats():
+    config = studies.GRADING_MLP
+    X, Y = teacher_task(config.n, config.d_in, config.n_classes, seed=0)
+    a = run_variant("residual", 3, 0, config, X, Y)
+    b = run_variant("residual", 3, 0, config, X, Y)
+    assert a["final"] < a["curve"][0] - 0.2
+    assert a["final"] == b["final"] and a["curve"] == b["curve"]
+
+
+# ---------------------------------------------------------------- the transformer
+
+
+def test_the_chapter_model_has_303296_parameters():
+    assert count_params(make_lm(65)) == 303_296
+
+
+@pytest.mark.parametrize("layout", ["pre", "post", "none"])
+def test_shapes_and_causality(layout):
+    model = make_lm(11, layout, dim=16, n_layers=2, n_heads=2, seed=0)
+    idx = torch.randint(11, (3, 9), generator=torch.Generator().manual_seed(0))
+    logits, loss = model(idx, idx)
+    assert logits.shape == (3, 9, 11) and loss.shape == ()
+    changed = idx.clone()
+    changed[:, 6:] = (changed[:, 6:] + 1) % 11  # change the future only
+    with torch.no_grad():
+        before, after = model(idx)[0], model(changed)[0]
+    assert torch.allclose(before[:, :6], after[:, :6], atol=1e-6)
+    assert not torch.allclose(before[:, 6:], after[:, 6:])
+
+
+def test_attention_without_the_mask_sees_the_future():
+    torch.manual_seed(0)
+    attn = Attention(8, 2, causal=False)
+    x = torch.randn(1, 5, 8)
+    y = x.clone()
+    y[:, 4] += 1.0
+    assert not torch.allclose(attn(x)[:, 0], attn(y)[:, 0])
+
+
+def test_rope_keeps_lengths_and_depends_on_relative_position():
+    v = torch.randn(1, 1, 1, 8).expand(1, 1, 12, 8)  # the same vector at every position
+    r = rope(v)
+    assert torch.allclose(r.norm(dim=-1), v.norm(dim=-1), atol=1e-5)
+    dots = (r[0, 0, :-3] * r[0, 0, 3:]).sum(-1)  # positions t and t + 3
+    assert torch.allclose(dots, dots[0].expand_as(dots), atol=1e-4)
+    assert torch.allclose(r[0, 0, 0], v[0, 0, 0])  # position 0 is not rotated
+
+
+def test_the_layouts_are_different_functions():
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 8)
+    blocks = {layout: Block(8, 2, layout) for layout in ("pre", "post", "none")}
+    state = blocks["pre"].state_dict()
+    for b in blocks.values():
+        b.load_state_dict(state)
+    pre, post, none = (blocks[k](x) for k in ("pre", "post", "none"))
+    b = blocks["pre"]
+    assert torch.allclose(none, b.ffn(b.norm2(b.attn(b.norm1(x)))))
+    mid = x + b.attn(b.norm1(x))
+    assert torch.allclose(pre, mid + b.ffn(b.norm2(mid)))
+    assert torch.allclose(post.pow(2).mean(-1), torch.ones(2, 4), atol=1e-4)  # post-norm: RMS 1
+    with pytest.raises(ValueError, match="layout"):
+        Block(8, 2, "sandwich")
+
+
+@pytest.mark.parametrize("layout", ["pre", "post"])
+def test_stream_states_and_the_logit_lens(layout):
+    model = make_lm(13, layout, dim=16, n_layers=3, n_heads=2, seed=1)
+    idx = torch.randint(13, (2, 10), generator=torch.Generator().manual_seed(2))
+    states = stream_states(model, idx)
+    assert len(states) == 4 and all(s.shape == (2, 10, 16) for s in states)
+    lens = logit_lens(model, idx, idx)
+    assert len(lens) == 4
+    assert lens[-1] == pytest.approx(model(idx, idx)[1].item(), rel=1e-6)
+    rms = stream_rms(states)
+    if layout == "post":
+        assert rms[1:] == pytest.approx([1.0] * 3, abs=1e-3)
+
+
+# ---------------------------------------------------------------- the schedule and training
+
+
+def test_warmup_then_cosine_to_a_tenth():
+    steps, lr = 300, 3e-3
+    rates = [lr_at(s, steps, lr) for s in range(steps)]
+    assert rates[0] == pytest.approx(lr / 30)
+    assert rates[29] == pytest.approx(lr)
+    assert max(rates) == pytest.approx(lr)
+    assert rates[-1] == pytest.approx(0.1 * lr)
+    assert all(a >= b for a, b in zip(rates[29:], rates[30:]))  # decays after warmup
+    assert rates[:30] == sorted(rates[:30])
+    assert lr_at(0, steps, 3e-2, warmup_frac=0.0) == pytest.approx(3e-2)
+
+
+def _short_run(seed, layout="pre"):
+    config = studies.GRADING_LM
+    vocab, train_ids, val_ids = data.split_ids(data.offline_text())
+    return studies.train_variant(train_ids, val_ids, vocab.size, layout, seed, config)[1]
+
+
+def test_a_short_lm_run_goes_down_and_repeats_exactly():
+    a = _short_run(0)
+    assert a["step"] == [0, 20, 40]
+    assert a["val"][-1] < a["val"][0] - 0.5
+    b = _short_run(0)
+    assert a["val"] == b["val"] and a["train"] == b["train"]
+    c = _short_run(1)
+    assert c["val"] != a["val"]
+
+
+def test_training_does_not_touch_the_global_generator():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    _short_run(0, "none")
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_train_lm_evaluates_at_zero_every_k_and_at_the_end():
+    vocab, train_ids, val_ids = data.split_ids(data.offline_text())
+    model = make_lm(vocab.size, dim=16, n_layers=1, n_heads=2)
+    hist = train_lm(model, train_ids, val_ids, steps=7, batch_size=2, block_size=8,
+                    eval_every=3, eval_iters=1)
+    assert hist["step"] == [0, 3, 6, 7]
+    assert len(hist["train"]) == len(hist["lr"]) == 7
+
+
+# ---------------------------------------------------------------- the seed runner
+
+
+def test_the_seed_runner_prints_mean_and_sd_and_resumes(tmp_path, capsys):
+    out = tmp_path / "runs"
+    argv = ["--seeds", "0", "1", "--studies", "mlp", "--size", "small", "--out", str(out)]
+    assert seeds.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "| plain 3 |" in printed and "+-" in printed and "wall time" in printed
+    saved = json.loads((out / "mlp" / "seed1.json").read_text())
+    assert saved["seed"] == 1 and "plain 30" in saved["final"]
+    assert (out / "mlp" / "seed0.png").is_file() and (out / "table.md").is_file()
+    assert seeds.main(argv) == 0  # the second time it loads the saved runs
+    assert "loaded" in capsys.readouterr().out
+
+
+def test_the_seed_runner_refuses_a_wrong_data_file(tmp_path, capsys):
+    fake = tmp_path / "input.txt"
+    fake.write_text("not Shakespeare\n")
+    argv = ["--seeds", "0", "--studies", "transformer", "--size", "small",
+            "--out", str(tmp_path / "runs"), "--data", str(fake)]
+    assert seeds.main(argv) == 2
+    assert "checksum mismatch" in capsys.readouterr().err
