@@ -1,0 +1,63 @@
+"""Wrong answers to the torch MLP assignment (Tasks 8.1 and 8.2) that the tests must catch."""
+
+from . import Mutant
+
+RESIDUAL = "task8_1_residual_layer"
+HIGHWAY = "task8_2_highway_layer"
+RESIDUAL_TESTS = ("task8_1_test_layer", "task8_1_test_training")
+HIGHWAY_LAYER_TEST = "task8_2_test_layer"
+HIGHWAY_TESTS = (HIGHWAY_LAYER_TEST, "task8_2_test_training")
+
+
+def _residual(body):
+    return (
+        "class ResidualLayer(PlainLayer):\n"
+        "    def forward(self, h):\n" + body
+    )
+
+
+def _highway(body):
+    return (
+        "class HighwayLayer(PlainLayer):\n"
+        "    def __init__(self, width, gate_bias=-2.0):\n"
+        "        super().__init__(width)\n"
+        "        self.gate = nn.Linear(width, width)\n"
+        "        with torch.no_grad():\n"
+        "            self.gate.bias.fill_(gate_bias)\n\n"
+        "    def forward(self, h):\n" + body
+    )
+
+
+MUTANTS = [
+    # ---- Task 8.1 ----
+    Mutant("plain layer: the shortcut left out", RESIDUAL,
+           _residual("        return self.branch(h)\n"), RESIDUAL_TESTS),
+    Mutant("shortcut around the relu only: relu(W LN(h) + b + h)", RESIDUAL,
+           _residual("        return torch.relu(self.linear(self.norm(h)) + h)\n"), RESIDUAL_TESTS),
+    Mutant("shortcut from the normalised input: LN(h) + F(h)", RESIDUAL,
+           _residual("        return self.norm(h) + self.branch(h)\n"), RESIDUAL_TESTS),
+    Mutant("norm after the add: LN(h + F(h))", RESIDUAL,
+           _residual("        return self.norm(h + self.branch(h))\n"), RESIDUAL_TESTS),
+    Mutant("shortcut doubled: 2 h + F(h)", RESIDUAL,
+           _residual("        return 2 * h + self.branch(h)\n"), RESIDUAL_TESTS),
+    Mutant("shortcut detached: no gradient through it", RESIDUAL,
+           _residual("        return h.detach() + self.branch(h)\n"), ("task8_1_test_layer",)),
+    # ---- Task 8.2 ----
+    Mutant("gate and carry swapped: (1 - T) F(h) + T h", HIGHWAY,
+           _highway("        t = torch.sigmoid(self.gate(h))\n"
+                    "        return (1 - t) * self.branch(h) + t * h\n"), HIGHWAY_TESTS),
+    Mutant("no sigmoid on the gate", HIGHWAY,
+           _highway("        t = self.gate(h)\n"
+                    "        return t * self.branch(h) + (1 - t) * h\n"), HIGHWAY_TESTS),
+    Mutant("gate reads the normalised input", HIGHWAY,
+           _highway("        t = torch.sigmoid(self.gate(self.norm(h)))\n"
+                    "        return t * self.branch(h) + (1 - t) * h\n"), (HIGHWAY_LAYER_TEST,)),
+    Mutant("carry path left out: T F(h)", HIGHWAY,
+           _highway("        t = torch.sigmoid(self.gate(h))\n"
+                    "        return t * self.branch(h)\n"), HIGHWAY_TESTS),
+    Mutant("residual instead of highway: h + F(h)", HIGHWAY,
+           _highway("        return h + self.branch(h)\n"), HIGHWAY_TESTS),
+    Mutant("a fixed gate of 0.12, ignoring W_T", HIGHWAY,
+           _highway("        t = torch.sigmoid(torch.full_like(h, -2.0))\n"
+                    "        return t * self.branch(h) + (1 - t) * h\n"), HIGHWAY_TESTS),
+]

@@ -1,0 +1,96 @@
+"""Wrong answers to the torch transformer assignment (Tasks 9.1, 9.2) that the tests catch."""
+
+from . import Mutant
+
+BLOCK = "task9_1_block_forward"
+LENS = "task9_2_logit_lens"
+BLOCK_TESTS = ("task9_1_test_layouts", "task9_1_test_training")
+LENS_TEST = ("task9_2_test_logit_lens",)
+
+_PRE = (
+    "    if block.layout == 'pre':\n"
+    "        x = x + block.attn(block.norm1(x))\n"
+    "        return x + block.ffn(block.norm2(x))\n"
+)
+_POST = (
+    "    if block.layout == 'post':\n"
+    "        x = block.norm1(x + block.attn(x))\n"
+    "        return block.norm2(x + block.ffn(x))\n"
+)
+_NONE = "    return block.ffn(block.norm2(block.attn(block.norm1(x))))\n"
+
+
+def _block(body):
+    return "def block_forward(block, x):\n" + body
+
+
+def _lens(body):
+    return "def logit_lens(model, idx, targets):\n" + body
+
+
+def _lens_of(decode, states="stream_states(model, idx)"):
+    return _lens(
+        "    out = []\n"
+        f"    for x in {states}:\n"
+        f"        logits = {decode}\n"
+        "        out.append(F.cross_entropy(logits.reshape(-1, logits.size(-1)),\n"
+        "                                   targets.reshape(-1)).item())\n"
+        "    return out\n"
+    )
+
+
+MUTANTS = [
+    # ---- Task 9.1 ----
+    Mutant("pre-norm for every layout", BLOCK,
+           _block("    x = x + block.attn(block.norm1(x))\n"
+                  "    return x + block.ffn(block.norm2(x))\n"), BLOCK_TESTS),
+    Mutant("pre-norm: the add outside the norm is inside: norm(x + f(x))", BLOCK,
+           _block("    if block.layout == 'pre':\n"
+                  "        x = block.norm1(x + block.attn(x))\n"
+                  "        return block.norm2(x + block.ffn(x))\n" + _POST + _NONE),
+           ("task9_1_test_layouts",)),
+    Mutant("post-norm written as pre-norm", BLOCK,
+           _block(_PRE + "    if block.layout == 'post':\n"
+                  "        x = x + block.attn(block.norm1(x))\n"
+                  "        return x + block.ffn(block.norm2(x))\n" + _NONE), BLOCK_TESTS),
+    Mutant("post-norm: the norm on the branch only, x + norm(f(x))", BLOCK,
+           _block(_PRE + "    if block.layout == 'post':\n"
+                  "        x = x + block.norm1(block.attn(x))\n"
+                  "        return x + block.norm2(block.ffn(x))\n" + _NONE), BLOCK_TESTS),
+    Mutant("norms swapped: norm2 with attention, norm1 with the feed-forward", BLOCK,
+           _block("    if block.layout == 'pre':\n"
+                  "        x = x + block.attn(block.norm2(x))\n"
+                  "        return x + block.ffn(block.norm1(x))\n" + _POST + _NONE),
+           ("task9_1_test_layouts",)),
+    Mutant("no residual: keeps a shortcut around the feed-forward", BLOCK,
+           _block(_PRE + _POST + "    x = block.attn(block.norm1(x))\n"
+                  "    return x + block.ffn(block.norm2(x))\n"), ("task9_1_test_layouts",)),
+    Mutant("no residual: the norms left out", BLOCK,
+           _block(_PRE + _POST + "    return block.ffn(block.attn(x))\n"),
+           ("task9_1_test_layouts",)),
+    Mutant("pre-norm: the second sublayer reads the block's input (parallel block)", BLOCK,
+           _block("    if block.layout == 'pre':\n"
+                  "        return x + block.attn(block.norm1(x)) + block.ffn(block.norm2(x))\n"
+                  + _POST + _NONE), BLOCK_TESTS),
+    Mutant("feed-forward before attention", BLOCK,
+           _block("    if block.layout == 'pre':\n"
+                  "        x = x + block.ffn(block.norm2(x))\n"
+                  "        return x + block.attn(block.norm1(x))\n" + _POST + _NONE),
+           BLOCK_TESTS),
+    # ---- Task 9.2 ----
+    Mutant("the head without the final norm", LENS, _lens_of("model.head(x)"), LENS_TEST),
+    Mutant("the embedding state left out", LENS,
+           _lens_of("model.decode(x)", "stream_states(model, idx)[1:]"), LENS_TEST),
+    Mutant("the final state decoded every time", LENS,
+           _lens_of("model.decode(stream_states(model, idx)[-1])"), LENS_TEST),
+    Mutant("a norm without its gain: x / rms(x)", LENS,
+           _lens_of("model.head(x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))"),
+           LENS_TEST),
+    Mutant("targets not shifted against the inputs: scored against idx", LENS,
+           _lens("    out = []\n"
+                 "    for x in stream_states(model, idx):\n"
+                 "        logits = model.decode(x)\n"
+                 "        out.append(F.cross_entropy(logits.reshape(-1, logits.size(-1)),\n"
+                 "                                   idx.reshape(-1)).item())\n"
+                 "    return out\n"), LENS_TEST),
+]
