@@ -12,7 +12,9 @@ from autograder.checks import (
     NotAnswered,
     central_difference,
     check_gradient,
+    check_gradients,
     check_value,
+    check_values,
     task,
 )
 from microgpt import Value
@@ -222,3 +224,61 @@ def test_task_lets_check_failures_and_other_errors_through_unchanged():
 def test_task_is_silent_when_the_block_passes():
     with task("Task 1.1"):
         check_value(residual(Value(2.0), 1), 2.2, what="y")
+
+
+# ---- check_values and check_gradients: lists of outputs, functions of many inputs ----
+
+
+def test_check_values_passes_on_values_and_numbers():
+    check_values([Value(1.0), 2.0], [1.0, 2.0], what="out")
+    check_values((Value(0.5),), [0.5], what="out")
+
+
+def test_check_values_names_the_first_wrong_item():
+    with fails_with("layer(h)[1]: expected 2 (relu), got 3"):
+        check_values([1.0, 3.0, 9.0], [1.0, 2.0, 4.0], what="layer(h)", expected_text="relu")
+
+
+def test_check_values_wants_a_list_of_the_right_length():
+    with fails_with("out: expected a list of 2 numbers or Values, got 3: [1, 2, 3]"):
+        check_values([1, 2, 3], [1.0, 2.0], what="out")
+    with fails_with("out: expected a list of 2 numbers or Values, got a float: 1.0"):
+        check_values(1.0, [1.0, 2.0], what="out")
+    with fails_with("out: expected a list of 2 numbers or Values, got None. "
+                    "Does the function end with `return`?"):
+        check_values(None, [1.0, 2.0], what="out")
+
+
+def _product(vs):
+    return vs[0] * vs[1] + vs[1].tanh()
+
+
+def test_check_gradients_passes_and_returns_every_grad():
+    grads = check_gradients(_product, [2.0, 0.5], what="f")
+    assert grads == pytest.approx([0.5, 2.0 + 1 - math.tanh(0.5) ** 2], rel=1e-12)
+
+
+def test_check_gradients_names_the_input_whose_grad_is_wrong():
+    def wrong(vs):  # the local gradient of the second input is dropped
+        return Value(vs[0].data * vs[1].data, (vs[0],), (vs[1].data,))
+
+    with pytest.raises(CheckFailed, match=r"^f, d/d y: expected 2 \(central difference, "
+                                          r"h=1e-06\), got 0 \(its \.grad after backward\)$"):
+        check_gradients(wrong, [2.0, 3.0], what="f", names=["x", "y"])
+
+
+def test_check_gradients_against_a_reference_function_of_floats():
+    def f_reference(xs):
+        return xs[0] * xs[1] + math.tanh(xs[1])
+
+    check_gradients(_product, [2.0, 0.5], what="f", reference=f_reference)
+    with pytest.raises(CheckFailed, match=r"^f, d/d input 0: expected 1 \(central difference "
+                                          r"of x \+ y, h=1e-06\), got 0\.5"):
+        check_gradients(_product, [2.0, 0.5], what="f", reference=lambda xs: xs[0] + xs[1],
+                        reference_text="x + y")
+
+
+def test_check_gradients_wants_a_value_built_from_the_inputs():
+    with fails_with("f: expected a Value built from the inputs, got a float (1.0), "
+                    "so there is no graph to run backward on"):
+        check_gradients(lambda vs: vs[0].data, [1.0], what="f")
