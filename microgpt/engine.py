@@ -29,13 +29,16 @@ _EXP_MAX = 709.782712893384
 class Value:
     """A scalar in a computation graph: $data$, $grad = d\\,out/d\\,self$."""
 
-    __slots__ = ("data", "grad", "_children", "_local_grads")
+    __slots__ = ("data", "grad", "_children", "_local_grads", "_inner")
 
-    def __init__(self, data, children=(), local_grads=()):
+    def __init__(self, data, children=(), local_grads=(), inner=None):
         self.data = data
         self.grad = 0
         self._children = children
         self._local_grads = local_grads
+        # the children that have children of their own, when the maker knows them
+        # (a linear layer's weights are leaves): backward's sort then skips the rest
+        self._inner = inner
 
     def __repr__(self):
         return f"Value(data={self.data!r}, grad={self.grad!r})"
@@ -144,9 +147,7 @@ class Value:
         `zero_grad` between steps. Inner nodes are reset on every call, so their `grad`
         is always that of the latest backward.
         """
-        order = _inner_nodes_in_topological_order(self)
-        for v in order:
-            v.grad = 0
+        order = _inner_nodes_in_topological_order(self)  # their grads are 0 now
         self.grad = 1
         for v in reversed(order):
             g = v.grad
@@ -155,31 +156,32 @@ class Value:
                     child.grad += local * g
 
 
-_EXPANDED = object()  # stack marker: the node below it has had its children pushed
-
-
 def _inner_nodes_in_topological_order(root):
     """The nodes reachable from `root` that have children, children before parents.
 
-    An iterative depth-first search: no recursion, so any depth works. Leaves are not
-    listed (they have nothing to pass a gradient on to); `root` always is.
+    A depth-first search that keeps its own stack of child iterators instead of
+    recursing, so any depth works. Children are visited first to last, as microgpt's
+    recursive sort visits them, so the order (and with it the order in which gradients
+    are summed) is microgpt's. Leaves are not listed (they have nothing to pass a
+    gradient on to); `root` always is. Each listed node's `grad` is set to 0.
     """
-    order, seen = [], set()
-    stack = [root]
-    pop, push = stack.pop, stack.append
-    while stack:
-        node = pop()
-        if node is _EXPANDED:
-            order.append(pop())  # all its children are in `order` now
-            continue
-        if node in seen:
-            continue
-        seen.add(node)
-        push(node)
-        push(_EXPANDED)
-        for child in reversed(node._children):  # so the first child is visited first
+    order, seen = [], {root}
+    append, mark = order.append, seen.add
+    inner = root._inner
+    nodes, iters = [root], [iter(root._children if inner is None else inner)]
+    while iters:
+        for child in iters[-1]:
             if child._children and child not in seen:
-                push(child)
+                mark(child)
+                nodes.append(child)
+                inner = child._inner
+                iters.append(iter(child._children if inner is None else inner))
+                break
+        else:  # every child of the node on top is listed: list the node
+            iters.pop()
+            node = nodes.pop()
+            node.grad = 0
+            append(node)
     return order
 
 
@@ -212,23 +214,35 @@ def _dot_mixed(ws, xs):
     return Value(total, tuple(children), tuple(local))
 
 
-def linear(x, w):
-    """$y = W x$ for a list of rows `w` (no bias): one node per output, as `dot` makes."""
+def linear(x, w, w_data=None, leaf_weights=False):
+    """$y = W x$ for a list of rows `w` (no bias): one node per output, as `dot` makes.
+
+    Two hints for a caller that applies the same weights many times, as a model does at
+    every position: `w_data` holds the rows' numbers (`[[p.data for p in row] for row in
+    w]`), so they are read once; `leaf_weights=True` promises that every weight is a
+    leaf (a parameter), so `backward`'s sort need not look at them.
+    """
     x = tuple(x)
     try:
         xd = tuple([v.data for v in x])
     except AttributeError:
         return [dot(row, x) for row in w]
+    if w_data is None:
+        w_data = [None] * len(w)
+    elif len(w_data) != len(w):
+        raise ValueError(f"linear: {len(w_data)} rows of numbers for {len(w)} rows of weights")
+    inner = tuple([v for v in x if v._children]) if leaf_weights else None
     out = []
-    for row in w:
+    for row, wd in zip(w, w_data):
         if len(row) != len(x):
             raise ValueError(f"linear: a row of {len(row)} weights for {len(x)} inputs")
-        try:
-            wd = [p.data for p in row]
-        except AttributeError:  # a row holding plain numbers
-            out.append(dot(row, x))
-            continue
-        out.append(Value(sum(map(operator.mul, wd, xd)), (*row, *x), (*xd, *wd)))
+        if wd is None:
+            try:
+                wd = [p.data for p in row]
+            except AttributeError:  # a row holding plain numbers
+                out.append(dot(row, x))
+                continue
+        out.append(Value(sum(map(operator.mul, wd, xd)), (*row, *x), (*xd, *wd), inner))
     return out
 
 

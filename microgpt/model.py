@@ -9,6 +9,7 @@ no biases, and a linear head. The residual layout of each block is an option:
 - ``"none"`` (no shortcut at all): $x \\leftarrow f(\\mathrm{Norm}(x))$
 """
 
+import contextlib
 from dataclasses import dataclass
 
 from .engine import Value, dot, linear
@@ -65,6 +66,33 @@ class GPT:
             sd[f"layer{i}.mlp_fc1"] = matrix(4 * c.n_embd, c.n_embd, rng, std)
             sd[f"layer{i}.mlp_fc2"] = matrix(c.n_embd, 4 * c.n_embd, rng, std)
         self.state_dict = sd
+        self._weight_numbers = None  # see _applying_fixed_weights
+
+    @contextlib.contextmanager
+    def _applying_fixed_weights(self):
+        """Inside, each weight matrix's numbers are read once and reused at every position.
+
+        A whole sequence's forward pass applies the same matrices at each position, and
+        reading the numbers out of thousands of `Value`s per position is a large share of
+        its time. The weights must not change inside the block (they do not in a forward
+        pass); outside it, every call reads them afresh.
+        """
+        self._weight_numbers = {}
+        try:
+            yield
+        finally:
+            self._weight_numbers = None
+
+    def _linear(self, x, name):
+        rows, numbers = self.state_dict[name], self._weight_numbers
+        if numbers is None:
+            return linear(x, rows)
+        known = numbers.get(name)
+        if known is None:
+            data = [[p.data for p in row] for row in rows]
+            leaves = not any(p._children for row in rows for p in row)
+            known = numbers[name] = (data, leaves)
+        return linear(x, rows, *known)
 
     def parameters(self):
         """Every parameter, in microgpt's order."""
@@ -74,10 +102,10 @@ class GPT:
 
     def attention(self, x, layer, cache):
         """Multi-head causal self-attention of one position over the cached ones."""
-        c, sd = self.config, self.state_dict
-        q = linear(x, sd[f"layer{layer}.attn_wq"])
-        cache["k"].append(linear(x, sd[f"layer{layer}.attn_wk"]))
-        cache["v"].append(linear(x, sd[f"layer{layer}.attn_wv"]))
+        c = self.config
+        q = self._linear(x, f"layer{layer}.attn_wq")
+        cache["k"].append(self._linear(x, f"layer{layer}.attn_wk"))
+        cache["v"].append(self._linear(x, f"layer{layer}.attn_wv"))
         hd = c.head_dim
         scale = (hd**0.5) ** -1
         out = []
@@ -87,13 +115,12 @@ class GPT:
             weights = softmax(logits)
             for j in range(h, h + hd):
                 out.append(dot(weights, [v[j] for v in cache["v"]]))
-        return linear(out, sd[f"layer{layer}.attn_wo"])
+        return self._linear(out, f"layer{layer}.attn_wo")
 
     def mlp(self, x, layer):
         """$W_2\\, \\mathrm{relu}(W_1 x)$"""
-        sd = self.state_dict
-        h = [v.relu() for v in linear(x, sd[f"layer{layer}.mlp_fc1"])]
-        return linear(h, sd[f"layer{layer}.mlp_fc2"])
+        h = [v.relu() for v in self._linear(x, f"layer{layer}.mlp_fc1")]
+        return self._linear(h, f"layer{layer}.mlp_fc2")
 
     def block(self, x, layer, cache):
         """One transformer block in the configured residual layout."""
@@ -126,7 +153,7 @@ class GPT:
         """Logits from a stream state (through the final norm when the model has one)."""
         if self.config.final_norm:
             x = rmsnorm(x)
-        return linear(x, self.state_dict["lm_head"])
+        return self._linear(x, "lm_head")
 
     def step(self, token_id, pos_id, cache, states=None):
         """Logits for the next token after `token_id` at `pos_id`; appends to `cache`.
@@ -147,10 +174,11 @@ class GPT:
         """For each position, the stream after the embedding and after every block."""
         cache = self.new_cache()
         out = []
-        for pos, tok in enumerate(tokens[: self.config.block_size]):
-            states = []
-            self.step(tok, pos, cache, states)
-            out.append(states)
+        with self._applying_fixed_weights():
+            for pos, tok in enumerate(tokens[: self.config.block_size]):
+                states = []
+                self.step(tok, pos, cache, states)
+                out.append(states)
         return out
 
     def loss(self, tokens):
@@ -159,5 +187,7 @@ class GPT:
         if n < 1:
             raise ValueError("a sequence needs at least two tokens for a next-token loss")
         cache = self.new_cache()
-        losses = [cross_entropy(self.step(tokens[p], p, cache), tokens[p + 1]) for p in range(n)]
+        with self._applying_fixed_weights():
+            losses = [cross_entropy(self.step(tokens[p], p, cache), tokens[p + 1])
+                      for p in range(n)]
         return Value.sum(losses) * (1 / n)

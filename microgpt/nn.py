@@ -138,11 +138,11 @@ class Adam:
         lr, b1, b2, eps = self.current_lr(), self.beta1, self.beta2, self.eps
         self.t += 1
         c1, c2 = 1 - b1**self.t, 1 - b2**self.t
-        m, v = self.m, self.v
-        for i, p in enumerate(self.params):
-            g = p.grad
-            m[i] = mi = b1 * m[i] + (1 - b1) * g
-            v[i] = vi = b2 * v[i] + (1 - b2) * g * g
+        params, m, v = self.params, self.m, self.v
+        a1, a2 = 1 - b1, 1 - b2
+        grads = [p.grad for p in params]
+        m[:] = [b1 * mi + a1 * g for mi, g in zip(m, grads)]
+        v[:] = [b2 * vi + a2 * g * g for vi, g in zip(v, grads)]
+        for p, mi, vi in zip(params, m, v):
             p.data -= lr * (mi / c1) / ((vi / c2) ** 0.5 + eps)
             p.grad = 0
-

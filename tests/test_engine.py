@@ -220,6 +220,24 @@ def test_linear_whose_input_is_also_a_weight_row(xs):
     )
 
 
+@given(wx=linear_inputs())
+def test_linear_with_the_callers_hints(wx):
+    """`w_data` and `leaf_weights` change nothing but speed, also when the input is inner."""
+    w, x = wx
+    n_out, n_in = len(w), len(x)
+    k = n_out * n_in
+
+    def engine(v):
+        rows = _rows(v[:k], n_out, n_in)  # leaves: what leaf_weights promises
+        doubled = [2 * a for a in v[k:]]  # inner nodes, which the sort must still reach
+        return linear(doubled, rows, [[p.data for p in r] for r in rows], leaf_weights=True)
+
+    def reference(y):
+        return [_fsum_products(row, [2 * a for a in y[k:]]) for row in _rows(y[:k], n_out, n_in)]
+
+    derivative_check(engine, reference, [a for row in w for a in row] + x, "linear, hinted")
+
+
 def test_mismatched_lengths_are_errors():
     a = [Value(1.0), Value(2.0)]
     with pytest.raises(ValueError, match="different lengths"):
@@ -228,6 +246,8 @@ def test_mismatched_lengths_are_errors():
         dot(a, [1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="linear"):
         linear(a, [[Value(1.0)]])
+    with pytest.raises(ValueError, match="rows of numbers"):
+        linear(a, [a, a], w_data=[[1.0, 2.0]])
 
 
 def test_a_value_exponent_is_refused():

@@ -395,3 +395,27 @@ def test_train_pauses_the_cycle_collector_only_while_it_runs_and_frees_every_gra
     assert seen == [False] * 20 and gc.isenabled()
     after = live_values()
     assert after == before, f"{after - before} Values outlived training (graphs not freed)"
+
+
+def test_loss_reads_weights_once_yet_handles_weights_that_are_not_leaves():
+    """`loss` caches each matrix's numbers for the sequence; weights made from other
+    weights (here a scaled copy of the head) still pass their gradient on."""
+    model = GPT(seed=3)
+    base = model.state_dict["lm_head"]
+    model.state_dict["lm_head"] = [[p * 0.5 for p in row] for row in base]
+    tokens = encode("emma")
+
+    def head_grads(loss):
+        for p in [p for row in base for p in row] + model.parameters():
+            p.grad = 0
+        loss.backward()
+        return [p.grad for row in base for p in row]
+
+    cached = model.loss(tokens)  # through the per-sequence cache of weight numbers
+    cache = model.new_cache()
+    n = len(tokens) - 1
+    plain = Value.sum([cross_entropy(model.step(tokens[p], p, cache), tokens[p + 1])
+                       for p in range(n)]) * (1 / n)  # reads every weight at every position
+    assert cached.data == plain.data
+    assert head_grads(cached) == head_grads(plain)
+    assert any(head_grads(cached))
