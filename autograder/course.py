@@ -9,6 +9,7 @@ nbgrader there. The Jupyter and IPython folders nbgrader and its kernels write
 """
 
 import contextlib
+import copy
 import functools
 import logging
 import os
@@ -29,6 +30,8 @@ SOLUTIONS = "solutions"  # nbgrader's solution folder (CourseDirectory.solution_
 # submission folder at autograde time) is not put on sys.path, so a student's
 # `autograder.py` or `microgpt/` cannot stand in for the installed packages.
 KERNEL_ARGUMENTS = ["--IPKernelApp.ignore_cwd=True", "--IPKernelApp.log_level=ERROR"]
+# per-cell time limit (s) when generate_solution runs a solution's full experiments
+SOLUTION_CELL_TIMEOUT = 1200
 
 log = logging.getLogger("residual_pack")
 
@@ -239,7 +242,11 @@ class WorkCourse:
         from nbgrader.utils import capture_log, temp_attrs
 
         api = self.api()
-        app = GenerateSolution(coursedir=api.coursedir, parent=api)
+        # a solution runs its full interactive experiments, not the small graded
+        # configs: give its cells longer than the course's per-cell grading limit
+        cfg = copy.deepcopy(api.config)
+        cfg.Execute.timeout = max(SOLUTION_CELL_TIMEOUT, cfg.Execute.get("timeout") or 0)
+        app = GenerateSolution(coursedir=api.coursedir, config=cfg, log=api.log)
         if not execute:
             app.preprocessors = [p for p in app.preprocessors if p is not Execute]
         app.force = True

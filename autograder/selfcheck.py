@@ -226,6 +226,13 @@ def _judge(student, label, result, mutant, grader):
         return [f"{label}: nbgrader could not grade it: {result.reason}"]
     failures = []
     auto = [c for c in result.cells if c.autograded]
+    if not any(grader.autograded.values()):
+        # an assignment graded only by hand: nbgrader must list each answer, unscored
+        manual = [c for c in result.cells if not c.autograded]
+        if not manual:
+            return [f"{label}: no cell was graded, neither by the autograder nor by hand"]
+        return [f"{label}: hand-graded {c.cell} was given {c.score:g} before a grader saw it"
+                for c in manual if c.score]
     if not auto:
         return [f"{label}: no autograded cell was graded"]
     if student == "solution":

@@ -1,0 +1,155 @@
+"""Wrong answers to the highway assignment (Tasks 3.1 to 3.4) that the tests must catch."""
+
+from . import Mutant
+
+GATE = "task3_1_highway_gate"
+LAYER = "task3_2_highway_layer"
+PARAMS = "task3_3_highway_params"
+READING = "task3_4_mean_gate_per_layer"
+GATE_TEST = "task3_1_test_gate"
+VALUES_TEST = "task3_2_test_values"
+GRADIENTS_TEST = "task3_2_test_gradients"
+PARAMS_TEST = "task3_3_test_params"
+TRAINING_TEST = "task3_test_training"
+READING_TEST = "task3_4_test_mean_gate"
+ALL_LAYER_TESTS = (VALUES_TEST, GRADIENTS_TEST, TRAINING_TEST)
+
+
+def _gate(body):
+    return "def highway_gate(h, W_gate, b_gate):\n" + body
+
+
+def _layer(body):
+    return "def highway_layer(h, W, W_gate, b_gate):\n" + body
+
+
+def _params(bias="Value(-2.0) for _ in range(width)]", first="W", second="W_gate"):
+    return (
+        "def highway_params(width, rng):\n"
+        "    std = layer_std(width)\n"
+        f"    params = {{'{first}': matrix(width, width, rng, std)}}\n"
+        f"    params['{second}'] = matrix(width, width, rng, std)\n"
+        f"    params['b_gate'] = [{bias}\n"
+        "    return params\n"
+    )
+
+
+def _reading(loop_body, result="[total / len(X) for total in totals]"):
+    return (
+        "def mean_gate_per_layer(net, X, gate, layer):\n"
+        "    totals = [0.0] * len(net.layers)\n"
+        "    for x in X:\n"
+        "        h = linear(x, net.w_in)\n"
+        "        for i, params in enumerate(net.layers):\n" + loop_body + f"    return {result}\n"
+    )
+
+
+_GATE_HERE = "            t = gate(h, params['W_gate'], params['b_gate'])\n"
+_STEP = "            h = layer(h, **params)\n"
+_ADD = "            totals[i] += sum(v.data for v in t) / len(t)\n"
+
+MUTANTS = [
+    # ---- Task 3.1: the gate ----
+    Mutant(
+        name="gate without its bias: sigmoid(W_gate h)",
+        cell=GATE,
+        source=_gate("    return [z.sigmoid() for z in linear(h, W_gate)]\n"),
+        loses=(GATE_TEST, TRAINING_TEST),
+    ),
+    Mutant(
+        name="gate reads LayerNorm(h)",
+        cell=GATE,
+        source=_gate(
+            "    return [(z + b).sigmoid() for z, b in zip(linear(layernorm(h), W_gate), b_gate)]\n"
+        ),
+        loses=(GATE_TEST, TRAINING_TEST),
+    ),
+    Mutant(
+        name="tanh instead of sigmoid",
+        cell=GATE,
+        source=_gate("    return [(z + b).tanh() for z, b in zip(linear(h, W_gate), b_gate)]\n"),
+        loses=(GATE_TEST, TRAINING_TEST),
+    ),
+    # ---- Task 3.2: the layer ----
+    Mutant(
+        name="gate the wrong way round: T*h + (1-T)*H",
+        cell=LAYER,
+        source=_layer(
+            "    t = highway_gate(h, W_gate, b_gate)\n"
+            "    return [ti * hi + (1 - ti) * fi for ti, fi, hi in zip(t, plain_layer(h, W), h)]\n"
+        ),
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="carry not gated: T*H + h",
+        cell=LAYER,
+        source=_layer(
+            "    t = highway_gate(h, W_gate, b_gate)\n"
+            "    return [ti * fi + hi for ti, fi, hi in zip(t, plain_layer(h, W), h)]\n"
+        ),
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="H without its norm: T*relu(W h) + (1-T)*h",
+        cell=LAYER,
+        source=_layer(
+            "    t = highway_gate(h, W_gate, b_gate)\n"
+            "    f = [v.relu() for v in linear(h, W)]\n"
+            "    return [ti * fi + (1 - ti) * hi for ti, fi, hi in zip(t, f, h)]\n"
+        ),
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="gate cut from the graph (T.data)",
+        cell=LAYER,
+        source=_layer(
+            "    t = [v.data for v in highway_gate(h, W_gate, b_gate)]\n"
+            "    return [ti * fi + (1 - ti) * hi for ti, fi, hi in zip(t, plain_layer(h, W), h)]\n"
+        ),
+        loses=(GRADIENTS_TEST, TRAINING_TEST),
+    ),
+    # ---- Task 3.3: the parameters ----
+    Mutant(
+        name="gate bias with the wrong sign: +2",
+        cell=PARAMS,
+        source=_params(bias="Value(2.0) for _ in range(width)]"),
+        loses=(PARAMS_TEST, TRAINING_TEST),
+    ),
+    Mutant(
+        name="one bias Value shared by every unit",
+        cell=PARAMS,
+        source=_params(bias="Value(-2.0)] * width"),
+        loses=(PARAMS_TEST, TRAINING_TEST),
+    ),
+    Mutant(
+        name="W_gate drawn before W",
+        cell=PARAMS,
+        source=_params(first="W_gate", second="W"),
+        loses=(PARAMS_TEST, TRAINING_TEST),
+    ),
+    # ---- Task 3.4: reading the gates ----
+    Mutant(
+        name="gate read on the layer's output instead of its input",
+        cell=READING,
+        source=_reading(_STEP + _GATE_HERE + _ADD),
+        loses=(READING_TEST,),
+    ),
+    Mutant(
+        name="every layer's gate read on the first layer's input",
+        cell=READING,
+        source=_reading(_GATE_HERE + _ADD),
+        loses=(READING_TEST,),
+    ),
+    Mutant(
+        name="reads the carry 1 - T",
+        cell=READING,
+        source=_reading(_GATE_HERE + _ADD + _STEP, "[1 - total / len(X) for total in totals]"),
+        loses=(READING_TEST,),
+    ),
+    Mutant(
+        name="sums over the inputs instead of averaging",
+        cell=READING,
+        source=_reading(_GATE_HERE + _ADD + _STEP, "totals"),
+        loses=(READING_TEST,),
+    ),
+]

@@ -1,0 +1,110 @@
+"""Wrong answers to the identity shortcut assignment (Tasks 4.1 and 4.2) that the tests must
+catch."""
+
+from . import Mutant
+
+LAYER = "task4_1_residual_layer"
+RATIO = "task4_2_first_last_ratio"
+VALUES_TEST = "task4_1_test_values"
+GRADIENTS_TEST = "task4_1_test_gradients"
+TRAINING_TEST = "task4_1_test_training"
+RATIO_TEST = "task4_2_test_first_last_ratio"
+ALL_LAYER_TESTS = (VALUES_TEST, GRADIENTS_TEST, TRAINING_TEST)
+
+
+def _layer(body):
+    return "def residual_layer(h, W):\n" + body
+
+
+def _ratio(body):
+    return "def first_last_ratio(net, X, Y, layer):\n" + body
+
+
+MUTANTS = [
+    # ---- Task 4.1: the residual layer ----
+    Mutant(
+        name="residual added twice: h + h + f(h)",
+        cell=LAYER,
+        source=_layer("    return [a + a + b for a, b in zip(h, plain_layer(h, W))]\n"),
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="residual added twice: f(h + f(h)) + h + f(h), the layer applied on top",
+        cell=LAYER,
+        source=_layer(
+            "    y = [a + b for a, b in zip(h, plain_layer(h, W))]\n"
+            "    return [a + b for a, b in zip(y, plain_layer(y, W))]\n"
+        ),
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="no shortcut: the plain layer",
+        cell=LAYER,
+        source=_layer("    return plain_layer(h, W)\n"),
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="norm on the shortcut: LayerNorm(h) + f(h)",
+        cell=LAYER,
+        source=_layer("    return [a + b for a, b in zip(layernorm(h), plain_layer(h, W))]\n"),
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="post-norm: LayerNorm(h + f(h))",
+        cell=LAYER,
+        source=_layer("    return layernorm([a + b for a, b in zip(h, plain_layer(h, W))])\n"),
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="relu on the sum: relu(h + W LayerNorm(h))",
+        cell=LAYER,
+        source=_layer(
+            "    return [(a + b).relu() for a, b in zip(h, linear(layernorm(h), W))]\n"
+        ),
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="branch without its norm: h + relu(W h)",
+        cell=LAYER,
+        source=_layer("    return [a + b.relu() for a, b in zip(h, linear(h, W))]\n"),
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="shortcut cut from the graph: h.data + f(h)",
+        cell=LAYER,
+        source=_layer("    return [a.data + b for a, b in zip(h, plain_layer(h, W))]\n"),
+        loses=(GRADIENTS_TEST, TRAINING_TEST),
+    ),
+    # ---- Task 4.2: the first/last ratio ----
+    Mutant(
+        name="last over first",
+        cell=RATIO,
+        source=_ratio("    norms = gradient_norms(net, X, Y, layer)\n"
+                      "    return norms[-1] / norms[0]\n"),
+        loses=(RATIO_TEST,),
+    ),
+    Mutant(
+        name="ratio of the weights' norms, not the gradients'",
+        cell=RATIO,
+        source=_ratio(
+            "    def size(m):\n"
+            "        return math.sqrt(sum(p.data**2 for row in m for p in row))\n"
+            "    return size(net.layers[0]['W']) / size(net.layers[-1]['W'])\n"
+        ),
+        loses=(RATIO_TEST,),
+    ),
+    Mutant(
+        name="largest over smallest layer",
+        cell=RATIO,
+        source=_ratio("    norms = gradient_norms(net, X, Y, layer)\n"
+                      "    return max(norms) / min(norms)\n"),
+        loses=(RATIO_TEST,),
+    ),
+    Mutant(
+        name="always measures the plain layer",
+        cell=RATIO,
+        source=_ratio("    norms = gradient_norms(net, X, Y, plain_layer)\n"
+                      "    return norms[0] / norms[-1]\n"),
+        loses=(RATIO_TEST,),
+    ),
+]

@@ -1,0 +1,292 @@
+"""Deep MLPs on `Value` for the depth assignments: a teacher task, nets, training, gradient norms.
+
+A net maps an input $x$ to class logits through a stack of layers of one width $w$:
+
+    h_0 = W_in x,    h_{l+1} = layer(h_l, **params_l),    logits = W_out LayerNorm(h_L)
+
+The layer function is the caller's (the plain, highway and residual layers are what the
+students write); `make_net` creates each layer's parameters as a dict of keyword
+arguments for it. The LayerNorm before the head keeps the head's input at unit scale
+however large the stream grows. Every random draw comes from a seed passed in.
+"""
+
+import math
+import os
+from dataclasses import dataclass, field
+
+from tqdm.auto import tqdm
+
+from .engine import Value, cycle_collector_paused, linear, zero_grad
+from .nn import Adam, cross_entropy, layernorm, make_rng, matrix
+
+__all__ = [
+    "teacher_data",
+    "label_entropy",
+    "layer_std",
+    "plain_params",
+    "Net",
+    "make_net",
+    "logits",
+    "mean_loss",
+    "train",
+    "gradient_norms",
+    "Config",
+    "INTERACTIVE",
+    "GRADING",
+    "study_config",
+    "data_seed",
+    "probe_data",
+    "Variant",
+    "Run",
+    "run",
+    "study",
+    "smooth",
+]
+
+
+# ---------------------------------------------------------------- the task
+
+
+def teacher_data(n, d_in=8, n_classes=4, seed=0, hidden=16):
+    """`n` points $x \\sim N(0, I)$ labelled $y = \\arg\\max \\tanh(2\\tanh(2 x W_1) W_2) W_3$.
+
+    The teacher's weights are drawn from $N(0, 1/\\mathrm{fan\\_in})$ with `seed`, then the
+    points. Returns (X, Y): a list of `n` lists of `d_in` floats, and `n` class indices.
+    """
+    rng = make_rng(seed)
+
+    def weights(n_out, n_in):
+        return [[rng.gauss(0, 1) / math.sqrt(n_in) for _ in range(n_in)] for _ in range(n_out)]
+
+    def times(w, v):
+        return [math.fsum(a * b for a, b in zip(row, v)) for row in w]
+
+    w1, w2, w3 = weights(hidden, d_in), weights(hidden, hidden), weights(n_classes, hidden)
+    X = [[rng.gauss(0, 1) for _ in range(d_in)] for _ in range(n)]
+    Y = []
+    for x in X:
+        h = [math.tanh(2 * a) for a in times(w1, x)]
+        h = [math.tanh(2 * a) for a in times(w2, h)]
+        z = times(w3, h)
+        Y.append(max(range(n_classes), key=z.__getitem__))
+    return X, Y
+
+
+def label_entropy(labels):
+    """$H(y) = -\\sum_c p_c \\ln p_c$: the loss of the best constant guess, in nats."""
+    n = len(labels)
+    counts = {}
+    for y in labels:
+        counts[y] = counts.get(y, 0) + 1
+    return -math.fsum(k / n * math.log(k / n) for k in counts.values())
+
+
+# ---------------------------------------------------------------- the net
+
+
+def layer_std(width):
+    """$\\sigma = 1/\\sqrt{3w}$, PyTorch's `nn.Linear` default scale for a layer's weights."""
+    return 1 / math.sqrt(3 * width)
+
+
+def plain_params(width, rng):
+    """Parameters of a plain layer: {"W": a $w \\times w$ matrix from $N(0, \\sigma^2)$}."""
+    return {"W": matrix(width, width, rng, layer_std(width))}
+
+
+@dataclass
+class Net:
+    """The input matrix, one dict of parameters per layer, and the head."""
+
+    w_in: list
+    layers: list
+    w_out: list
+
+    @property
+    def depth(self):
+        return len(self.layers)
+
+    def parameters(self):
+        """Every parameter `Value`: input matrix, the layers in order, then the head."""
+        out = _flat(self.w_in)
+        for params in self.layers:
+            for value in params.values():
+                out.extend(_flat(value))
+        out.extend(_flat(self.w_out))
+        return out
+
+
+def _flat(value):
+    """The `Value`s of a vector or a matrix (a list of rows), in order."""
+    out = []
+    for item in value:
+        out.extend(item if isinstance(item, list) else [item])
+    return out
+
+
+def make_net(depth, width=8, d_in=8, n_classes=4, seed=0, layer_params=plain_params):
+    """A net with $W_{in} \\sim N(0, 1/d_{in})$, $W_{out} \\sim N(0, 1/w)$, and `depth` layers
+    whose parameters come from `layer_params(width, rng)` (drawn in this order)."""
+    rng = make_rng(seed)
+    w_in = matrix(width, d_in, rng, 1 / math.sqrt(d_in))
+    w_out = matrix(n_classes, width, rng, 1 / math.sqrt(width))
+    layers = [layer_params(width, rng) for _ in range(depth)]
+    return Net(w_in, layers, w_out)
+
+
+def logits(net, x, layer):
+    """$W_{out}\\,\\mathrm{LayerNorm}(h_L)$; $h_0 = W_{in} x$, $h_{l+1} = layer(h_l, **p_l)$."""
+    h = linear(x, net.w_in)
+    for params in net.layers:
+        h = layer(h, **params)
+    return linear(layernorm(h), net.w_out)
+
+
+def mean_loss(net, X, Y, layer, forward=logits):
+    """$L = -\\frac{1}{n}\\sum_i \\ln \\mathrm{softmax}(forward(net, x_i, layer))_{y_i}$"""
+    losses = [cross_entropy(forward(net, x, layer), y) for x, y in zip(X, Y)]
+    return Value.sum(losses) * (1 / len(losses))
+
+
+def train(net, X, Y, layer, steps, lr=0.01, batch=8, seed=0, forward=logits, progress=False):
+    """Adam (betas 0.9/0.999, constant `lr`) on minibatches of `batch` points drawn with
+    replacement by `seed`; returns the minibatch losses, one per step.
+
+    progress: False, True (a bar of its own), or a tqdm bar to advance by one per step.
+    """
+    rng = make_rng(seed)
+    opt = Adam(net.parameters(), lr=lr, betas=(0.9, 0.999))
+    if progress is True:
+        bar = tqdm(total=steps, desc="training", unit="step", mininterval=0.5)
+    else:
+        bar = progress if progress is not False else None
+    history = []
+    with cycle_collector_paused():
+        for _ in range(steps):
+            idx = [rng.randrange(len(X)) for _ in range(batch)]
+            loss = mean_loss(net, [X[i] for i in idx], [Y[i] for i in idx], layer, forward)
+            loss.backward()
+            opt.step()
+            history.append(loss.data)
+            if bar is not None:
+                bar.update(1)
+    if progress is True:
+        bar.close()
+    return history
+
+
+def gradient_norms(net, X, Y, layer, forward=logits, key="W"):
+    """$\\lVert \\partial L / \\partial W_l \\rVert_F$ for each layer $l$ (first layer first),
+    $L$ the mean loss on (X, Y); every gradient is left at 0."""
+    params = net.parameters()
+    zero_grad(params)
+    with cycle_collector_paused():
+        mean_loss(net, X, Y, layer, forward).backward()
+    norms = [math.sqrt(math.fsum(p.grad * p.grad for p in _flat(lp[key]))) for lp in net.layers]
+    zero_grad(params)
+    return norms
+
+
+# ---------------------------------------------------------------- the studies
+
+
+@dataclass(frozen=True)
+class Config:
+    """The size of a depth study: task, widths, depths and the training run."""
+
+    depth: int = 30  # the deep nets
+    shallow: int = 3  # the shallow net
+    depths: tuple = (3, 10, 30)  # a sweep over depth
+    width: int = 8
+    d_in: int = 8
+    n_classes: int = 4
+    n: int = 128  # training points
+    batch: int = 8
+    steps: int = 200
+    lr: float = 0.01
+    highway_steps: int = 300  # the gated net learns more slowly
+    seeds: tuple = (0, 1, 2)
+    probe_width: int = 16  # nets whose gradient per layer is measured at initialisation
+    probe_points: int = 32
+    probe_seeds: tuple = (0, 1, 2, 3, 4, 5)  # measuring costs far less than training
+
+
+# the notebooks' experiments; a grading run (NBGRADER_EXECUTION set) takes the small one
+INTERACTIVE = Config()
+GRADING = Config(depth=20, depths=(3, 20), n=64, steps=100, lr=0.02, highway_steps=60,
+                 seeds=(0,), probe_points=16, probe_seeds=(0,))
+
+
+def study_config():
+    """GRADING while nbgrader validates or autogrades (NBGRADER_EXECUTION set), else INTERACTIVE."""
+    return GRADING if os.environ.get("NBGRADER_EXECUTION") else INTERACTIVE
+
+
+def data_seed(seed):
+    """The seed of a run's teacher task: apart from the net's, so their draws differ."""
+    return 1000 + seed
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One net of a study: its layer function, depth and parameters, and how long it trains."""
+
+    layer: object
+    depth: int
+    layer_params: object = plain_params
+    steps: int = 0  # 0: the config's `steps`
+    forward: object = logits
+
+
+@dataclass
+class Run:
+    seed: int
+    history: list  # minibatch loss per step
+    loss: float  # mean loss on the whole training set after training
+    entropy: float  # H(y) of the training labels: the best constant guess
+    net: Net = field(repr=False, default=None)
+    X: list = field(repr=False, default=None)
+
+
+def run(variant, seed, config, progress=False):
+    """Train `variant` on the teacher task of `seed` (net and batches seeded by `seed` too)."""
+    X, Y = teacher_data(config.n, config.d_in, config.n_classes, data_seed(seed))
+    net = make_net(variant.depth, config.width, config.d_in, config.n_classes, seed,
+                   variant.layer_params)
+    steps = variant.steps or config.steps
+    history = train(net, X, Y, variant.layer, steps, config.lr, config.batch, seed,
+                    variant.forward, progress)
+    with cycle_collector_paused():
+        loss = mean_loss(net, X, Y, variant.layer, variant.forward).data
+    return Run(seed, history, loss, label_entropy(Y), net, X)
+
+
+def study(variants, config, seeds=None, progress=True):
+    """{name: [Run per seed]} for a dict of named `Variant`s, with one progress bar for all."""
+    seeds = config.seeds if seeds is None else seeds
+    total = sum((v.steps or config.steps) for v in variants.values()) * len(seeds)
+    bar = tqdm(total=total, desc="training", unit="step", mininterval=0.5, disable=not progress)
+    results = {name: [] for name in variants}
+    for seed in seeds:
+        for name, variant in variants.items():
+            bar.set_postfix_str(f"{name}, seed {seed}", refresh=False)
+            results[name].append(run(variant, seed, config, progress=bar if progress else False))
+    bar.close()
+    return results
+
+
+def smooth(values, k=20):
+    """The running mean of the last `k` values at each step (fewer at the start)."""
+    out, total = [], 0.0
+    for i, v in enumerate(values):
+        total += v
+        if i >= k:
+            total -= values[i - k]
+        out.append(total / min(i + 1, k))
+    return out
+
+
+def probe_data(config, seed):
+    """The points whose mean loss the gradient probes differentiate: `probe_points` of the task."""
+    return teacher_data(config.probe_points, config.d_in, config.n_classes, data_seed(seed))
+
