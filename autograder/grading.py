@@ -33,7 +33,6 @@ import json
 import os
 import shutil
 import time
-from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -166,31 +165,6 @@ def _walk_files(folder, limit=10000):
             count += 1
             if count >= limit:
                 return
-
-
-def notebook_problem(path):
-    """Why nbgrader could not grade this notebook, or "" when it looks gradable."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            raw = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return f"{Path(path).name} is not a readable notebook ({type(exc).__name__}: {exc})"
-    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
-        return f"{Path(path).name} is not a notebook (no list of cells)"
-    try:
-        nb = nbformat.from_dict(raw)
-    except Exception as exc:  # noqa: BLE001 (any failure here is the notebook's)
-        return f"{Path(path).name} is not a readable notebook ({exc})"
-    ids = Counter(
-        nbgrader_meta(c).get("grade_id")
-        for c in nb.cells
-        if nbgrader_meta(c).get("grade_id")
-    )
-    doubled = sorted(i for i, n in ids.items() if n > 1)
-    if doubled:
-        return (f"{Path(path).name}: graded cell(s) {', '.join(doubled)} appear more than "
-                "once (a copied cell?); delete the copies and hand it in again")
-    return ""
 
 
 # ---------------------------------------------------------------- the grader

@@ -1,8 +1,8 @@
 """What a student handed in, made fit to grade, before nbgrader or any kernel sees it.
 
 `take_in` reads the bytes of a handed-in notebook and either says, in plain words, why it
-cannot be graded (empty, not JSON, not a notebook, another assignment's notebook, an answer
-cell pasted twice), or returns a clean notebook built against the released one:
+cannot be graded (empty, not JSON, not a notebook, another assignment's notebook), or
+returns a clean notebook built against the released one:
 
 - bytes that are not UTF-8 are replaced (U+FFFD) and the rest is graded;
 - only what a notebook needs is kept from each cell (type, source, metadata, id, and the
@@ -13,7 +13,8 @@ cell pasted twice), or returns a clean notebook built against the released one:
   ungraded; metadata naming a cell the assignment does not have is removed;
 - locked cells (instructions, given code, tests) are put back as released, with their
   type; nbgrader later puts the hidden tests back into the test cells;
-- cells the student deleted are put back; a copy of a locked cell is dropped;
+- cells the student deleted are put back; a copy of a locked cell is dropped; a copy of an
+  answer cell runs as a cell of the student's own (the first copy is the answer);
 - cells moved out of order are put back in the assignment's order (the student's own
   cells travel with the cell they followed), so tests never run before the answer.
 
@@ -27,7 +28,6 @@ import copy
 import json
 import re
 import uuid
-from collections import Counter
 from dataclasses import dataclass, field
 
 import nbformat
@@ -144,8 +144,6 @@ def _repair(cells, name, release, assignment, foreign, notes):
         if gid:
             rel_cells[gid] = cell
             rel_order.append(gid)
-    ids = [_grade_id(c) for c in cells]
-    known = [g for g in ids if g in rel_cells]
     # whose notebook is it? its answer and test cells say (an "intro" may be anyone's)
     graded = {g for g, c in rel_cells.items() if _is_work(_meta(c))}
     theirs = {_grade_id(c) for c in cells if _grade_id(c) and _is_work(_meta(c))}
@@ -158,12 +156,6 @@ def _repair(cells, name, release, assignment, foreign, notes):
                 guess = f"; it looks like the notebook of {best}"
         return Intake(problem=f"{name} is not the notebook of {assignment}: none of its "
                               f"{len(theirs)} answer or test cell(s) belong to it{guess}")
-    counts = Counter(known)
-    doubled = sorted(g for g, n in counts.items()
-                     if n > 1 and not _meta(rel_cells[g]).get("locked"))
-    if doubled:
-        return Intake(problem=f"{name}: graded cell(s) {', '.join(doubled)} appear more than "
-                              "once (a copied cell?); delete the copies and hand it in again")
     seen = set()
     kept = []
     for cell in cells:
@@ -179,8 +171,16 @@ def _repair(cells, name, release, assignment, foreign, notes):
                              "it was graded as a cell of your own")
             gid = None
         if gid in seen:
-            notes.append(f"a copy of the locked cell {gid} was removed")
-            continue
+            if _meta(rel_cells[gid]).get("locked"):
+                notes.append(f"a copy of the locked cell {gid} was removed")
+                continue
+            # a copied answer cell: the first copy is the answer, the others run where
+            # they are, as the student's own cells (nbgrader refuses a notebook with both)
+            del cell.metadata["nbgrader"]
+            notes.append(f"the answer cell {gid} appears more than once (a copied cell?); "
+                         "the first copy was graded as the answer, the others ran as cells "
+                         "of your own")
+            gid = None
         if gid:
             seen.add(gid)
             cell = _restore_cell(cell, rel_cells[gid], notes)
@@ -279,6 +279,8 @@ INTERPRETER = {
     "set_custom_exc", "showtraceback", "input_transformers_cleanup", "input_transformers_post",
     "ast_transformers", "sys.modules", "sys.path",
 }
+# words of a test's verdict, in a string of the student's code (a printed fake success)
+SUCCESS_WORDS = re.compile(r"\b(passed|all (tests|checks)|tests? ok|success)\b", re.IGNORECASE)
 CALLS_INTERPRETER = {"exec", "eval", "compile", "globals", "setattr", "delattr"}
 FILES_PROCESSES = {
     "open", "system", "popen", "subprocess", "fork", "forkpty", "kill", "killpg", "_exit",
@@ -297,7 +299,7 @@ def review_flags(nb):
         seen = _names(cell.source)
         if seen is None:
             continue
-        names, calls, imports = seen
+        names, calls, imports, strings = seen
         label = _grade_id(cell) or "a cell of your own"
         hits = {
             "reaches into the interpreter or the kernel":
@@ -307,6 +309,9 @@ def review_flags(nb):
                 (names | imports) & (FILES_PROCESSES - {"open", "exit", "quit"})
                 | calls & FILES_PROCESSES,
         }
+        fake = {text.strip()[:40] for text in strings if SUCCESS_WORDS.search(text)}
+        if fake:  # the score is the test's verdict, whatever is printed: worth a look
+            hits["writes text that looks like a test result"] = fake
         for what, items in hits.items():
             if items:
                 found.setdefault((label, what), set()).update(items)
@@ -315,8 +320,8 @@ def review_flags(nb):
 
 
 def _names(source):
-    """(names, calls, imports) used by `source`, or None when it does not parse. Names
-    include attribute names and `module.attribute` pairs."""
+    """(names, calls, imports, string constants) used by `source`, or None when it does
+    not parse. Names include attribute names and `module.attribute` pairs."""
     try:
         from IPython.core.inputtransformer2 import TransformerManager
 
@@ -327,9 +332,11 @@ def _names(source):
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    names, calls, imports = set(), set(), set()
+    names, calls, imports, strings = set(), set(), set(), set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            strings.add(node.value)
+        elif isinstance(node, ast.Name):
             names.add(node.id)
         elif isinstance(node, ast.Attribute):
             names.add(node.attr)
@@ -351,4 +358,4 @@ def _names(source):
                 calls.add(func.attr)
                 if isinstance(func.value, ast.Name):
                     calls.add(f"{func.value.id}.{func.attr}")
-    return names, calls, imports
+    return names, calls, imports, strings
