@@ -258,6 +258,13 @@ def main(argv=None):
     except CourseError as exc:
         print(f"residual-pack: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        from .sandbox import SandboxError
+
+        if not isinstance(exc, SandboxError):
+            raise
+        print(f"residual-pack: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

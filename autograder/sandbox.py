@@ -50,7 +50,7 @@ LIMITS = "limits"
 
 
 class SandboxError(Exception):
-    """The sandbox could not be set up."""
+    """The sandbox could not be set up (or would not be safe)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,6 +185,13 @@ class Sandbox:
             level, why = isolation_available()
         else:
             why = ""
+        if level != FULL and hasattr(os, "geteuid") and os.geteuid() == 0:
+            # without namespaces the kernel would run as root: no process limit applies,
+            # and a student's os.kill(-1, SIGKILL) ends every process on the machine
+            raise SandboxError(
+                "refusing to run student code as root without the namespace sandbox "
+                f"({why or level}); grade as an unprivileged user, or where root may "
+                "unshare namespaces")
         self.level = level
         self.why = why
         self.release_dir = str(release_dir) if release_dir else None
