@@ -99,17 +99,37 @@ def _feedback_list(results, root):
             _say(f"  {r.student}: {page.relative_to(root)}")
 
 
+def _limits(args, course):
+    from .course import course_cell_timeout
+    from .sandbox import Limits
+
+    return Limits(
+        cell_timeout=args.cell_timeout or course_cell_timeout(course),
+        notebook_timeout=args.notebook_timeout,
+        memory=args.memory << 20,
+        processes=args.processes,
+    )
+
+
 def cmd_grade(args, course):
     from .grading import run_grading, score_table
 
     assignment = check_assignments(course, [args.assignment])[0]
     out = Path(args.out or Path("runs") / f"grade-{assignment}").resolve()
-    _say(f"grading {args.submissions} for {assignment} in {out}")
-    grader, results, csv = run_grading(course, assignment, args.submissions, out,
-                                       jobs=args.jobs, progress=_progress)
+    _say(f"grading {args.submissions} for {assignment} in {out} ({args.jobs} at a time)")
+    start = time.perf_counter()
+    grader, results, csv = run_grading(
+        course, assignment, args.submissions, out, jobs=args.jobs, progress=_progress,
+        limits=_limits(args, course), fresh=args.fresh, feedback=not args.no_feedback,
+        say=_say,
+    )
     _say("")
     _say(score_table(grader, results))
-    _say(f"\ngrades: {csv}\nfeedback (under {out}):")
+    seconds = time.perf_counter() - start
+    _say(f"\n{len(results)} submission(s) in {seconds:.1f} s "
+         f"({seconds / max(1, len(results)):.2f} s per submission)")
+    _say(f"report: {out / 'report.txt'} (and report.csv, report.json)")
+    _say(f"grades: {csv}\nfeedback (under {out}):")
     _feedback_list(results, out)
     ungraded = [r.student for r in results if not r.graded]
     if ungraded:
@@ -139,15 +159,25 @@ def cmd_demo(args, course):
     return 1 if problems else 0
 
 
-def default_jobs():
-    """Submissions graded at a time: one per core, at most 4 (each runs its own kernel)."""
-    return max(1, min(4, os.cpu_count() or 1))
+def default_jobs(memory=2 << 30):
+    """Submissions graded at a time: one per core, as many as fit in memory when each
+    kernel may use `memory` bytes."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 0
+    fit = max(1, total // memory) if total else cores
+    return max(1, min(cores, fit))
 
 
 def _jobs_option(p):
     p.add_argument("-j", "--jobs", type=int, default=default_jobs(),
                    help="submissions graded at a time, each in its own process and kernel "
-                        "(default: %(default)s, one per core up to 4)")
+                        "(default: %(default)s, one per core)")
 
 
 def parser():
@@ -188,12 +218,26 @@ def parser():
         "grade", help="grade a folder of submissions",
         description="Grade SUBMISSIONS, a folder holding <student>/<assignment>/<nb>.ipynb, "
                     "<student>/<nb>.ipynb or <student>.ipynb. Only notebooks are graded; each "
-                    "student separately. Writes an nbgrader course folder to --out with "
-                    "grades.csv and feedback/<student>/<assignment>/<nb>.html.",
+                    "student separately, in a sandboxed kernel with time, memory and process "
+                    "limits. Writes an nbgrader course folder to --out with grades.csv, "
+                    "feedback/<student>/<assignment>/<nb>.html and the class report "
+                    "(report.txt, report.csv, report.json).",
     )
     gr.add_argument("assignment")
     gr.add_argument("submissions")
-    gr.add_argument("--out", help="output folder (default: runs/grade-ASSIGNMENT)")
+    gr.add_argument("--out", help="output folder (default: runs/grade-ASSIGNMENT); an "
+                                  "interrupted run there is resumed")
+    gr.add_argument("--fresh", action="store_true",
+                    help="grade everyone again, even when --out holds an interrupted run")
+    gr.add_argument("--cell-timeout", type=int, metavar="S",
+                    help="seconds a cell may run (default: the course config's Execute.timeout)")
+    gr.add_argument("--notebook-timeout", type=int, default=900, metavar="S",
+                    help="seconds a whole notebook may run (default: %(default)s)")
+    gr.add_argument("--memory", type=int, default=2048, metavar="MiB",
+                    help="memory per kernel process (default: %(default)s)")
+    gr.add_argument("--processes", type=int, default=256, metavar="N",
+                    help="processes and threads per kernel (default: %(default)s)")
+    gr.add_argument("--no-feedback", action="store_true", help="skip the feedback pages")
     _jobs_option(gr)
     gr.set_defaults(run=cmd_grade)
 
@@ -212,6 +256,13 @@ def main(argv=None):
         course = find_course(args.course)
         return args.run(args, course)
     except CourseError as exc:
+        print(f"residual-pack: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        from .sandbox import SandboxError
+
+        if not isinstance(exc, SandboxError):
+            raise
         print(f"residual-pack: {exc}", file=sys.stderr)
         return 2
 

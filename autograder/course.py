@@ -175,6 +175,7 @@ class WorkCourse:
         self.root = Path(root).resolve()
         self.names = check_assignments(self.course, names or [])
         self._api = None
+        self.sandboxed = False  # autograde runs kernels in a sandbox (see use_sandbox)
         if not copy:  # attach to a work course made earlier (by another process)
             return
         self.root.mkdir(parents=True, exist_ok=True)
@@ -209,7 +210,25 @@ class WorkCourse:
         ]
         cfg.Execute.record_timing = False  # no run timings in the committed solutions
         cfg.GenerateFeedback.preprocessors = list(FEEDBACK_PREPROCESSORS)
+        # parallel graders share one SQLite gradebook: wait for a lock rather than fail
+        cfg.CourseDirectory.db_url = f"sqlite:///{self.root / 'gradebook.db'}?timeout=120"
+        if self.sandboxed:
+            from nbgrader.converters import Autograde
+            from nbgrader.preprocessors import Execute
+
+            from .sandbox import sandboxed_execute
+
+            steps = Autograde.class_traits()["autograde_preprocessors"].default()
+            cfg.Autograde.autograde_preprocessors = [
+                sandboxed_execute() if step is Execute else step for step in steps
+            ]
         return cfg
+
+    def use_sandbox(self):
+        """From now on, autograde executes notebooks with `sandbox.SandboxedExecute`."""
+        if not self.sandboxed:
+            self.sandboxed = True
+            self._api = None
 
     def api(self):
         if self._api is None:
@@ -256,6 +275,18 @@ class WorkCourse:
         if not result["success"]:
             raise CourseError(f"generate_solution {name} failed:\n{failure_text(result)}")
         return self.path(SOLUTIONS, name)
+
+
+def course_cell_timeout(course, default=120):
+    """The course config's per-cell time limit (Execute.timeout), in seconds."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    try:
+        cfg = PyFileConfigLoader(CONFIG_FILE, path=str(course)).load_config()
+        value = int(cfg.Execute.get("timeout", default) or default)
+    except Exception:  # noqa: BLE001 (a config we cannot read: the default)
+        return default
+    return value if value > 0 else default
 
 
 def _read_alembic_head_in_process():

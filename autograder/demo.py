@@ -14,7 +14,7 @@ import nbformat
 
 from . import mutants as mutant_registry
 from .course import WorkCourse, assignments, check_assignments, jupyter_sandbox
-from .grading import Grader, grade_folder, prepare_out
+from .grading import Grader, grade_folder, prepare_out, write_report
 from .selfcheck import class_of, mutant_notebook_name, with_answer
 
 STUDENTS = ("solution", "stub", "partly-wrong")
@@ -99,14 +99,25 @@ def run_demo(course, assignment=None, out=None, jobs=1, progress=None):
     assignment = check_assignments(course, [assignment or default_assignment(course)])[0]
     out = Path(out).resolve() if out else Path(tempfile.mkdtemp(prefix="residual-pack-demo-"))
     out.mkdir(parents=True, exist_ok=True)
+    from .course import course_cell_timeout
+    from .sandbox import Limits, Sandbox
+
     work_root = prepare_out(out / "course")
-    with tempfile.TemporaryDirectory(prefix="residual-pack-jupyter-") as sandbox, \
-            jupyter_sandbox(sandbox):
-        work = WorkCourse(course, work_root, [assignment])
-        grader = Grader(work, assignment)
-        submissions = out / "submissions"
-        if submissions.exists():
-            shutil.rmtree(submissions)
-        about = build_class(grader, submissions)
-        results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress)
+    release = Path(course) / "exercises" / assignment
+    box = Sandbox(Limits(cell_timeout=course_cell_timeout(course)),
+                  release_dir=release if release.is_dir() else None)
+    try:
+        with tempfile.TemporaryDirectory(prefix="residual-pack-jupyter-") as home, \
+                jupyter_sandbox(home):
+            work = WorkCourse(course, work_root, [assignment])
+            grader = Grader(work, assignment, sandbox=box)
+            submissions = out / "submissions"
+            if submissions.exists():
+                shutil.rmtree(submissions)
+            about = build_class(grader, submissions)
+            results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress)
+            write_report(grader, results, work_root, f"{assignment}: the demo class\n"
+                         f"isolation: {box.describe()}")
+    finally:
+        box.close()
     return grader, results, about, csv, out

@@ -44,6 +44,9 @@ class HideHiddenTestTracebacks(NbGraderPreprocessor):
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code" or self.begin_test_delimeter not in cell.source:
             return cell, resources
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta and not meta.get("locked"):  # a student's cell: their own code, shown as is
+            return cell, resources
         hidden = {line.strip() for line in hidden_test_lines(cell.source) if line.strip()}
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
@@ -56,12 +59,25 @@ class HideHiddenTestTracebacks(NbGraderPreprocessor):
         return cell, resources
 
 
+class ClearHiddenTestsInTestCells(ClearHiddenTests):
+    """nbgrader's ClearHiddenTests on the graded test cells only. Hidden tests live there
+    (nbgrader put them back from the source); a student's own cell that merely contains the
+    marker text (say, in a string) is the student's code, not a test, and nbgrader's
+    preprocessor would refuse the whole page for it."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if not (meta.get("grade") and meta.get("locked") and not meta.get("solution")):
+            return cell, resources
+        return super().preprocess_cell(cell, resources, cell_index)
+
+
 # GenerateFeedback's own list (GetGrades, CSSHTMLHeaderPreprocessor) with the hidden
 # tests taken out in between
 FEEDBACK_PREPROCESSORS = [
     GetGrades,
     HideHiddenTestTracebacks,
-    ClearHiddenTests,
+    ClearHiddenTestsInTestCells,
     CSSHTMLHeaderPreprocessor,
 ]
 

@@ -8,26 +8,39 @@ A folder of submissions may hold, for an assignment `A` with notebook `N.ipynb`:
 
 A student folder whose only notebook has another name (`N (1).ipynb`) counts as `N.ipynb`
 when the assignment has a single notebook. Only notebooks are graded: every other file a
-student hands in (an `autograder.py`, a `microgpt/` folder) is left out and reported, so
-nothing of theirs can stand in for the helpers the test cells import. The kernel also
-runs with its working directory off sys.path (see `course.KERNEL_ARGUMENTS`).
+student hands in (an `autograder.py`, a `microgpt/` folder) is left out and reported, and
+symbolic links are not followed.
 
-Each student is one `NbGraderAPI.autograde` call, so a notebook nbgrader cannot grade
-(malformed JSON, a copied graded cell, a kernel that dies) costs that student only; the
-reason is reported and the rest of the class is graded.
+Each student is graded on their own (one `NbGraderAPI.autograde` call), so a notebook that
+cannot be graded costs that student only, with the reason in the report:
+
+1. `intake.take_in` reads what was handed in and either gives the reason it cannot be
+   graded (empty, not JSON, not a notebook, another assignment's) or repairs it against
+   the release (deleted, moved, retyped or edited cells, damaged metadata, bad bytes);
+2. nbgrader's autograde runs in the grading process, but its Execute step is
+   `sandbox.SandboxedExecute`: the notebook runs in a kernel inside a throwaway sandbox,
+   with limits, and the graded test cells in the kernel's hardened runner (gradekernel);
+3. nbgrader writes the scores to the gradebook, from the grading process only.
+
+`run_grading` grades a whole folder, `jobs` students at a time (worker processes, one
+sandbox uid each), keeps a journal so that an interrupted run resumes where it stopped,
+and writes the class report (report.txt, report.csv, report.json) beside nbgrader's
+grades.csv.
 """
 
+import hashlib
 import json
+import os
 import shutil
 import time
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
 
 from .course import (
     EXERCISES,
+    SOURCE,
     CourseError,
     failure_reason,
     is_autograded_test,
@@ -56,6 +69,9 @@ class StudentResult:
     notes: list = field(default_factory=list)  # things worth knowing, not failures
     seconds: float = 0.0  # autograde wall time
     log: str = ""  # nbgrader's log of the autograde call
+    problems: list = field(default_factory=list)  # what cost points besides wrong answers
+    flags: list = field(default_factory=list)  # code a human should look at
+    runs: dict = field(default_factory=dict)  # notebook -> sandbox.NotebookRun as a dict
 
     def score(self, autograded_only=True):
         cells = [c for c in self.cells if c.autograded or not autograded_only]
@@ -66,6 +82,19 @@ class StudentResult:
             if c.cell == grade_id:
                 return c
         return None
+
+    def to_dict(self):
+        data = asdict(self)
+        data["feedback"] = [str(p) for p in self.feedback]
+        return data
+
+    @classmethod
+    def from_dict(cls, data):
+        data = dict(data)
+        data["cells"] = [CellScore(**c) for c in data.get("cells", [])]
+        data["feedback"] = [Path(p) for p in data.get("feedback", [])]
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 # ---------------------------------------------------------------- submissions folder
@@ -79,6 +108,10 @@ def find_submissions(folder, assignment, notebooks):
     found = {}
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith((".", "_")):
+            continue
+        if entry.is_symlink():  # it could point at anything, another student's work included
+            found[entry.name.removesuffix(".ipynb")] = (
+                {}, [f"{entry.name} is a symbolic link; links are not followed"])
             continue
         if entry.is_file() and entry.suffix == ".ipynb":
             if len(notebooks) != 1:
@@ -96,8 +129,13 @@ def find_submissions(folder, assignment, notebooks):
 
 
 def _match_notebooks(folder, notebooks):
-    files = {p.stem: p for p in notebook_paths(folder)}
     notes = []
+    files = {}
+    for p in notebook_paths(folder):
+        if p.is_symlink():
+            notes.append(f"{p.name} is a symbolic link; links are not followed")
+        else:
+            files[p.stem] = p
     matched = {name: files.pop(name) for name in notebooks if name in files}
     if len(notebooks) == 1 and not matched and len(files) == 1:
         (stem, path), = files.items()
@@ -109,8 +147,8 @@ def _match_notebooks(folder, notebooks):
                      + ", ".join(sorted(p.name for p in files.values())))
     others = sorted(
         str(p.relative_to(folder))
-        for p in folder.rglob("*")
-        if p.is_file() and p.suffix != ".ipynb" and ".ipynb_checkpoints" not in p.parts
+        for p in _walk_files(folder)
+        if p.suffix != ".ipynb" and ".ipynb_checkpoints" not in p.parts
     )
     if others:
         shown = ", ".join(others[:5]) + (" ..." if len(others) > 5 else "")
@@ -118,41 +156,40 @@ def _match_notebooks(folder, notebooks):
     return matched, notes
 
 
-def notebook_problem(path):
-    """Why nbgrader could not grade this notebook, or "" when it looks gradable."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            raw = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return f"{Path(path).name} is not a readable notebook ({type(exc).__name__}: {exc})"
-    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
-        return f"{Path(path).name} is not a notebook (no list of cells)"
-    try:
-        nb = nbformat.from_dict(raw)
-    except Exception as exc:  # noqa: BLE001 (any failure here is the notebook's)
-        return f"{Path(path).name} is not a readable notebook ({exc})"
-    ids = Counter(
-        nbgrader_meta(c).get("grade_id")
-        for c in nb.cells
-        if nbgrader_meta(c).get("grade_id")
-    )
-    doubled = sorted(i for i, n in ids.items() if n > 1)
-    if doubled:
-        return (f"{Path(path).name}: graded cell(s) {', '.join(doubled)} appear more than "
-                "once (a copied cell?); delete the copies and hand it in again")
-    return ""
+def _walk_files(folder, limit=10000):
+    """Files under `folder` (links not followed), at most `limit` of them."""
+    count = 0
+    for root, _dirs, files in os.walk(folder, followlinks=False):
+        for name in files:
+            yield Path(root) / name
+            count += 1
+            if count >= limit:
+                return
 
 
 # ---------------------------------------------------------------- the grader
 
 
+HANDED_IN = "handed-in"  # the work course keeps what each student handed in, byte for byte
+
+
 class Grader:
     """One assignment graded in a work course: release generated once, then each student
-    submitted, autograded and given feedback on their own."""
+    submitted, autograded and given feedback on their own.
 
-    def __init__(self, work, assignment, generate=True):
+    With a `sandbox` (`sandbox.Sandbox`), notebooks run in sandboxed kernels with the
+    hardened test runner; without one, in nbgrader's own kernels (trusted notebooks only:
+    the instructor's, or the control runs of the tests)."""
+
+    def __init__(self, work, assignment, generate=True, sandbox=None):
         self.work = work
         self.assignment = assignment
+        self.sandbox = sandbox
+        if sandbox is not None:
+            from . import sandbox as sandbox_module
+
+            work.use_sandbox()
+            sandbox_module.use(sandbox)
         if generate:
             work.generate_assignment(assignment)
         self.release = work.path(EXERCISES, assignment)
@@ -169,6 +206,7 @@ class Grader:
                     key = (path.stem, meta["grade_id"])
                     self.order.append(key)
                     self.autograded[key] = bool(is_autograded_test(cell))
+        self._foreign = None
 
     def release_notebook(self, name):
         return read_notebook(self.work.path(EXERCISES, self.assignment, f"{name}.ipynb"))
@@ -176,36 +214,92 @@ class Grader:
     def submission_folder(self, student):
         return self.work.path("submitted", student, self.assignment)
 
+    def handed_in_folder(self, student):
+        return self.work.path(HANDED_IN, student, self.assignment)
+
     def submit(self, student, notebooks):
         """Hand in `notebooks` ({name: path or NotebookNode}) as `student`'s submission."""
         dest = self.submission_folder(student)
-        if dest.exists():
-            shutil.rmtree(dest)
-        dest.mkdir(parents=True)
+        kept = self.handed_in_folder(student)
+        for folder in (dest, kept):
+            if folder.exists():
+                shutil.rmtree(folder)
+            folder.mkdir(parents=True)
         for name, nb in notebooks.items():
-            target = dest / f"{name}.ipynb"
+            target = kept / f"{name}.ipynb"
             if isinstance(nb, (str, Path)):
-                shutil.copyfile(nb, target)  # bytes as handed in: nbgrader reads them
+                shutil.copyfile(nb, target)  # bytes as handed in
             else:
                 nbformat.write(nb, str(target))
+            shutil.copyfile(target, dest / f"{name}.ipynb")
         return dest
+
+    def foreign_ids(self):
+        """{other assignment: its grade ids}, to say whose notebook a stray one is."""
+        if self._foreign is None:
+            from .course import assignments
+
+            self._foreign = {}
+            for other in assignments(self.work.course):
+                if other == self.assignment:
+                    continue
+                ids = set()
+                for path in notebook_paths(self.work.course / SOURCE / other):
+                    try:
+                        ids |= {nbgrader_meta(c).get("grade_id") for c in read_notebook(path).cells}
+                    except Exception:  # noqa: BLE001 (an unreadable source is skipped)
+                        continue
+                ids.discard(None)
+                self._foreign[other] = ids
+        return self._foreign
+
+    def take_in(self, student, result):
+        """Read and repair what `student` handed in (see `intake`); the repaired notebooks
+        go where nbgrader reads submissions. False when nothing can be graded."""
+        from .intake import take_in
+
+        folder = self.submission_folder(student)
+        kept = self.handed_in_folder(student)
+        handed = {p.stem: p for p in notebook_paths(kept)} if kept.is_dir() else \
+            {p.stem: p for p in notebook_paths(folder)}
+        missing = [n for n in self.notebooks if n not in handed]
+        if len(missing) == len(self.notebooks):
+            result.reason = "no notebook handed in"
+            return False
+        if missing:
+            result.notes.append("missing notebook(s), scored zero: " + ", ".join(missing))
+        limit = self.sandbox.limits.notebook_bytes if self.sandbox else None
+        problems = []
+        repaired = {}
+        for name, path in handed.items():
+            if name not in self.notebooks:
+                continue
+            size = path.stat().st_size
+            if limit and size > limit:
+                problems.append(f"{path.name} is {size / (1 << 20):.1f} MiB, more than the "
+                                f"{limit / (1 << 20):g} MiB a notebook may be")
+                continue
+            intake = take_in(path.read_bytes(), path.name, self.release_notebook(name),
+                             self.assignment, self.foreign_ids(), limit)
+            if intake.problem:
+                problems.append(intake.problem)
+                continue
+            many = len(self.notebooks) > 1
+            result.notes += [f"{name}: {n}" if many else n for n in intake.notes]
+            result.flags += [f"{name}: {n}" if many else n for n in intake.flags]
+            repaired[name] = intake.notebook
+        if problems:
+            result.reason = "; ".join(problems)
+            return False
+        for name, nb in repaired.items():
+            nbformat.write(nb, str(folder / f"{name}.ipynb"))
+        return True
 
     def grade(self, student, feedback=True):
         """Autograde what `student` handed in; then feedback. Never raises for a bad
         submission: the result says why it was not graded."""
         result = StudentResult(student)
-        folder = self.submission_folder(student)
-        handed_in = {p.stem: p for p in notebook_paths(folder)}
-        missing = [n for n in self.notebooks if n not in handed_in]
-        if len(missing) == len(self.notebooks):
-            result.reason = "no notebook handed in"
-            self._register(student)
-            return result
-        if missing:
-            result.notes.append("missing notebook(s), scored zero: " + ", ".join(missing))
-        problems = [p for p in map(notebook_problem, handed_in.values()) if p]
-        if problems:
-            result.reason = "; ".join(problems)
+        if not self.take_in(student, result):
             self._register(student)
             return result
         api = self.work.api()
@@ -213,12 +307,16 @@ class Grader:
         outcome = api.autograde(self.assignment, student, force=True, create=True)
         result.seconds = time.perf_counter() - start
         result.log = outcome.get("log", "")
+        if self.sandbox is not None:
+            self._collect_runs(student, result)
         if not outcome["success"]:
             result.reason = "nbgrader could not grade it: " + failure_reason(outcome)
             self._register(student)
             return result
         result.graded = True
         result.cells = self.scores(student)
+        result.problems += lost_points(result, self.sandbox.limits if self.sandbox else None,
+                                       self.autograded)
         if feedback:
             done = api.generate_feedback(self.assignment, student, force=True)
             if not done["success"]:
@@ -227,6 +325,14 @@ class Grader:
                 self.work.path("feedback", student, self.assignment).glob("*.html")
             )
         return result
+
+    def _collect_runs(self, student, result):
+        from .sandbox import RUNS
+
+        for name in self.notebooks:
+            run = RUNS.pop((student, name), None)
+            if run is not None:
+                result.runs[name] = run.to_dict()
 
     def _register(self, student):
         """Put an ungraded student in the gradebook, so the CSV lists them (with zero)."""
@@ -262,24 +368,101 @@ class Grader:
         return Path(path)
 
 
+# ---------------------------------------------------------------- why points were lost
+
+WRONG_ANSWER = {"CheckFailed", "NotAnswered", "AssertionError"}
+
+
+def lost_points(result, limits, autograded):
+    """Plain words for what cost `result` points other than a wrong answer: time and
+    memory limits, a kernel that died or hung, the process limit, tampering caught, a
+    test that wrote to stderr, output left out."""
+    from .sandbox import Limits, _size
+
+    limits = limits or Limits()
+    problems = []
+    many = len(result.runs) > 1
+    for name, run in result.runs.items():
+        where = f"{name}: " if many else ""
+        cells = run.get("cells", [])
+        lost = {c.cell for c in result.cells if c.autograded and c.score < c.max_score}
+        if run.get("ended"):
+            skipped = [c["grade_id"] for c in cells
+                       if c["status"] in ("not run", "died", "stuck") and c["kind"] == "test"]
+            tail = f"; tests that did not run: {', '.join(skipped)}" if skipped else ""
+            problems.append(f"{where}{run['ended']}{tail}")
+        for c in cells:
+            label = c["grade_id"] or f"cell {c['index'] + 1} (your own)"
+            status, ename, evalue = c["status"], c["ename"], c["evalue"]
+            text = ""
+            if status == "timeout":
+                text = (f"{label} ran longer than the {limits.cell_timeout} s a cell may take "
+                        f"and was stopped")
+            elif status == "error":
+                if ename == "MemoryError":
+                    text = f"{label} ran out of memory (the limit is {_size(limits.memory)})"
+                elif ename == "SystemExit":
+                    text = f"{label} called sys.exit() or exit(); the cell stopped with an error"
+                elif ename == "TamperingDetected":
+                    text = f"{label}: {evalue}"
+                elif ename in ("BlockingIOError", "OSError", "PermissionError") and (
+                        "Resource temporarily unavailable" in evalue
+                        or "can't start new thread" in evalue):
+                    text = (f"{label} tried to start more processes than the "
+                            f"{limits.processes} allowed")
+                elif "No space left" in evalue or "File too large" in evalue:
+                    text = (f"{label} wrote more than it may ({_size(limits.disk)} in all, "
+                            f"{_size(limits.file_size)} per file)")
+                elif ename == "KeyboardInterrupt":
+                    text = f"{label} was interrupted"
+                elif ename == "NoReply":
+                    text = f"{label}: the kernel sent no reply"
+            if text:
+                problems.append(where + text)
+            if c.get("stderr") and c["kind"] == "test" and c["grade_id"] in lost:
+                problems.append(f"{where}{label} wrote to stderr (a warning?), which nbgrader "
+                                f"counts as a failed test")
+            if c.get("output_dropped"):
+                problems.append(
+                    f"{where}{label} printed about {_size(c['output_dropped'])} more than the "
+                    f"{_size(limits.output)} of output kept per notebook; the rest was left out")
+            if c.get("restored") and c["kind"] == "test":
+                shown = ", ".join(c["restored"][:6]) + (" ..." if len(c["restored"]) > 6 else "")
+                problems.append(f"{where}before {label} ran, the grader undid changes that "
+                                f"earlier cells made to what the tests rely on: {shown}")
+    seen = set()
+    return [p for p in problems if not (p in seen or seen.add(p))]
+
+
 # ---------------------------------------------------------------- a whole folder
 
 
 def _quiet_worker():
     import logging
+    import threading
     import warnings
 
     log = logging.getLogger("residual_pack.nbgrader")
     log.propagate = False
     log.addHandler(logging.NullHandler())
     warnings.filterwarnings("ignore", message=".*not in session.*")
+    parent = os.getppid()
+
+    def orphaned():  # the grading run was killed: stop, do not finish on our own
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=orphaned, daemon=True).start()
 
 
-def _grade_in_worker(course, root, assignment, student, feedback):
+def _grade_in_worker(course, root, assignment, student, feedback, sandbox=None):
     from .course import WorkCourse
 
     work = WorkCourse(course, root, [assignment], copy=False)
-    return Grader(work, assignment, generate=False).grade(student, feedback=feedback)
+    grader = Grader(work, assignment, generate=False, sandbox=sandbox)
+    return grader.grade(student, feedback=feedback)
 
 
 # below this many submissions, starting worker processes (each imports nbgrader, a few
@@ -287,21 +470,29 @@ def _grade_in_worker(course, root, assignment, student, feedback):
 MIN_FOR_WORKERS = 6
 
 
-def grade_all(grader, students, feedback=True, jobs=1, progress=None):
+def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=None):
     """Grade the handed-in `students`, each on their own, `jobs` at a time (in separate
-    processes sharing the gradebook). Results come back in the order of `students`."""
+    processes sharing the gradebook). Results come back in the order of `students`;
+    `on_result(result)` is called in this process as each one is done."""
     students = list(students)
     results = {}
+
+    def done(student, result):
+        results[student] = result
+        if on_result:
+            on_result(result)
+        if progress:
+            progress(result)
+
     if jobs <= 1 or len(students) < MIN_FOR_WORKERS:
         for student in students:
             try:
-                results[student] = grader.grade(student, feedback=feedback)
+                result = grader.grade(student, feedback=feedback)
             except Exception as exc:  # noqa: BLE001 (our failure costs that student only)
-                results[student] = StudentResult(
+                result = StudentResult(
                     student, reason=f"grading failed: {type(exc).__name__}: {exc}"
                 )
-            if progress:
-                progress(results[student])
+            done(student, result)
         return [results[s] for s in students]
 
     import multiprocessing
@@ -312,33 +503,129 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None):
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_quiet_worker) as pool:
         futures = {
             pool.submit(_grade_in_worker, work.course, work.root, grader.assignment, s,
-                        feedback): s
+                        feedback, grader.sandbox): s
             for s in students
         }
         for future in as_completed(futures):
             student = futures[future]
             try:
-                results[student] = future.result()
+                result = future.result()
             except Exception as exc:  # noqa: BLE001 (a worker died: that student only)
-                results[student] = StudentResult(
+                result = StudentResult(
                     student, reason=f"the grading process failed: {type(exc).__name__}: {exc}"
                 )
-            if progress:
-                progress(results[student])
+            done(student, result)
     return [results[s] for s in students]
 
 
-def grade_folder(grader, submissions, jobs=1, progress=None):
+def submission_hash(notebooks):
+    """A fingerprint of what a student handed in ({name: path})."""
+    digest = hashlib.sha256()
+    for name in sorted(notebooks):
+        digest.update(name.encode() + b"\0")
+        with open(notebooks[name], "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+class Journal:
+    """`.grading/journal.jsonl` in the work course: one line per student done, written
+    (and flushed to disk) by the coordinating process once the student's grades are in
+    the gradebook. A run that is killed resumes from it: a student whose line is there,
+    with the same submission fingerprint, is not graded again."""
+
+    def __init__(self, root, header):
+        self.folder = Path(root) / ".grading"
+        self.path = self.folder / "journal.jsonl"
+        self.header = header
+        self.done = {}  # student -> (hash, StudentResult)
+
+    def load(self):
+        """Read an earlier run's journal; False (and nothing read) if it is not for the
+        same assignment, sources and settings."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+        if text and not text.endswith("\n"):  # the kill cut the last line short: drop it
+            text = text[: text.rfind("\n") + 1]
+            with open(self.path, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+        lines = text.splitlines()
+        try:
+            if json.loads(lines[0]) != self.header:
+                return False
+        except (IndexError, ValueError):
+            return False
+        for line in lines[1:]:
+            try:  # a line cut short by the kill is simply not there
+                entry = json.loads(line)
+                self.done[entry["student"]] = (entry["hash"],
+                                               StudentResult.from_dict(entry["result"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+        return True
+
+    def start(self):
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(self.header) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def append(self, result, digest):
+        entry = {"student": result.student, "hash": digest, "result": result.to_dict()}
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.done[result.student] = (digest, result)
+
+
+def run_fingerprint(course, assignment, sandbox):
+    """What the scores depend on besides the submissions: the assignment's source, the
+    limits and the isolation level."""
+    digest = hashlib.sha256()
+    folder = Path(course) / SOURCE / assignment
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        if "__pycache__" in path.parts or ".ipynb_checkpoints" in path.parts:
+            continue
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    if sandbox is not None:
+        digest.update(json.dumps(asdict(sandbox.limits), sort_keys=True).encode())
+        digest.update(sandbox.level.encode())
+    return digest.hexdigest()[:16]
+
+
+def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, journal=None):
     """Grade every student in the folder `submissions` with `grader`, each on their own,
-    and export nbgrader's grades.csv into the work course. Returns (results, csv path)."""
+    and export nbgrader's grades.csv into the work course. Returns (results, csv path).
+    With a `journal`, students it has as done (same submission) are not graded again."""
     found = find_submissions(submissions, grader.assignment, grader.notebooks)
     if not found:
         raise CourseError(f"no submissions in {submissions}")
-    for student, (notebooks, _) in found.items():
-        grader.submit(student, notebooks)
-    results = grade_all(grader, found, jobs=jobs, progress=progress)
-    for result in results:
+    digests = {s: submission_hash(nbs) for s, (nbs, _) in found.items()}
+    earlier = {}
+    if journal is not None:
+        earlier = {s: r for s, (h, r) in journal.done.items()
+                   if s in found and h == digests[s]}
+    todo = [s for s in found if s not in earlier]
+    for student in todo:
+        grader.submit(student, found[student][0])
+
+    def record(result):
         result.notes[:0] = found[result.student][1]
+        if journal is not None:
+            journal.append(result, digests[result.student])
+
+    fresh = grade_all(grader, todo, feedback=feedback, jobs=jobs, progress=progress,
+                      on_result=record)
+    by_student = {r.student: r for r in fresh}
+    by_student.update(earlier)
+    results = [by_student[s] for s in found]
     csv = grader.export_csv(grader.work.path("grades.csv"))
     return results, csv
 
@@ -367,8 +654,12 @@ def score_table(grader, results):
     for r in results:
         if r.reason:
             lines.append(f"{r.student}: not graded: {r.reason}")
+        for problem in r.problems:
+            lines.append(f"{r.student}: {problem}")
         for note in r.notes:
             lines.append(f"{r.student}: {note}")
+        for flag in r.flags:
+            lines.append(f"{r.student}: {flag}")
     return "\n".join(lines)
 
 
@@ -376,43 +667,143 @@ def _num(x):
     return f"{x:g}"
 
 
+def write_report(grader, results, out, header=""):
+    """The class report in `out`: report.txt (the table, then per student what cost
+    points besides wrong answers, what was repaired, what to review), report.csv (one row
+    per student, a column per graded cell) and report.json (everything)."""
+    import csv
+
+    out = Path(out)
+    text = (header + "\n\n" if header else "") + score_table(grader, results) + "\n"
+    (out / "report.txt").write_text(text, encoding="utf-8")
+    keys = list(grader.order)
+    many = len(grader.notebooks) > 1
+    heads = [f"{nb}:{gid}" if many else gid for nb, gid in keys]
+    with open(out / "report.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", "graded", *heads, "autograded", "autograded_max",
+                         "lost_points_because", "not_graded_because", "repairs", "review"])
+        for r in results:
+            by_key = {(c.notebook, c.cell): c for c in r.cells}
+            got, top = r.score()
+            writer.writerow([
+                r.student, "yes" if r.graded else "no",
+                *[_num(by_key[k].score) if k in by_key else "" for k in keys],
+                _num(got), _num(top) if r.graded else "",
+                " | ".join(r.problems), r.reason, " | ".join(r.notes), " | ".join(r.flags),
+            ])
+    data = {
+        "assignment": grader.assignment,
+        "header": header,
+        "cells": [{"notebook": nb, "grade_id": gid, "autograded": grader.autograded[(nb, gid)]}
+                  for nb, gid in keys],
+        "students": [r.to_dict() | {"autograded_score": r.score()[0],
+                                    "autograded_max": r.score()[1]} for r in results],
+    }
+    for entry in data["students"]:
+        entry.pop("log", None)
+    (out / "report.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
+    return out / "report.txt"
+
+
 # nbgrader's outputs in a work course, cleared before a new run there
 _RUN_OUTPUTS = ("submitted", "autograded", "feedback", "gradebook.db", "grades.csv",
-                "exercises", "source")
+                "exercises", "source", HANDED_IN, ".grading/journal.jsonl", "report.txt",
+                "report.csv", "report.json")
 
 
-def prepare_out(out):
+def prepare_out(out, keep=False):
     """Make `out` ready to be a work course: new, empty, or one of our earlier runs
-    (whose nbgrader outputs are cleared)."""
+    (whose outputs are cleared, unless `keep`)."""
     from .course import CONFIG_FILE
 
     out = Path(out).resolve()
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and any(p.name != ".grading" for p in out.iterdir()):
         if not (out / CONFIG_FILE).is_file() or (out / ".git").exists():
             raise CourseError(
                 f"{out} is not empty and not an earlier grading run; pick another --out"
             )
-        for name in _RUN_OUTPUTS:
-            path = out / name
-            if path.is_dir():
-                shutil.rmtree(path)
-            elif path.exists():
-                path.unlink()
+        if not keep:
+            for name in _RUN_OUTPUTS:
+                path = out / name
+                if path.is_dir():
+                    shutil.rmtree(path)
+                elif path.exists():
+                    path.unlink()
     out.mkdir(parents=True, exist_ok=True)
+    os.chmod(out, 0o700)  # the gradebook and every submission: the grading user's only
     return out
 
 
-def run_grading(course, assignment, submissions, out, jobs=1, progress=None):
+def _lock(out):
+    """Hold `out`'s run lock (until this process exits): one grading run at a time."""
+    import fcntl
+
+    folder = Path(out) / ".grading"
+    folder.mkdir(parents=True, exist_ok=True)
+    f = open(folder / "lock", "a+")  # noqa: SIM115 (kept open: it is the lock)
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        raise CourseError(f"another grading run is using {out}") from None
+    _LOCKS.append(f)
+    return f
+
+
+_LOCKS = []
+
+
+def run_grading(course, assignment, submissions, out, jobs=1, progress=None, limits=None,
+                fresh=False, feedback=True, isolate=True, say=None):
     """`residual-pack grade`: grade the folder `submissions` in the work course `out`.
-    Returns (grader, results, grades.csv)."""
+
+    Every notebook runs in a sandbox (`limits`; see `sandbox`) unless `isolate` is False.
+    A run interrupted earlier in `out` (same assignment, sources and limits) is resumed:
+    students graded then are not graded again, unless `fresh`. Writes grades.csv and the
+    class report. Returns (grader, results, grades.csv)."""
     import tempfile
 
+    from . import sandbox as sandbox_module
     from .course import WorkCourse, jupyter_sandbox
 
-    out = prepare_out(out)
-    with tempfile.TemporaryDirectory(prefix="residual-pack-jupyter-") as sandbox, \
-            jupyter_sandbox(sandbox):
-        work = WorkCourse(course, out, [assignment])
-        grader = Grader(work, assignment)
-        results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress)
+    say = say or (lambda *_: None)
+    sandbox = None
+    if isolate:
+        sandbox_module.remove_stale_roots()
+    out = prepare_out(out, keep=True)
+    _lock(out)
+    if isolate:
+        release = Path(course) / EXERCISES / assignment
+        sandbox = sandbox_module.Sandbox(limits or sandbox_module.Limits(),
+                                         release_dir=release if release.is_dir() else None)
+    try:
+        header = {"assignment": assignment,
+                  "fingerprint": run_fingerprint(course, assignment, sandbox)}
+        journal = Journal(out, header)
+        resumed = not fresh and journal.load() and (out / EXERCISES / assignment).is_dir()
+        if not resumed:
+            journal.done.clear()
+            prepare_out(out)
+            journal.start()
+        elif journal.done:
+            say(f"resuming an interrupted run: {len(journal.done)} student(s) already graded "
+                f"are not graded again")
+        with tempfile.TemporaryDirectory(prefix="residual-pack-jupyter-") as home, \
+                jupyter_sandbox(home):
+            work = WorkCourse(course, out, [assignment])
+            if sandbox is not None and sandbox.release_dir is None:
+                sandbox.release_dir = str(work.path(EXERCISES, assignment))
+            grader = Grader(work, assignment, generate=not resumed, sandbox=sandbox)
+            if sandbox is not None:
+                say(f"isolation: {sandbox.describe()}")
+            results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress,
+                                        feedback=feedback, journal=journal)
+            header_text = f"{assignment}: {len(results)} submission(s)"
+            if sandbox is not None:
+                header_text += f"\nisolation: {sandbox.describe()}"
+            write_report(grader, results, out, header_text)
+    finally:
+        if sandbox is not None:
+            sandbox.close()
     return grader, results, csv

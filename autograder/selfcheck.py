@@ -137,15 +137,17 @@ def _registry_problems(grader, mutants):
 
 
 def check_assignment(work, assignment, *, validate=True, feedback=True, only=None, jobs=1,
-                     progress=None):
+                     progress=None, sandbox=None):
     """Self-check one assignment in the work course `work`. `only`: a list of words; when
-    given, only the mutants whose name holds one of them are graded."""
+    given, only the mutants whose name holds one of them are graded. With a `sandbox`,
+    the made-up class is graded exactly as students are (sandboxed kernels, hardened
+    test runner)."""
     from nbgrader.validator import Validator
 
     say = progress or (lambda *_: None)
     check = AssignmentCheck(assignment)
     t = time.perf_counter()
-    grader = Grader(work, assignment)
+    grader = Grader(work, assignment, sandbox=sandbox)
     check.seconds["generate"] = time.perf_counter() - t
 
     # 1. the committed student version is the generated one
@@ -303,8 +305,16 @@ def exercise_drift(generated, committed):
 
 
 def selfcheck(course, names=None, *, workdir=None, keep=False, validate=True, feedback=True,
-              only=None, jobs=1, progress=None):
-    """Self-check `names` (all assignments when empty); returns the AssignmentChecks."""
+              only=None, jobs=1, progress=None, isolate=True):
+    """Self-check `names` (all assignments when empty); returns the AssignmentChecks.
+    With `isolate` (the default), submissions are graded in sandboxed kernels, as
+    `residual-pack grade` grades students."""
+    from pathlib import Path
+
+    from .course import course_cell_timeout
+    from .sandbox import Limits, Sandbox
+
+    course = Path(course)
     checks = []
     with work_folder(workdir, prefix="residual-pack-selfcheck-", keep=keep) as tmp:
         with jupyter_sandbox(tmp / "sandbox"):
@@ -312,10 +322,21 @@ def selfcheck(course, names=None, *, workdir=None, keep=False, validate=True, fe
             for assignment in work.names:
                 if progress:
                     progress(f"{assignment}:")
-                checks.append(
-                    check_assignment(work, assignment, validate=validate, feedback=feedback,
-                                     only=only, jobs=jobs, progress=progress)
-                )
+                sandbox = None
+                if isolate:
+                    limits = Limits(cell_timeout=course_cell_timeout(course),
+                                    notebook_timeout=3600)
+                    sandbox = Sandbox(limits, release_dir=course / EXERCISES / assignment
+                                      if (course / EXERCISES / assignment).is_dir() else None)
+                try:
+                    checks.append(
+                        check_assignment(work, assignment, validate=validate, feedback=feedback,
+                                         only=only, jobs=jobs, progress=progress,
+                                         sandbox=sandbox)
+                    )
+                finally:
+                    if sandbox is not None:
+                        sandbox.close()
     return checks
 
 

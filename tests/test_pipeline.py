@@ -38,7 +38,7 @@ from autograder.course import (
 )
 from autograder.demo import default_assignment
 from autograder.feedback import HideHiddenTestTracebacks, hidden_test_lines, leaked_lines
-from autograder.grading import Grader, find_submissions, notebook_problem, run_grading
+from autograder.grading import Grader, find_submissions, run_grading
 from autograder.selfcheck import filled_in, selfcheck
 
 COURSE = Path(__file__).resolve().parents[1]
@@ -122,22 +122,22 @@ def test_submission_layouts_and_left_out_files(tmp_path):
     assert find_submissions(tmp_path, "a1", ["nb", "other"])["cy"][0] == {}
 
 
-def test_broken_notebooks_are_named_with_a_reason(tmp_path):
-    bad = tmp_path / "bad.ipynb"
-    bad.write_text('{"cells": [')
-    assert "not a readable notebook" in notebook_problem(bad)
+def test_broken_notebooks_are_named_with_a_reason():
+    from autograder.intake import take_in
+
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("x = 1")
     cell.metadata["nbgrader"] = {"grade_id": "answer", "solution": True, "grade": False,
                                  "locked": False, "schema_version": 3}
-    nb.cells = [cell, copy.deepcopy(cell)]
-    nb.cells[1].id = "copied"
-    doubled = tmp_path / "doubled.ipynb"
-    nbformat.write(nb, str(doubled))
-    assert "answer appear more than once" in notebook_problem(doubled)
-    nb.cells.pop()
-    nbformat.write(nb, str(doubled))
-    assert notebook_problem(doubled) == ""
+    nb.cells = [cell]
+    assert "not a readable notebook" in take_in(b'{"cells": [', "bad.ipynb", nb, "a").problem
+    doubled = copy.deepcopy(nb)
+    doubled.cells.append(copy.deepcopy(cell))
+    doubled.cells[1].id = "copied"
+    got = take_in(nbformat.writes(doubled).encode(), "doubled.ipynb", nb, "a")
+    assert not got.problem and any("more than once" in n for n in got.notes)
+    assert [c.metadata.get("nbgrader", {}).get("grade_id") for c in got.notebook.cells] == \
+        ["answer", None]  # the copy runs as a cell of the student's own
 
 
 def test_feedback_filter_keeps_only_the_message_of_hidden_test_errors():
@@ -371,8 +371,9 @@ def test_a_class_with_broken_and_shadowing_submissions(tmp_path):
     assert got == top > 0
     assert not by_student["broken"].graded
     assert "not a readable notebook" in by_student["broken"].reason
-    assert not by_student["copied-cell"].graded
-    assert "more than once" in by_student["copied-cell"].reason
+    # a pasted copy of the answer cell runs as the student's own cell: nothing is lost
+    assert by_student["copied-cell"].graded and by_student["copied-cell"].score() == (top, top)
+    assert any("more than once" in n for n in by_student["copied-cell"].notes)
     assert by_student["shadow"].graded and by_student["shadow"].score()[0] == 0
     assert any("left out" in n and "autograder" in n for n in by_student["shadow"].notes)
     with open(grades, newline="") as f:

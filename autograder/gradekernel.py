@@ -1,0 +1,491 @@
+"""The kernel that runs a student's notebook at grading time (inside the sandbox).
+
+Every cell but the graded test cells runs as in any IPython kernel. The grading process
+sends each graded test cell with `MARKER` (and the cell's grade id) in front, and this
+kernel runs those its own way, so that the student's code, which ran before, cannot
+switch the test off:
+
+- Before any student code runs (when this module is imported), the state the tests
+  depend on is recorded: our packages (`autograder`, `microgpt`, imported now), a few
+  standard modules (`math`, `numbers`, `contextlib`, `importlib`'s machinery, ...), the
+  classes they define, `builtins`, `sys.path` and the import hooks, `sys.stdout`.
+- Before a test cell, all of that is put back (a patched `check_value`, `math.isclose`
+  or `abs`, a fake `autograder.checks` in `sys.modules`, a trace function, ...).
+- The test cell does not go through IPython (`run_cell`): no input or AST transformer,
+  custom exception handler or `showtraceback` of the student's is involved. It is
+  compiled and executed here, in a copy of the user namespace whose builtins are a
+  private copy of the recorded ones.
+- Its `import autograder.<module>` gets a fresh copy of that module, made for this cell
+  only: its functions see private globals (the recorded builtins, read-only copies of
+  `math`, `numbers`, ...) and a private context manager for `task`, so that student code
+  the test calls cannot change how the checks compare, even while the test runs.
+- After the test cell, the recorded state is compared with the live one. A change made
+  while the test ran (a function the test called patched the engine, say) fails the
+  test, and so does a trace or profile function left installed.
+- The verdict is the execute_reply's status, which this code sets; the error output it
+  publishes carries the same exception name. Nothing the cell prints counts.
+
+What this does not stop: code that, while a test calls it, walks the interpreter
+(frames, `gc`, `ctypes`) or patches this kernel's own machinery. The grading process
+flags such code for review (see `intake.review_flags`). See README, "Threat model".
+
+Run as `python -m autograder.gradekernel -f CONNECTION_FILE` (the sandbox launcher does).
+"""
+
+import builtins
+import functools
+import importlib
+import linecache
+import pkgutil
+import signal
+import sys
+import threading
+import traceback
+import types
+
+MARKER = "#%residual-pack graded test "  # + grade id + newline, then the cell's source
+REPORT_KEY = "residual_pack"  # our entry in the execute_reply of a graded test cell
+
+# our packages: everything in them is imported before any student code runs
+GUARDED_PACKAGES = ("autograder", "microgpt")
+# standard modules whose module-level names (and classes) are recorded and put back
+GUARDED_STDLIB = (
+    "builtins", "math", "cmath", "numbers", "operator", "functools", "itertools",
+    "contextlib", "random", "statistics", "copy", "traceback", "linecache",
+    "importlib", "importlib._bootstrap", "importlib._bootstrap_external",
+)
+# in the graded helpers' own globals these become read-only copies
+FROZEN_STDLIB = ("math", "cmath", "numbers", "operator", "random", "statistics", "functools")
+# our modules that never run in a kernel: the grading process's own, and this one
+GRADER_SIDE = frozenset(
+    "autograder." + m for m in (
+        "cli", "course", "demo", "feedback", "generate", "grading", "intake", "mutants",
+        "report", "sandbox", "selfcheck", "gradekernel",
+    )
+) | {"microgpt.__main__"}
+# names in builtins that the kernel itself sets while it runs (results, input)
+VOLATILE_BUILTINS = frozenset({"_", "__", "___", "input"})
+
+
+def _preimport():
+    """Import our packages' modules (not their subpackages) and the guarded stdlib ones."""
+    for package in GUARDED_PACKAGES:
+        try:
+            pkg = importlib.import_module(package)
+        except ImportError:
+            continue
+        for info in pkgutil.iter_modules(pkg.__path__, prefix=package + "."):
+            if info.name in GRADER_SIDE or info.ispkg:
+                continue
+            try:
+                importlib.import_module(info.name)
+            except Exception:  # noqa: BLE001 (a module that cannot load here is not used)
+                pass
+    for name in GUARDED_STDLIB:
+        importlib.import_module(name)
+
+
+def _guarded(name):
+    return name in GUARDED_STDLIB or any(
+        name == p or name.startswith(p + ".") for p in GUARDED_PACKAGES
+    )
+
+
+def _our_package(name):
+    return any(name == p or name.startswith(p + ".") for p in GUARDED_PACKAGES)
+
+
+_MISSING = object()
+
+
+class Snapshot:
+    """The state the graded tests depend on, recorded before any student code ran: the
+    tools at import, the state at the kernel's first execute request (once the kernel
+    has set itself up, and before the first cell runs)."""
+
+    def __init__(self):
+        _preimport()
+        self.recorded = False
+        # the runner's own tools, taken before anyone could replace them
+        self.compile = builtins.compile
+        self.exec = builtins.exec
+        self.import_ = builtins.__import__
+        self.settrace = sys.settrace
+        self.setprofile = sys.setprofile
+        self.gettrace = sys.gettrace
+        self.getprofile = sys.getprofile
+        self.thread_settrace = threading.settrace
+        self.thread_setprofile = threading.setprofile
+        self.format_exception = traceback.format_exception
+        self.linecache = linecache.cache
+        self.type_setattr = type.__setattr__
+        self.type_delattr = type.__delattr__
+        self.function = types.FunctionType
+        self.module = types.ModuleType
+        self.getsignal = signal.getsignal
+        self.signal = signal.signal
+
+    def record(self):
+        self.recorded = True
+        self.modules = {n: m for n, m in list(sys.modules.items()) if _guarded(n) and m is not None}
+        self.names = {n: dict(vars(m)) for n, m in self.modules.items()}
+        self.classes = {}
+        for n, m in self.modules.items():
+            for value in vars(m).values():
+                if isinstance(value, type) and getattr(value, "__module__", None) == n:
+                    self.classes[value] = dict(vars(value))
+        self.builtins = dict(vars(builtins))
+        self.files = {n: getattr(m, "__file__", None) for n, m in self.modules.items()}
+        self.package_dirs = [
+            p for n in GUARDED_PACKAGES if n in self.modules
+            for p in getattr(self.modules[n], "__path__", [])
+        ]
+        self.sys_lists = {
+            "path": list(sys.path), "meta_path": list(sys.meta_path),
+            "path_hooks": list(sys.path_hooks),
+        }
+        self.recursion_limit = sys.getrecursionlimit()
+        self.streams = (sys.stdout, sys.stderr, sys.stdin, sys.excepthook, sys.displayhook)
+        self.sigint = self.getsignal(signal.SIGINT)
+
+    # ------------------------------------------------------------ compare and put back
+
+    def differences(self, fix):
+        """What differs from the recorded state (as short names); with `fix`, put it back."""
+        found = []
+        for name, module in self.modules.items():
+            if sys.modules.get(name) is not module:
+                found.append(f"sys.modules[{name!r}]")
+                if fix:
+                    sys.modules[name] = module
+        for name in list(sys.modules):
+            if _our_package(name) and name not in self.modules:
+                module = sys.modules.get(name)
+                where = getattr(module, "__file__", None) or ""
+                if not any(where.startswith(d) for d in self.package_dirs):
+                    found.append(f"sys.modules[{name!r}] (not ours)")
+                    if fix:
+                        del sys.modules[name]
+        for name, saved in self.names.items():
+            found += self._dict_differences(vars(self.modules[name]), saved, name, fix)
+        for cls, saved in self.classes.items():
+            found += self._class_differences(cls, saved, fix)
+        found += self._dict_differences(vars(builtins), self.builtins, "builtins", fix,
+                                        volatile=VOLATILE_BUILTINS)
+        for key, saved in self.sys_lists.items():
+            live = getattr(sys, key)
+            if len(live) != len(saved) or any(a is not b for a, b in zip(live, saved)):
+                found.append(f"sys.{key}")
+                if fix:
+                    live[:] = saved
+                    sys.path_importer_cache.clear()
+        if self.gettrace() is not None:
+            found.append("a trace function (sys.settrace)")
+        if self.getprofile() is not None:
+            found.append("a profile function (sys.setprofile)")
+        if fix:
+            self.settrace(None)
+            self.setprofile(None)
+            self.thread_settrace(None)
+            self.thread_setprofile(None)
+            if sys.getrecursionlimit() != self.recursion_limit:
+                sys.setrecursionlimit(self.recursion_limit)
+            out, err, inp, hook, display = self.streams
+            if sys.stdout is not out or sys.stderr is not err or sys.stdin is not inp:
+                found.append("sys.stdout/stderr/stdin")
+            sys.stdout, sys.stderr, sys.stdin = out, err, inp
+            sys.excepthook, sys.displayhook = hook, display
+            try:
+                if self.getsignal(signal.SIGINT) is not self.sigint:
+                    found.append("the SIGINT handler")
+                    self.signal(signal.SIGINT, self.sigint)
+            except (ValueError, TypeError):  # not the main thread, or not settable
+                pass
+        return found
+
+    @staticmethod
+    def _dict_differences(live, saved, where, fix, volatile=frozenset()):
+        found = []
+        for key in list(live):
+            if key in volatile:
+                continue
+            if key not in saved:
+                value = live[key]
+                if isinstance(value, types.ModuleType):
+                    continue  # a submodule imported later: legitimate
+                found.append(f"{where}.{key} (added)")
+                if fix:
+                    del live[key]
+        for key, value in saved.items():
+            if key not in volatile and live.get(key, _MISSING) is not value:
+                found.append(f"{where}.{key}")
+                if fix:
+                    live[key] = value
+        return found
+
+    def _class_differences(self, cls, saved, fix):
+        found = []
+        live = vars(cls)
+        where = f"{cls.__module__}.{cls.__qualname__}"
+        for key in list(live):
+            if key not in saved:
+                found.append(f"{where}.{key} (added)")
+                if fix:
+                    try:
+                        self.type_delattr(cls, key)
+                    except (AttributeError, TypeError):
+                        pass
+        for key, value in saved.items():
+            if live.get(key, _MISSING) is not value:
+                found.append(f"{where}.{key}")
+                if fix:
+                    try:
+                        self.type_setattr(cls, key, value)
+                    except (AttributeError, TypeError):
+                        pass
+        return found
+
+    # ------------------------------------------------------------ one test cell's copies
+
+    def hardened_modules(self):
+        """{name: module} for every `autograder` module: copies for one test cell."""
+        private_builtins = dict(self.builtins)
+        frozen = {
+            name: types.SimpleNamespace(**{
+                k: v for k, v in self.names[name].items() if not k.startswith("__")
+            })
+            for name in FROZEN_STDLIB if name in self.names
+        }
+        for name, proxy in frozen.items():
+            proxy.__name__ = name
+        manager = _private_contextmanager()
+        copies, originals = {}, {}
+        for name, module in self.modules.items():
+            if not (name == "autograder" or name.startswith("autograder.")):
+                continue
+            if name in GRADER_SIDE:
+                continue
+            saved = self.names[name]
+            home = vars(module)
+            g = {}
+            for key, value in saved.items():
+                if isinstance(value, types.ModuleType) and value.__name__ in frozen:
+                    g[key] = frozen[value.__name__]
+                else:
+                    g[key] = value
+            g["__builtins__"] = private_builtins
+            for key, value in saved.items():
+                made = self._rebind(value, home, g, manager)
+                if made is not None:
+                    g[key] = made
+                    originals[id(made)] = value
+            copy = self.module(name)
+            vars(copy).update(g)
+            copies[name] = copy
+        for name, copy in copies.items():  # packages point at the copies of their modules
+            parent, _, child = name.rpartition(".")
+            if parent in copies:
+                setattr(copies[parent], child, copy)
+        return copies, originals
+
+    def _rebind(self, value, home, g, manager):
+        if isinstance(value, types.FunctionType) and value.__globals__ is home:
+            return self._copy_function(value, g)
+        inner = getattr(value, "__wrapped__", None)
+        if (isinstance(value, types.FunctionType) and isinstance(inner, types.FunctionType)
+                and inner.__globals__ is home and inner.__code__.co_flags & 0x20):
+            generator = self._copy_function(inner, g)  # a @contextmanager function
+
+            @functools.wraps(inner)
+            def helper(*args, **kwargs):
+                return manager(generator(*args, **kwargs))
+
+            return helper
+        return None
+
+    def _copy_function(self, f, g):
+        copy = self.function(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
+        copy.__kwdefaults__ = f.__kwdefaults__
+        copy.__qualname__ = f.__qualname__
+        copy.__doc__ = f.__doc__
+        copy.__module__ = f.__module__
+        copy.__dict__.update(f.__dict__)
+        return copy
+
+
+def _private_contextmanager():
+    """A context manager for generator functions (contextlib's semantics), as a class made
+    for one test cell: patching contextlib, or an earlier cell's class, changes nothing."""
+
+    class GeneratorContextManager:
+        __slots__ = ("gen",)
+
+        def __init__(self, gen):
+            self.gen = gen
+
+        def __enter__(self):
+            try:
+                return next(self.gen)
+            except StopIteration:
+                raise RuntimeError("generator didn't yield") from None
+
+        def __exit__(self, typ, value, tb):
+            if typ is None:
+                try:
+                    next(self.gen)
+                except StopIteration:
+                    return False
+                raise RuntimeError("generator didn't stop")
+            if value is None:
+                value = typ()
+            try:
+                self.gen.throw(value)
+            except StopIteration as exc:
+                return exc is not value
+            except BaseException as exc:
+                if exc is value:
+                    return False
+                raise
+            raise RuntimeError("generator didn't stop after throw()")
+
+    return GeneratorContextManager
+
+
+def _private_import(copies, real_import):
+    def __import__(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A001
+        if level == 0 and name in copies:
+            if fromlist:
+                return copies[name]
+            top = name.partition(".")[0]
+            if top in copies:
+                return copies[top]
+        return real_import(name, globals, locals, fromlist, level)
+
+    return __import__
+
+
+SNAPSHOT = Snapshot()  # at import: before the kernel exists, so before any student code
+
+
+def _kernel_class():
+    from ipykernel.ipkernel import IPythonKernel
+
+    class GradingKernel(IPythonKernel):
+        """IPython's kernel, with graded test cells run as the module docstring says."""
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            session, iopub = self.session, self.iopub_socket
+            send = session.send
+            get_parent = self.get_parent
+            runner = _TestRunner(SNAPSHOT, self.shell, lambda kind, content: send(
+                iopub, kind, content, get_parent("shell")))
+            self._graded_runner = runner
+
+        async def do_execute(self, code, silent, store_history=True, user_expressions=None,
+                             allow_stdin=False, *, cell_meta=None, cell_id=None):
+            if not SNAPSHOT.recorded:  # the first cell: nothing of the student's ran yet
+                SNAPSHOT.record()
+            if code.startswith(MARKER):
+                head, _, source = code.partition("\n")
+                return self._graded_runner.run(head[len(MARKER):].strip(), source,
+                                               store_history)
+            return await super().do_execute(
+                code, silent, store_history=store_history, user_expressions=user_expressions,
+                allow_stdin=allow_stdin, cell_meta=cell_meta, cell_id=cell_id,
+            )
+
+    return GradingKernel
+
+
+class _TestRunner:
+    def __init__(self, snap, shell, publish):
+        self.snap = snap
+        self.shell = shell
+        self.publish = publish
+
+    def run(self, grade_id, source, store_history):
+        snap, shell = self.snap, self.shell
+        before = snap.differences(fix=True)
+        count = shell.execution_count
+        if store_history:
+            shell.execution_count += 1
+        filename = f"<graded test cell {grade_id or count}>"
+        snap.linecache[filename] = (len(source), None, source.splitlines(True), filename)
+        copies, originals = snap.hardened_modules()
+        ns = dict(shell.user_ns)
+        private = dict(snap.builtins)
+        private["__import__"] = _private_import(copies, snap.import_)
+        ns["__builtins__"] = private
+        error = None
+        try:
+            code = snap.compile(source, filename, "exec", dont_inherit=True)
+            snap.exec(code, ns)
+        except BaseException as exc:  # noqa: BLE001 (every failure fails the test)
+            error = exc
+        try:
+            during = snap.differences(fix=True)
+        except BaseException:  # noqa: BLE001
+            during = ["the recorded state (could not be compared)"]
+        for key, value in ns.items():
+            if key == "__builtins__":
+                continue
+            value = originals.get(id(value), value)
+            if shell.user_ns.get(key, _MISSING) is not value:
+                shell.user_ns[key] = value
+        report = {"grade_id": grade_id, "restored": before[:50], "changed": during[:50]}
+        if error is None and during:
+            error = TamperingDetected(
+                "while this test ran, the code it called changed "
+                + ", ".join(during[:8]) + (" ..." if len(during) > 8 else "")
+                + "; the test counts as failed"
+            )
+        self._flush()
+        if error is None:
+            return {"status": "ok", "execution_count": count, "user_expressions": {},
+                    "payload": [], REPORT_KEY: report}
+        content = self._error_content(error)
+        try:
+            self.publish("error", content)
+        except Exception:  # noqa: BLE001 (the reply still says error)
+            pass
+        return {"status": "error", "execution_count": count, **content, REPORT_KEY: report}
+
+    def _flush(self):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _error_content(self, error):
+        try:
+            name = type(error).__name__
+        except BaseException:  # noqa: BLE001
+            name = "Error"
+        try:
+            message = str(error)
+        except BaseException:  # noqa: BLE001
+            message = "<the error's message could not be shown>"
+        try:
+            tb = error.__traceback__
+            tb = tb.tb_next if tb is not None else None  # drop this runner's own frame
+            lines = self.snap.format_exception(type(error), error, tb)
+            stb = "".join(lines).rstrip("\n").split("\n")
+        except BaseException:  # noqa: BLE001
+            stb = [f"{name}: {message}"]
+        return {"ename": str(name), "evalue": str(message), "traceback": stb}
+
+
+class TamperingDetected(Exception):
+    """The code under test changed the state a graded test relies on."""
+
+
+def main():
+    from ipykernel.kernelapp import IPKernelApp
+
+    IPKernelApp.launch_instance(kernel_class=_kernel_class())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""Grading a class: our parallel, sandboxed grading against one `nbgrader autograde` call.
+
+    .venv/bin/python benchmarks/grade_class.py [-n 100] [-j JOBS] [--feedback] [--keep DIR]
+
+A class of N generated submissions of the first assignment (solutions, untouched student
+versions and the registered wrong answers, in turn) is graded twice in the same run:
+
+1. by `residual-pack grade` (a sandboxed kernel per notebook, the hardened test runner,
+   JOBS workers), the whole command, from start to report;
+2. by one sequential `nbgrader autograde ASSIGNMENT --force` in a copy of the course where
+   the assignment was generated beforehand (nbgrader's own kernels, no isolation).
+
+It prints seconds per submission for each and the ratio, and checks that both gave every
+student the same autograded score. Every submission is an honest notebook, so that
+nbgrader's run finishes (one broken notebook would stop it).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from autograder import mutants as mutant_registry  # noqa: E402
+from autograder.cli import default_jobs  # noqa: E402
+from autograder.course import (  # noqa: E402
+    EXERCISES,
+    SOURCE,
+    WorkCourse,
+    jupyter_sandbox,
+    read_notebook,
+)
+from autograder.selfcheck import filled_in, with_answer  # noqa: E402
+
+ASSIGNMENT = "residual_stack"
+
+
+def make_class(folder, n):
+    """N submissions in nbgrader's layout; returns {student: what it is}."""
+    release = read_notebook(ROOT / EXERCISES / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    source = read_notebook(ROOT / SOURCE / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    solution = filled_in(release, source)
+    kinds = [("solution", solution), ("stub", release)]
+    for mutant in mutant_registry.load(ASSIGNMENT):
+        kinds.append((f"mutant: {mutant.name}", with_answer(solution, mutant.cell, mutant.source)))
+    made = {}
+    for i in range(n):
+        what, nb = kinds[i % len(kinds)]
+        student = f"s{i:03d}"
+        dest = Path(folder) / student / ASSIGNMENT
+        dest.mkdir(parents=True)
+        nbformat.write(nb, str(dest / f"{ASSIGNMENT}.ipynb"))
+        made[student] = what
+    return made
+
+
+def ours(submissions, out, jobs, feedback):
+    script = Path(sys.executable).parent / "residual-pack"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "autograder.cli"]
+    command += ["grade", ASSIGNMENT, str(submissions), "--out", str(out), "-j", str(jobs),
+                "--fresh"]
+    if not feedback:
+        command.append("--no-feedback")
+    start = time.perf_counter()
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if run.returncode != 0:
+        sys.exit(f"residual-pack grade failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+    report = json.loads((Path(out) / "report.json").read_text())
+    scores = {s["student"]: s["autograded_score"] for s in report["students"]}
+    level = next((line for line in run.stdout.splitlines() if line.startswith("isolation:")), "")
+    return seconds, scores, level
+
+
+def nbgraders(submissions, folder):
+    """One sequential `nbgrader autograde` over the class, in a prepared course copy."""
+    home = Path(folder) / "home"
+    with jupyter_sandbox(home):
+        work = WorkCourse(ROOT, Path(folder) / "course", [ASSIGNMENT])
+        work.generate_assignment(ASSIGNMENT)
+        env = dict(os.environ)
+    shutil.copytree(submissions, work.path("submitted"))
+    nbgrader = Path(sys.executable).parent / "nbgrader"
+    command = [str(nbgrader) if nbgrader.exists() else "nbgrader", "autograde", ASSIGNMENT,
+               "--force"]
+    start = time.perf_counter()
+    run = subprocess.run(command, cwd=work.root, capture_output=True, text=True,
+                         env=env | {"HOME": str(home)})
+    seconds = time.perf_counter() - start
+    if run.returncode != 0:
+        sys.exit(f"nbgrader autograde failed:\n{run.stderr[-3000:]}")
+    from nbgrader.api import Gradebook
+
+    scores = {}
+    with Gradebook(f"sqlite:///{work.path('gradebook.db')}") as gb:
+        for student in gb.students:
+            submission = gb.find_submission(ASSIGNMENT, student.id)
+            scores[student.id] = float(sum(
+                grade.auto_score or 0 for notebook in submission.notebooks
+                for grade in notebook.grades if grade.cell.cell_type == "code"))
+    return seconds, scores
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("-n", type=int, default=100, help="submissions (default: %(default)s)")
+    p.add_argument("-j", "--jobs", type=int, default=default_jobs(),
+                   help="our workers (default: %(default)s, one per core)")
+    p.add_argument("--feedback", action="store_true",
+                   help="our run also writes feedback pages (nbgrader's autograde does not)")
+    p.add_argument("--keep", help="work in this folder and keep it")
+    args = p.parse_args(argv)
+    folder = Path(args.keep or tempfile.mkdtemp(prefix="grade-class-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        submissions = folder / "submissions"
+        if submissions.exists():
+            shutil.rmtree(submissions)
+        made = make_class(submissions, args.n)
+        print(f"{args.n} submissions of {ASSIGNMENT}; {len(set(made.values()))} kinds "
+              f"(solution, stub, registered wrong answers); {os.cpu_count()} cores, "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
+        t_ours, s_ours, level = ours(submissions, folder / "ours", args.jobs, args.feedback)
+        print(f"residual-pack grade -j {args.jobs}: {t_ours:.1f} s, "
+              f"{t_ours / args.n:.2f} s per submission ({level or 'isolation: ?'})", flush=True)
+        t_nb, s_nb = nbgraders(submissions, folder / "nbgrader")
+        print(f"nbgrader autograde (one call, sequential): {t_nb:.1f} s, "
+              f"{t_nb / args.n:.2f} s per submission", flush=True)
+        differ = sorted(s for s in made if s_ours.get(s) != s_nb.get(s))
+        print(f"ratio (nbgrader / ours): {t_nb / t_ours:.2f}x "
+              f"({'faster' if t_nb > t_ours else 'slower'} per submission)")
+        if differ:
+            print(f"scores differ for {len(differ)} student(s): "
+                  + ", ".join(f"{s} ({made[s]}: ours {s_ours.get(s)}, nbgrader {s_nb.get(s)})"
+                              for s in differ[:10]))
+        else:
+            print(f"same autograded score for all {len(made)} students")
+        return 1 if differ else 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

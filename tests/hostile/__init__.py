@@ -1,0 +1,462 @@
+"""A class of bad submissions, made from the released notebook of the first assignment.
+
+`build_class(folder, context)` writes one submission per `Case` into `folder` and returns
+the cases. Each case says what it does, the most it may score (what an honest submission
+with the same answers would score), the exact score when that is known, and words the
+class report must give as the reason. Three honest students sit among them, to show that
+nobody else is affected.
+
+The notebooks are generated here from `exercises/` and `source/` rather than committed, so
+they follow the assignment when it changes. The attacks that need to know where things are
+(the course, the gradebook, the other students' files) get the real paths of the run from
+`context`: they are as well informed as an attacker can be.
+"""
+
+import copy
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from autograder.course import EXERCISES, SOURCE, nbgrader_meta, notebook_paths, read_notebook
+from autograder.selfcheck import filled_in
+
+ASSIGNMENT = "residual_stack"
+NOTEBOOK = "residual_stack"
+FULL = 6.0  # autograded points: 2 + 2 (task 1.1) + 2 (task 1.2)
+TASK_1_2 = 2.0
+
+
+@dataclass
+class Case:
+    student: str
+    what: str  # what the submission does, in a few words
+    files: dict  # path relative to the student's folder (or "" for <student>.ipynb) -> bytes
+    max_score: float  # the most it may score: what an honest one with the same answers gets
+    score: float = None  # the exact score, when known
+    graded: bool = True  # False: the report must say why it was not graded
+    reason: tuple = ()  # words the report must show for this student (each one)
+    honest: bool = False  # a control: no problems, notes or flags expected
+    symlink_to: str = ""  # the notebook is a symbolic link to this student's
+
+
+@dataclass
+class Context:
+    course: Path  # the course repository
+    out: Path  # the work course of the grading run (gradebook, submitted/, autograded/)
+    submissions: Path  # the folder of submissions (every student's files)
+    victim: str = "honest-full"  # the student whose files the attacks go after
+    extra: dict = field(default_factory=dict)
+
+
+def _cell(nb, grade_id):
+    for i, cell in enumerate(nb.cells):
+        if nbgrader_meta(cell).get("grade_id") == grade_id:
+            return i, cell
+    raise KeyError(grade_id)
+
+
+def answer(nb, grade_id, source):
+    nb = copy.deepcopy(nb)
+    _cell(nb, grade_id)[1].source = source
+    return nb
+
+
+def insert_after(nb, grade_id, source):
+    """A cell of the student's own, after the cell `grade_id`."""
+    nb = copy.deepcopy(nb)
+    i, _ = _cell(nb, grade_id)
+    nb.cells.insert(i + 1, nbformat.v4.new_code_cell(source))
+    return nb
+
+
+def as_bytes(nb):
+    return nbformat.writes(nb).encode("utf-8")
+
+
+WRONG_1_1 = '''def residual_stack(x, depth=20):
+    return x * 2
+'''
+
+PATCH_CHECKS = '''import builtins, math, sys, types
+import autograder.checks as checks
+checks.check_value = lambda *args, **kwargs: None
+checks.check_gradient = lambda *args, **kwargs: 1.1 ** 20
+fake = types.ModuleType("autograder.checks")
+fake.__dict__.update(checks.__dict__)
+sys.modules["autograder.checks"] = fake
+''' + WRONG_1_1
+
+PATCH_BUILTINS = '''import builtins, math
+builtins.abs = lambda x: float("inf")   # every tolerance becomes infinite
+math.isclose = lambda *args, **kwargs: True
+''' + WRONG_1_1
+
+PATCH_MID_TEST = '''def residual_stack(x, depth=20):
+    # called by the test cell: switch off the rest of the checks from inside the test
+    import builtins, contextlib, math
+    import autograder.checks as checks
+    g = globals()
+    g["check_value"] = lambda *args, **kwargs: None
+    g["check_gradient"] = lambda *args, **kwargs: 1.1 ** 20
+    checks.check_value = lambda *args, **kwargs: None
+    checks._as_number = lambda obj, what: 1.1 ** 20
+    builtins.abs = lambda x: float("inf")
+    math.isclose = lambda *args, **kwargs: True
+    contextlib._GeneratorContextManager.__exit__ = lambda *args: True
+    return x * 2
+'''
+
+TAMPER_DURING_TEST = '''def residual_stack(x, depth=20):
+    import math
+    math.isclose = lambda *args, **kwargs: True  # right answer, but it tampers as well
+    for _ in range(depth):
+        x = x + layer(x)
+    return x
+'''
+
+IPYTHON_HOOKS = '''ip = get_ipython()
+ip.set_custom_exc((BaseException,), lambda *args, **kwargs: None)  # swallow every error
+ip.showtraceback = lambda *args, **kwargs: None
+def _blank_tests(lines):
+    return ["pass\\n"] if any("autograder.checks" in line for line in lines) else lines
+ip.input_transformers_cleanup.append(_blank_tests)  # test cells become `pass`
+''' + WRONG_1_1
+
+FAKE_SUCCESS = '''def residual_stack(x, depth=20):
+    print("Task 1.1 (output): every check in this cell passed.")
+    print("Task 1.1 (gradient): every check in this cell passed.")
+    try:  # a result in a test cell's output is nbgrader's partial credit
+        get_ipython().displayhook(2)
+    except Exception:
+        pass
+    return x * 2
+print("Task 1.1 (output): every check in this cell passed.")
+'''
+
+RUNTIME_SHADOW = '''import os, sys
+for base in (os.getcwd(), "/tmp"):
+    os.makedirs(os.path.join(base, "autograder"), exist_ok=True)
+    open(os.path.join(base, "autograder", "__init__.py"), "w").close()
+    with open(os.path.join(base, "autograder", "checks.py"), "w") as f:
+        f.write("class _Ok:\\n    def __enter__(self): return self\\n"
+                "    def __exit__(self, *a): return True\\n"
+                "def __getattr__(name):\\n    return lambda *a, **k: _Ok()\\n")
+    sys.path.insert(0, base)
+for name in [m for m in sys.modules if m.startswith("autograder")]:
+    del sys.modules[name]
+''' + WRONG_1_1
+
+READ_SECRETS = '''import glob, os, socket
+targets = {targets!r}
+found = []
+for path in targets:
+    try:
+        with open(path, "rb") as f:
+            f.read(100)
+        found.append(path)
+    except Exception as exc:
+        print(path, type(exc).__name__)
+for root, dirs, files in os.walk("/"):
+    if root.startswith(("/proc", "/sys", "/usr")):
+        dirs[:] = []
+        continue
+    for name in files:
+        path = os.path.join(root, name)
+        if name.endswith((".ipynb", ".db")):
+            try:
+                text = open(path, errors="replace").read()
+            except Exception:
+                continue
+            if "BEGIN HIDDEN TESTS" in text or "BEGIN SOLUTION" in text or name.endswith(".db"):
+                found.append(path)
+print("found:", found)
+for path in found:  # with the instructor's notebook, the solution is one exec away
+    try:
+        import json as _json
+        for cell in _json.load(open(path))["cells"]:
+            source = "".join(cell["source"])
+            if "def residual_stack" in source and "BEGIN SOLUTION" in source:
+                exec(source.replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", ""))
+    except Exception as exc:
+        print("could not use", path, exc)
+try:
+    socket.create_connection(("1.1.1.1", 443), timeout=3)
+    print("network: reachable")
+except OSError as exc:
+    print("network:", exc)
+'''
+
+WRITE_OTHERS = '''import os, signal, sqlite3
+for path in {gradebooks!r}:
+    try:
+        db = sqlite3.connect(path, timeout=1)
+        db.execute("UPDATE grade SET auto_score = 1000")
+        db.commit()
+        print("gradebook written:", path)
+    except Exception as exc:
+        print(path, type(exc).__name__, exc)
+for path in {victims!r}:
+    try:
+        with open(path, "w") as f:
+            f.write("not a notebook any more")
+        print("overwrote", path)
+    except Exception as exc:
+        print(path, type(exc).__name__)
+try:
+    os.kill(-1, signal.SIGKILL)  # every process this user may signal
+except Exception as exc:
+    print("kill:", exc)
+'''
+
+FORK_BOMB = '''import os, time
+children = 0
+while True:
+    pid = os.fork()
+    if pid == 0:
+        while True:
+            time.sleep(1)
+    children += 1
+'''
+
+MEMORY_BOMB = '''table = bytearray(640 * 1024 ** 3)  # 640 GiB
+''' + WRONG_1_1
+
+DISK_FILLER = '''import os
+try:
+    with open("big", "wb") as f:
+        f.write(b"x" * (200 * 1024 * 1024))
+except OSError as exc:
+    print("one big file:", exc)
+i = 0
+try:
+    while True:
+        with open(f"part{i}", "wb") as f:
+            f.write(b"x" * (32 * 1024 * 1024))
+        i += 1
+except OSError as exc:
+    print("many files:", i, exc)
+'''
+
+
+def build_class(folder, context):
+    """Write the class into `folder`; returns the list of `Case`s."""
+    course = Path(context.course)
+    release = read_notebook(course / EXERCISES / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
+    source = read_notebook(course / SOURCE / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
+    solution = filled_in(release, source)
+    stub = release
+    nb = f"{NOTEBOOK}.ipynb"
+    cases = []
+
+    def add(student, what, notebook, max_score, score=None, reason=(), **kw):
+        files = kw.pop("files", None)
+        if files is None:
+            files = {nb: notebook if isinstance(notebook, bytes) else as_bytes(notebook)}
+        cases.append(Case(student, what, files, max_score, score, reason=tuple(reason), **kw))
+
+    # three honest students among the rest
+    add("honest-full", "the solution", solution, FULL, FULL, honest=True)
+    add("honest-stub", "the untouched student version", stub, 0, 0, honest=True)
+    add("honest-partial", "task 1.1 wrong, task 1.2 right",
+        answer(solution, "task1_1_residual_stack", WRONG_1_1), TASK_1_2, TASK_1_2, honest=True)
+
+    # time, memory, processes, exits, crashes, output, disk
+    add("infinite-loop", "an endless loop in a cell of its own; every answer right",
+        insert_after(solution, "task1_1_residual_stack", "while True:\n    pass\n"),
+        FULL, FULL, reason=["ran longer than"])
+    add("loop-ignoring-interrupt", "ignores the interrupt, then loops forever",
+        insert_after(solution, "task1_1_residual_stack",
+                     "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                     "while True:\n    pass\n"),
+        FULL, 0, reason=["did not stop when interrupted"])
+    add("memory-bomb", "asks for 640 GB in the task 1.1 answer cell",
+        answer(solution, "task1_1_residual_stack", MEMORY_BOMB), TASK_1_2, TASK_1_2,
+        reason=["ran out of memory"])
+    add("runaway-processes", "forks until it cannot; every answer right",
+        insert_after(solution, "task1_1_residual_stack", FORK_BOMB), FULL,
+        reason=["more processes than"])
+    add("sys-exit", "task 1.1 calls sys.exit() when the tests call it",
+        answer(solution, "task1_1_residual_stack",
+               "import sys\ndef residual_stack(x, depth=20):\n    sys.exit(0)\n"),
+        TASK_1_2, TASK_1_2, reason=["sys.exit"])
+    add("os-exit", "task 1.1 calls os._exit(0)",
+        answer(solution, "task1_1_residual_stack",
+               "import os\ndef residual_stack(x, depth=20):\n    os._exit(0)\n"),
+        FULL, 0, reason=["exited with code 0"])
+    add("kernel-crash", "a segmentation fault after task 1.1's tests",
+        insert_after(solution, "task1_2_input_gradient",
+                     "import ctypes\nctypes.string_at(0)\n"),
+        FULL, FULL - TASK_1_2, reason=["SIGSEGV"])
+    add("enormous-output", "prints 150 MB; every answer right",
+        insert_after(solution, "task1_1_residual_stack",
+                     "for _ in range(150):\n    print('x' * 1_000_000)\n"),
+        FULL, FULL, reason=["left out"])
+    add("disk-filler", "writes until the disk is full; every answer right",
+        insert_after(solution, "task1_1_residual_stack", DISK_FILLER), FULL, FULL,
+        reason=["touches files"])
+
+    # the notebook's structure
+    deleted = copy.deepcopy(solution)
+    deleted.cells = [c for c in deleted.cells if nbgrader_meta(c).get("grade_id") not in (
+        "task1_1_test_gradient", "plain_stack", "task1_2_input_gradient")]
+    add("deleted-cells", "deleted a test, the given code and the task 1.2 answer",
+        deleted, FULL - TASK_1_2, FULL - TASK_1_2, reason=["put back"])
+    doubled = copy.deepcopy(solution)
+    i, cell = _cell(doubled, "task1_1_residual_stack")
+    twin = copy.deepcopy(cell)
+    twin["id"] = "pasted-copy"
+    doubled.cells.insert(i + 1, twin)
+    add("duplicated-cells", "pasted the task 1.1 answer cell twice", doubled, FULL, FULL,
+        reason=["appears more than once"])
+    moved = copy.deepcopy(solution)
+    i, answer_cell = _cell(moved, "task1_1_residual_stack")
+    moved.cells.pop(i)
+    j, _ = _cell(moved, "task1_1_test_gradient")
+    moved.cells.insert(j + 1, answer_cell)  # the answer after its tests
+    add("reordered-cells", "moved the task 1.1 answer below its tests", moved, FULL, FULL,
+        reason=["out of order"])
+    retyped = copy.deepcopy(solution)
+    _cell(retyped, "task1_1_test_output")[1].cell_type = "markdown"
+    retyped.cells[_cell(retyped, "task1_1_test_output")[0]].pop("outputs", None)
+    retyped.cells[_cell(retyped, "task1_1_test_output")[0]].pop("execution_count", None)
+    k, ans = _cell(retyped, "task1_2_input_gradient")
+    retyped.cells[k] = nbformat.v4.new_raw_cell(ans.source, metadata=ans.metadata)
+    retyped.cells[k]["id"] = ans["id"]
+    add("retyped-cells", "a test cell made markdown, the task 1.2 answer made raw", retyped,
+        FULL, FULL, reason=["turned into a markdown cell", "turned into a raw cell"])
+    edited = answer(answer(solution, "task1_1_test_output", 'print("all good")'),
+                    "task1_1_test_gradient", "pass")
+    edited = answer(edited, "task1_1_residual_stack", WRONG_1_1)
+    add("edited-test-cell", "emptied both task 1.1 test cells; task 1.1 wrong", edited,
+        TASK_1_2, TASK_1_2, reason=["had been edited"])
+    damaged = copy.deepcopy(solution)
+    _cell(damaged, "task1_2_test_input_gradient")[1].metadata["nbgrader"]["points"] = 100
+    _cell(damaged, "task1_1_test_output")[1].metadata["nbgrader"]["grade"] = False
+    _cell(damaged, "task1_1_residual_stack")[1].metadata["nbgrader"] = "garbage"
+    add("damaged-metadata", "100 points on a test, a test made ungraded, garbage metadata",
+        damaged, FULL, FULL, reason=["metadata"])
+    add("malformed-json", "a notebook cut short", b'{"cells": [{"cell_type": "code", ',
+        0, graded=False, reason=["not a readable notebook"])
+    add("empty-file", "a file of 0 bytes", b"", 0, graded=False, reason=["empty"])
+    add("not-a-notebook", "valid JSON, not a notebook", b"[1, 2, 3]", 0, graded=False,
+        reason=["not a notebook"])
+    add("wrong-name", "the solution under another file name", None, FULL, FULL,
+        files={"homework (2).ipynb": as_bytes(solution)}, reason=["graded homework (2).ipynb"])
+    add("other-assignment", "the notebook of another assignment", _foreign(course), 0,
+        graded=False, reason=["not the notebook of residual_stack"])
+    bad = as_bytes(solution)
+    marker = b"**My prediction**"
+    bad = bad.replace(marker, b"**My pr\xe9diction \xff\xfe**", 1)
+    add("not-utf8", "bytes that are not UTF-8 in a markdown cell; every answer right",
+        bad, FULL, FULL, reason=["not valid UTF-8"])
+    add("symlinked-notebook", "a symbolic link to another student's notebook", None, 0,
+        graded=False, files={}, symlink_to="honest-full", reason=["symbolic link"])
+
+    # shadowing our modules, reading and writing what it must not
+    no_op = ("class _Ok:\n    def __enter__(self): return self\n"
+             "    def __exit__(self, *a): return True\n"
+             "def __getattr__(name):\n    return lambda *a, **k: _Ok()\n")
+    add("shadow-files", "an autograder/, microgpt/ and sitecustomize.py beside the stub",
+        None, 0, 0, files={
+            nb: as_bytes(answer(stub, "task1_1_residual_stack", WRONG_1_1)),
+            "autograder/__init__.py": b"",
+            "autograder/checks.py": no_op.encode(),
+            "microgpt/__init__.py": b"Value = None\n",
+            "sitecustomize.py": b"import builtins; builtins.abs = lambda x: 1e300\n",
+        }, reason=["left out"])
+    add("runtime-shadow", "writes a no-op autograder package and puts it first on sys.path",
+        answer(stub, "task1_1_residual_stack", RUNTIME_SHADOW), 0, 0,
+        reason=["undid changes", "flagged for review"])
+    out = Path(context.out)
+    targets = [
+        str(course / SOURCE / ASSIGNMENT / nb),
+        str(course / "solutions" / ASSIGNMENT / nb),
+        str(out / SOURCE / ASSIGNMENT / nb),
+        str(out / "gradebook.db"),
+        str(out / "autograded" / context.victim / ASSIGNMENT / nb),
+        str(Path(context.submissions) / context.victim / ASSIGNMENT / nb),
+        str(course / "nbgrader_config.py"),
+    ]
+    add("read-hidden-tests", "looks for the hidden tests and solutions on disk and the net",
+        insert_after(stub, "task1_1_residual_stack", READ_SECRETS.format(targets=targets)),
+        0, 0, reason=["flagged for review"])
+    victims = [
+        str(Path(context.submissions) / context.victim / ASSIGNMENT / nb),
+        str(out / "submitted" / context.victim / ASSIGNMENT / nb),
+        str(out / "handed-in" / context.victim / ASSIGNMENT / nb),
+    ]
+    add("write-gradebook", "sets every score in the gradebook to 1000, overwrites a classmate",
+        insert_after(answer(stub, "task1_1_residual_stack", WRONG_1_1), "task1_1_residual_stack",
+                     WRITE_OTHERS.format(gradebooks=[str(out / "gradebook.db")],
+                                         victims=victims)),
+        0, 0, reason=["flagged for review"])
+
+    # switching the checks off from inside the kernel
+    add("patched-checks", "replaces check_value and autograder.checks in sys.modules",
+        answer(stub, "task1_1_residual_stack", PATCH_CHECKS), 0, 0, reason=["undid changes"])
+    add("patched-builtins", "patches abs and math.isclose so every comparison passes",
+        answer(stub, "task1_1_residual_stack", PATCH_BUILTINS), 0, 0, reason=["undid changes"])
+    add("patched-mid-test", "patches the checks from inside the function the test calls",
+        answer(stub, "task1_1_residual_stack", PATCH_MID_TEST), 0, 0,
+        reason=["undid changes"])
+    add("tamper-during-test", "a right answer that patches math.isclose when the test calls it",
+        answer(solution, "task1_1_residual_stack", TAMPER_DURING_TEST), FULL, TASK_1_2,
+        reason=["while this test ran"])
+    add("ipython-hooks", "swallows errors and blanks test cells with IPython's hooks",
+        answer(stub, "task1_1_residual_stack", IPYTHON_HOOKS), 0, 0,
+        reason=["flagged for review"])
+    add("fake-success", "prints the tests' success lines and a fake partial-credit result",
+        answer(stub, "task1_1_residual_stack", FAKE_SUCCESS), 0, 0,
+        reason=["looks like a test result"])
+    return [_write(folder, case) for case in cases]
+
+
+def _foreign(course):
+    """Another assignment's notebook (its cells as a student would get them), or one made
+    up with grade ids of a different assignment."""
+    others = [p for p in sorted((course / SOURCE).iterdir())
+              if p.is_dir() and p.name != ASSIGNMENT and notebook_paths(p)]
+    if others:
+        nb = read_notebook(notebook_paths(others[0])[0])
+        for cell in nb.cells:
+            meta = nbgrader_meta(cell)
+            if meta.get("solution") and cell.cell_type == "code":
+                cell.source = "# YOUR CODE HERE\n"
+        return nb
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x = 1")
+    cell.metadata["nbgrader"] = {"grade_id": "task9_answer", "solution": True, "grade": False,
+                                 "locked": False, "schema_version": 3, "task": False}
+    nb.cells = [cell]
+    return nb
+
+
+def _write(folder, case):
+    base = Path(folder) / case.student
+    if case.symlink_to:
+        (base / ASSIGNMENT).mkdir(parents=True, exist_ok=True)
+        target = Path(folder) / case.symlink_to / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+        (base / ASSIGNMENT / f"{NOTEBOOK}.ipynb").symlink_to(target)
+        return case
+    for rel, data in case.files.items():
+        path = base / ASSIGNMENT / rel  # nbgrader's own layout, with whatever came with it
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return case
+
+
+def describe(cases):
+    return json.dumps([(c.student, c.what) for c in cases], indent=1)
+
+
+def case_names(course):
+    """The students of the class (built in a throwaway folder), for test parameters."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        cases = build_class(tmp / "s", Context(course=Path(course), out=tmp / "o",
+                                               submissions=tmp / "s"))
+    return [c.student for c in cases]
