@@ -789,11 +789,6 @@ def _build_root(cfg):
     os.makedirs(root, mode=0o700, exist_ok=True)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
-    for src, dst in cfg["binds"]:
-        _bind(src, root + dst)
-    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        if os.path.islink("/" + name):
-            os.symlink(os.readlink("/" + name), f"{root}/{name}")
     # the only writable space: one tmpfs for HOME, the working folder, /tmp and /dev/shm
     sandbox = root + "/sandbox"
     os.makedirs(sandbox)
@@ -805,6 +800,13 @@ def _build_root(cfg):
         os.chown(f"{sandbox}/{sub}", uid, uid)
         os.chmod(f"{sandbox}/{sub}", 0o700 if sub in ("home", "work") else 0o1777)
     _bind(f"{sandbox}/tmp", root + "/tmp", readonly=False)
+    # the read-only binds come after /tmp, so a course (or its venv) that lives under
+    # /tmp is bound on top of the writable /tmp instead of being hidden by it
+    for src, dst in cfg["binds"]:
+        _bind(src, root + dst)
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        if os.path.islink("/" + name):
+            os.symlink(os.readlink("/" + name), f"{root}/{name}")
     os.makedirs(root + "/dev")
     _mount("tmpfs", root + "/dev", "tmpfs", MS_NOSUID, "size=64k,mode=755")
     for node in ("null", "zero", "full", "random", "urandom"):
