@@ -320,3 +320,29 @@ def test_what_a_test_cell_prints_never_counts():
     assert _settled([partial], "ok") == 2  # a result is dropped, not read as a score
     assert _settled([{"output_type": "stream", "name": "stdout", "text": "FAILED\n"}],
                     "ok") == 2
+
+
+def test_a_package_that_lives_under_tmp_is_importable_in_the_kernel(tmp_path):
+    """A course cloned under /tmp (CI's clean clone may be) must not have its venv and
+    packages hidden by the kernel's private /tmp: the read-only binds go on top of it."""
+    from autograder.sandbox import Sandbox, acquire_uid
+
+    _require_isolation()
+    package = tmp_path / "shared" / "probe_package"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("VALUE = 42\n")
+    for folder in (tmp_path, tmp_path.parent, package.parent, package):
+        folder.chmod(0o755)  # the kernel's uid must be able to walk in, as into a venv
+    (package / "__init__.py").chmod(0o644)
+    box = Sandbox()
+    try:
+        box.binds.append([str(package.parent), str(package.parent)])
+        plan = box.plan(acquire_uid(), "probe")
+        probe = (f"import sys; sys.path.insert(0, {str(package.parent)!r}); "
+                 "import probe_package; sys.exit(0 if probe_package.VALUE == 42 else 3)")
+        done = subprocess.run([sys.executable, "-m", "autograder.sandbox", "launch",
+                               str(plan.config), "--", sys.executable, "-c", probe],
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        box.close()
+    assert done.returncode == 0, f"the kernel could not import it: {done.stderr}"
