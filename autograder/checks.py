@@ -1,37 +1,44 @@
 """Checks that the notebooks' graded test cells call.
 
-Each check returns quietly when the answer is right and raises `CheckFailed` (an
-`AssertionError`, so nbgrader scores the cell as failed) when it is wrong. The message is
-written for the student: what was checked, the expected value, and what came back.
+Each check observes the student's code (calls it, and turns what came back into plain
+data) and then settles the observation (`witness.settle`): in a student's kernel it is
+compared with the expected value at once, and a wrong answer raises `CheckFailed` (an
+`AssertionError`, so nbgrader scores the cell as failed) with a message for the student:
+what was checked, the expected value, and what came back. At grading time the same check
+only records what it observed; the grader compares.
 
     with task("Task 1.1"):
         check_value(residual_stack(Value(1.0), depth=20), 1.1**20,
                     what="residual_stack(Value(1.0), depth=20)", expected_text="1.1**20")
+
+An expected value that takes work (a reference run, a model answer) is passed as
+`expected(lambda: ...)`, so that it is computed only where something compares with it.
 """
 
-import math
 import numbers
 
 from microgpt.engine import Value
 
+from .compare import MAX_ITEMS, encode, short_repr
+from .witness import CheckFailed, Expected, NotAnswered, expected, resolve, settle
+
 __all__ = [
     "CheckFailed",
     "NotAnswered",
+    "Expected",
+    "expected",
     "task",
     "check_value",
-    "check_gradient",
     "check_values",
+    "check_numbers",
+    "check_gradient",
     "check_gradients",
+    "check_range",
+    "check_same",
     "central_difference",
+    "observe_number",
+    "observe_numbers",
 ]
-
-
-class CheckFailed(AssertionError):
-    """A graded check failed; the message says what was expected and what came back."""
-
-
-class NotAnswered(CheckFailed):
-    """The answer a check needs is missing: its cell was not run or still holds the stub."""
 
 
 class task:
@@ -64,48 +71,85 @@ class task:
         return False
 
 
-def _fmt(x):
-    """A short form of the number `x` (5 significant digits)."""
-    return f"{x:.5g}"
+# ---------------------------------------------------------------- observing
 
 
-def _fmt_pair(expected, actual):
-    """`expected` and `actual` as text, with all digits when the short forms look equal."""
-    e, a = _fmt(expected), _fmt(actual)
-    if e == a:
-        e, a = repr(float(expected)), repr(float(actual))
-    return e, a
+def _real(x):
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
-def _short_repr(obj, limit=60):
-    """`repr(obj)`, cut to `limit` characters."""
-    text = repr(obj)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _as_number(obj, what):
-    """The float inside `obj` (a `Value` or a real number), or a `CheckFailed` saying why not."""
-    inner = obj.data if isinstance(obj, Value) else obj
-    if isinstance(inner, numbers.Real) and not isinstance(inner, bool):
-        return float(inner)
+def observe_number(obj, what, allow_value=True):
+    """`obj` (a number, or a Value holding one) as an observation; else the problem."""
+    is_value = isinstance(obj, Value)
+    inner = obj.data if is_value else obj
+    if _real(inner):
+        try:
+            seen = {"number": encode(float(inner)), "is_value": is_value}
+            if is_value:
+                seen["repr"] = short_repr(obj)
+            return seen
+        except (OverflowError, ValueError, TypeError):
+            pass
     if obj is None:
-        raise CheckFailed(
-            f"{what}: expected a number or a Value, got None. "
-            f"Does the function end with `return`?"
-        )
-    if isinstance(obj, (list, tuple)):
-        raise CheckFailed(
-            f"{what}: expected a single number or Value, got a {type(obj).__name__} "
-            f"of {len(obj)} items: {_short_repr(obj)}"
-        )
-    if isinstance(obj, Value):
-        raise CheckFailed(
-            f"{what}: expected a Value holding a number, got a Value whose .data is a "
-            f"{type(inner).__name__}: {_short_repr(inner)}"
-        )
-    raise CheckFailed(
-        f"{what}: expected a number or a Value, got a {type(obj).__name__}: {_short_repr(obj)}"
-    )
+        problem = (f"{what}: expected a number or a Value, got None. "
+                   f"Does the function end with `return`?")
+    elif isinstance(obj, (list, tuple)):
+        problem = (f"{what}: expected a single number or Value, got a {type(obj).__name__} "
+                   f"of {len(obj)} items: {short_repr(obj)}")
+    elif is_value:
+        problem = (f"{what}: expected a Value holding a number, got a Value whose .data is "
+                   f"a {type(inner).__name__}: {short_repr(inner)}")
+    else:
+        problem = (f"{what}: expected a number or a Value, got a {type(obj).__name__}: "
+                   f"{short_repr(obj)}")
+    return {"problem": problem}
+
+
+class _TooMuch(Exception):
+    pass
+
+
+def _nested(obj, budget, depth=0):
+    """Numbers and Values (at any depth of lists and tuples) as encoded floats; anything
+    else as a marker saying what it was."""
+    if isinstance(obj, Value) and _real(obj.data):
+        obj = obj.data
+    if _real(obj):
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _TooMuch
+        try:
+            return encode(float(obj))
+        except (OverflowError, ValueError, TypeError):
+            return {"not": type(obj).__name__, "repr": short_repr(obj)}
+    if isinstance(obj, (list, tuple)) and depth < 8:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _TooMuch
+        return [_nested(item, budget, depth + 1) for item in obj]
+    return {"not": type(obj).__name__, "repr": short_repr(obj)}
+
+
+def observe_numbers(obj, what):
+    """Nested lists of numbers or Values as an observation (see `compare`)."""
+    try:
+        return {"numbers": _nested(obj, [MAX_ITEMS])}
+    except _TooMuch:
+        return {"problem": f"{what}: more than {MAX_ITEMS} numbers came back"}
+    except RecursionError:
+        return {"problem": f"{what}: the result is nested too deeply to read"}
+
+
+def _expected_numbers(value):
+    return {"numbers": _nested(resolve(value), [MAX_ITEMS * 10])}
+
+
+def _expected_number(value):
+    value = resolve(value)
+    return {"number": encode(float(value.data if isinstance(value, Value) else value))}
+
+
+# ---------------------------------------------------------------- the checks
 
 
 def check_value(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0, value_ok=True):
@@ -113,24 +157,49 @@ def check_value(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0, v
 
     `value_ok=False` also fails a `Value` where a plain number (such as a `.grad`) is due.
     """
-    if isinstance(actual, Value) and not value_ok:
-        raise CheckFailed(
-            f"{what}: expected a plain number, got a Value ({_short_repr(actual)}). "
-            f"Return the number itself (a `.grad`, say), not the Value that holds it."
-        )
-    a = _as_number(actual, what)
-    if not math.isclose(a, expected, rel_tol=0.0, abs_tol=atol + rtol * abs(expected)):
-        e_text, a_text = _fmt_pair(expected, a)
-        because = f" ({expected_text})" if expected_text else ""
-        raise CheckFailed(f"{what}: expected {e_text}{because}, got {a_text}")
+    params = {"what": what, "expected_text": expected_text, "rtol": rtol, "atol": atol,
+              "value_ok": value_ok}
+    return settle("number", observe_number(actual, what), lambda: _expected_number(expected),
+                  params)
+
+
+def check_values(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0):
+    """`check_value` on each item: `actual` must be a list or tuple as long as `expected`."""
+    return check_numbers(actual, expected, what, expected_text=expected_text, rtol=rtol,
+                         atol=atol)
+
+
+def check_numbers(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0, labels=()):
+    """Nested lists (of lists ...) of numbers or Values, equal in shape and item by item.
+    `labels[d]` names the items at depth d in a message ("position", "component");
+    unnamed depths are shown as [i]."""
+    params = {"what": what, "expected_text": expected_text, "rtol": rtol, "atol": atol,
+              "labels": list(labels)}
+    return settle("numbers", observe_numbers(actual, what), lambda: _expected_numbers(expected),
+                  params)
 
 
 def central_difference(f, x, h=1e-6):
     """$f'(x) \\approx (f(x+h) - f(x-h)) / 2h$ in float64; `f` may return a number or a Value."""
     x = float(x)
-    up = _as_number(f(x + h), f"f({x + h!r})")
-    down = _as_number(f(x - h), f"f({x - h!r})")
-    return (up - down) / (2 * h)
+
+    def number(t):
+        out = f(t)
+        seen = observe_number(out, f"f({t!r})")
+        if "problem" in seen:
+            raise CheckFailed(seen["problem"])
+        return float(out.data if isinstance(out, Value) else out)
+
+    return (number(x + h) - number(x - h)) / (2 * h)
+
+
+def _no_graph(what, out, inputs="the input"):
+    if out is None:
+        got = "None. Does the function end with `return`?"
+    else:
+        got = (f"a {type(out).__name__} ({short_repr(out)}), "
+               f"so there is no graph to run backward on")
+    return {"problem": f"{what}: expected a Value built from {inputs}, got {got}"}
 
 
 def check_gradient(f, x, what, h=1e-6, rtol=1e-5, atol=1e-8):
@@ -143,43 +212,17 @@ def check_gradient(f, x, what, h=1e-6, rtol=1e-5, atol=1e-8):
     x = float(x)
     leaf = Value(x)
     out = f(leaf)
+    grad = None
     if not isinstance(out, Value):
-        if out is None:
-            got = "None. Does the function end with `return`?"
-        else:
-            got = (
-                f"a {type(out).__name__} ({_short_repr(out)}), "
-                f"so there is no graph to run backward on"
-            )
-        raise CheckFailed(f"{what}: expected a Value built from the input, got {got}")
-    out.backward()
-    expected = central_difference(lambda t: f(Value(t)), x, h)
-    actual = _as_number(leaf.grad, f"{what} (the input's .grad)")
-    if not math.isclose(actual, expected, rel_tol=0.0, abs_tol=atol + rtol * abs(expected)):
-        e_text, a_text = _fmt_pair(expected, actual)
-        raise CheckFailed(
-            f"{what}: expected {e_text} (central difference, h={h:g}), "
-            f"got {a_text} (the input's .grad after backward)"
-        )
-    return actual
-
-
-def check_values(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0):
-    """`check_value` on each item: `actual` must be a list or tuple as long as `expected`."""
-    if not isinstance(actual, (list, tuple)):
-        got = "None. Does the function end with `return`?" if actual is None else (
-            f"a {type(actual).__name__}: {_short_repr(actual)}"
-        )
-        raise CheckFailed(
-            f"{what}: expected a list of {len(expected)} numbers or Values, got {got}"
-        )
-    if len(actual) != len(expected):
-        raise CheckFailed(
-            f"{what}: expected a list of {len(expected)} numbers or Values, "
-            f"got {len(actual)}: {_short_repr(actual)}"
-        )
-    for i, (a, e) in enumerate(zip(actual, expected)):
-        check_value(a, e, what=f"{what}[{i}]", expected_text=expected_text, rtol=rtol, atol=atol)
+        observed = _no_graph(what, out)
+    else:
+        out.backward()
+        grad = leaf.grad
+        observed = observe_number(grad, f"{what} (the input's .grad)")
+    params = {"what": what, "h": h, "rtol": rtol, "atol": atol}
+    return settle("gradient", observed,
+                  lambda: {"number": encode(central_difference(lambda t: f(Value(t)), x, h))},
+                  params, result=grad)
 
 
 def check_gradients(f, xs, what, names=None, reference=None, reference_text="",
@@ -189,31 +232,59 @@ def check_gradients(f, xs, what, names=None, reference=None, reference_text="",
     input `i` of `reference` (a function of a list of floats; `f` itself when None).
     `names[i]` says which input that is in a message. Returns the grads."""
     xs = [float(x) for x in xs]
-    names = names or [f"input {i}" for i in range(len(xs))]
+    names = list(names or [f"input {i}" for i in range(len(xs))])
     leaves = [Value(x) for x in xs]
     out = f(leaves)
+    grads = None
     if not isinstance(out, Value):
-        got = "None. Does the function end with `return`?" if out is None else (
-            f"a {type(out).__name__} ({_short_repr(out)}), so there is no graph to run backward on"
-        )
-        raise CheckFailed(f"{what}: expected a Value built from the inputs, got {got}")
-    out.backward()
-    grads = []
-    of = f if reference is None else reference
-    source = f"central difference of {reference_text}" if reference_text else "central difference"
-    for i, (leaf, name) in enumerate(zip(leaves, names)):
+        observed = _no_graph(what, out, "the inputs")
+    else:
+        out.backward()
+        grads = [leaf.grad for leaf in leaves]
+        observed = observe_numbers(grads, what)
 
-        def moved(t, i=i):
-            inputs = [t if j == i else x for j, x in enumerate(xs)]
-            return of(inputs if reference is not None else [Value(v) for v in inputs])
+    def central():
+        of = f if reference is None else reference
+        found = []
+        for i in range(len(xs)):
 
-        expected = central_difference(moved, xs[i], h)
-        actual = _as_number(leaf.grad, f"{what}, d/d {name} (its .grad)")
-        if not math.isclose(actual, expected, rel_tol=0.0, abs_tol=atol + rtol * abs(expected)):
-            e_text, a_text = _fmt_pair(expected, actual)
-            raise CheckFailed(
-                f"{what}, d/d {name}: expected {e_text} ({source}, h={h:g}), "
-                f"got {a_text} (its .grad after backward)"
-            )
-        grads.append(actual)
-    return grads
+            def moved(t, i=i):
+                inputs = [t if j == i else x for j, x in enumerate(xs)]
+                return of(inputs if reference is not None else [Value(v) for v in inputs])
+
+            found.append(encode(central_difference(moved, xs[i], h)))
+        return {"numbers": found}
+
+    source = f"central difference of {reference_text}" if reference_text else \
+        "central difference"
+    params = {"what": what, "names": names, "h": h, "rtol": rtol, "atol": atol,
+              "source": source}
+    return settle("gradients", observed, central, params, result=grads)
+
+
+def check_range(actual, low, high, what, expected_text=""):
+    """Fail unless low < actual < high (a bound of None is no bound)."""
+    params = {"what": what, "expected_text": expected_text,
+              "low": None if low is None else float(low),
+              "high": None if high is None else float(high)}
+    return settle("range", observe_number(actual, what), lambda: {}, params)
+
+
+def check_same(actual, expected, what, expected_text=""):
+    """Plain data (strings, booleans, numbers, lists and dicts of them) equal to `expected`."""
+    params = {"what": what, "expected_text": expected_text}
+    return settle("same", {"data": _plain(actual)}, lambda: {"data": _plain(resolve(expected))},
+                  params)
+
+
+def _plain(obj, depth=0):
+    """`obj` as JSON data (lists for tuples, strings for other objects)."""
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if _real(obj):
+        return encode(obj)
+    if isinstance(obj, (list, tuple)) and depth < 8:
+        return [_plain(x, depth + 1) for x in obj[:1000]]
+    if isinstance(obj, dict) and depth < 8:
+        return {str(k): _plain(v, depth + 1) for k, v in list(obj.items())[:1000]}
+    return f"<{type(obj).__name__}>"

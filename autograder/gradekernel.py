@@ -35,7 +35,9 @@ Run as `python -m autograder.gradekernel -f CONNECTION_FILE` (the sandbox launch
 import builtins
 import functools
 import importlib
+import json
 import linecache
+import os
 import pkgutil
 import signal
 import sys
@@ -43,11 +45,17 @@ import threading
 import traceback
 import types
 
-MARKER = "#%residual-pack graded test "  # + grade id + newline, then the cell's source
-REPORT_KEY = "residual_pack"  # our entry in the execute_reply of a graded test cell
+from . import policy
 
+MARKER = policy.MARKER  # + a JSON header + newline, then the cell's source
+REPORT_KEY = policy.REPORT_KEY  # our entry in the execute_reply of a graded test cell
+MAX_REPORT = 4 << 20  # bytes of observations a test cell may send back
+
+# the assignment this kernel grades: its packages are guarded, its model answers switched off
+ASSIGNMENT = os.environ.get(policy.ASSIGNMENT_VARIABLE, "")
 # our packages: everything in them is imported before any student code runs
-GUARDED_PACKAGES = ("autograder", "microgpt")
+GUARDED_PACKAGES = policy.guarded_packages(ASSIGNMENT)
+KERNEL_SIDE = policy.KERNEL_SIDE  # the only modules of ours a kernel may load
 # standard modules whose module-level names (and classes) are recorded and put back
 GUARDED_STDLIB = (
     "builtins", "math", "cmath", "numbers", "operator", "functools", "itertools",
@@ -56,13 +64,8 @@ GUARDED_STDLIB = (
 )
 # in the graded helpers' own globals these become read-only copies
 FROZEN_STDLIB = ("math", "cmath", "numbers", "operator", "random", "statistics", "functools")
-# our modules that never run in a kernel: the grading process's own, and this one
-GRADER_SIDE = frozenset(
-    "autograder." + m for m in (
-        "cli", "course", "demo", "feedback", "generate", "grading", "intake", "mutants",
-        "report", "sandbox", "selfcheck", "gradekernel",
-    )
-) | {"microgpt.__main__"}
+# modules of the guarded packages that are not loaded before the first cell
+NOT_PRELOADED = frozenset({"microgpt.__main__", "autograder.gradekernel", "torchtrack.seeds"})
 # names in builtins that the kernel itself sets while it runs (results, input)
 VOLATILE_BUILTINS = frozenset({"_", "__", "___", "input"})
 
@@ -75,7 +78,8 @@ def _preimport():
         except ImportError:
             continue
         for info in pkgutil.iter_modules(pkg.__path__, prefix=package + "."):
-            if info.name in GRADER_SIDE or info.ispkg:
+            if info.ispkg or info.name in NOT_PRELOADED or (
+                    package == "autograder" and info.name not in KERNEL_SIDE):
                 continue
             try:
                 importlib.import_module(info.name)
@@ -261,9 +265,7 @@ class Snapshot:
         manager = _private_contextmanager()
         copies, originals = {}, {}
         for name, module in self.modules.items():
-            if not (name == "autograder" or name.startswith("autograder.")):
-                continue
-            if name in GRADER_SIDE:
+            if name not in KERNEL_SIDE or name == "autograder.gradekernel":
                 continue
             saved = self.names[name]
             home = vars(module)
@@ -364,6 +366,7 @@ def _private_import(copies, real_import):
     return __import__
 
 
+SWITCHED_OFF = policy.switch_off(ASSIGNMENT)  # before the snapshot records the state
 SNAPSHOT = Snapshot()  # at import: before the kernel exists, so before any student code
 
 
@@ -388,8 +391,13 @@ def _kernel_class():
                 SNAPSHOT.record()
             if code.startswith(MARKER):
                 head, _, source = code.partition("\n")
-                return self._graded_runner.run(head[len(MARKER):].strip(), source,
-                                               store_history)
+                try:
+                    header = json.loads(head[len(MARKER):])
+                except ValueError:
+                    header = {}
+                if not isinstance(header, dict):
+                    header = {}
+                return self._graded_runner.run(header, source, store_history)
             return await super().do_execute(
                 code, silent, store_history=store_history, user_expressions=user_expressions,
                 allow_stdin=allow_stdin, cell_meta=cell_meta, cell_id=cell_id,
@@ -404,13 +412,17 @@ class _TestRunner:
         self.shell = shell
         self.publish = publish
 
-    def run(self, grade_id, source, store_history):
+    def run(self, header, source, store_history):
         snap, shell = self.snap, self.shell
+        grade_id = str(header.get("grade_id", ""))[:200]
+        mode = header.get("mode") if header.get("mode") in ("witness", "reference") \
+            else "witness"
         before = snap.differences(fix=True)
         count = shell.execution_count
         if store_history:
             shell.execution_count += 1
-        filename = f"<graded test cell {grade_id or count}>"
+        filename = f"<graded test cell {count}>"
+        witness = snap.modules.get("autograder.witness")
         snap.linecache[filename] = (len(source), None, source.splitlines(True), filename)
         copies, originals = snap.hardened_modules()
         ns = dict(shell.user_ns)
@@ -418,11 +430,15 @@ class _TestRunner:
         private["__import__"] = _private_import(copies, snap.import_)
         ns["__builtins__"] = private
         error = None
+        records = witness.begin(mode, filename) if witness is not None else []
         try:
             code = snap.compile(source, filename, "exec", dont_inherit=True)
             snap.exec(code, ns)
         except BaseException as exc:  # noqa: BLE001 (every failure fails the test)
             error = exc
+        finally:
+            if witness is not None:
+                witness.end()
         try:
             during = snap.differences(fix=True)
         except BaseException:  # noqa: BLE001
@@ -433,7 +449,9 @@ class _TestRunner:
             value = originals.get(id(value), value)
             if shell.user_ns.get(key, _MISSING) is not value:
                 shell.user_ns[key] = value
-        report = {"grade_id": grade_id, "restored": before[:50], "changed": during[:50]}
+        report = {"grade_id": grade_id, "nonce": str(header.get("nonce", ""))[:100],
+                  "records": _plain_records(records), "restored": before[:50],
+                  "changed": during[:50], "switched_off": SWITCHED_OFF}
         if error is None and during:
             error = TamperingDetected(
                 "while this test ran, the code it called changed "
@@ -475,6 +493,18 @@ class _TestRunner:
         except BaseException:  # noqa: BLE001
             stb = [f"{name}: {message}"]
         return {"ename": str(name), "evalue": str(message), "traceback": stb}
+
+
+def _plain_records(records):
+    """The records as JSON data, at most MAX_REPORT bytes of them (a forged record that
+    is not JSON, or too many, must not stop the reply)."""
+    try:
+        text = json.dumps(list(records), default=str)
+    except Exception:  # noqa: BLE001
+        return []
+    if len(text) > MAX_REPORT:
+        return []
+    return json.loads(text)
 
 
 class TamperingDetected(Exception):

@@ -187,9 +187,14 @@ class Grader:
         self.sandbox = sandbox
         if sandbox is not None:
             from . import sandbox as sandbox_module
+            from .reference_run import reference_records
 
             work.use_sandbox()
             sandbox_module.use(sandbox)
+            if assignment not in sandbox.references:
+                sandbox.references[assignment] = reference_records(
+                    work.path("source", assignment), assignment, work.path(".grading"),
+                    timeout=sandbox.limits.cell_timeout)
         if generate:
             work.generate_assignment(assignment)
         self.release = work.path(EXERCISES, assignment)

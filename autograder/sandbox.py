@@ -34,6 +34,7 @@ import fcntl
 import functools
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -41,6 +42,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from .policy import ASSIGNMENT_VARIABLE, REPORT_KEY, test_cell_code
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -194,6 +197,9 @@ class Sandbox:
                 "unshare namespaces")
         self.level = level
         self.why = why
+        # {assignment: {notebook: {grade_id: {"records", "hidden"}}}}: the reference run's
+        # expected observations, which the graded test cells are judged against
+        self.references = {}
         self.release_dir = str(release_dir) if release_dir else None
         self.root = Path(root) if root else Path(tempfile.mkdtemp(prefix="rp-", dir="/tmp"))
         os.chmod(self.root, 0o711)
@@ -215,12 +221,12 @@ class Sandbox:
 
         lib = self.root / "lib" / "autograder"
         lib.mkdir(parents=True)
-        from .gradekernel import GRADER_SIDE
+        from .policy import KERNEL_SIDE
 
         for path in Path(autograder.__file__).parent.glob("*.py"):
-            if f"autograder.{path.stem}" in GRADER_SIDE and path.stem != "gradekernel":
-                continue
-            shutil.copy2(path, lib / path.name)
+            name = "autograder" if path.stem == "__init__" else f"autograder.{path.stem}"
+            if name in KERNEL_SIDE:
+                shutil.copy2(path, lib / path.name)
         for p in [lib.parent, lib, *lib.iterdir()]:
             os.chmod(p, 0o755 if p.is_dir() else 0o644)
         self.autograder_dir = str(Path(autograder.__file__).resolve().parent)
@@ -277,7 +283,7 @@ class Sandbox:
         binds.append([self.lib, self.autograder_dir])  # the kernel-side modules only
         return binds
 
-    def plan(self, uid, label):
+    def plan(self, uid, label, assignment=""):
         """Folders and the launch config for one kernel run by `uid` (None: limits only)."""
         folder = Path(tempfile.mkdtemp(prefix=f"{uid or 'k'}-", dir=self.root))
         os.chmod(folder, 0o711)
@@ -298,6 +304,7 @@ class Sandbox:
             "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1",
             "JUPYTER_PLATFORM_DIRS": "0",
+            ASSIGNMENT_VARIABLE: assignment,
         }
         # nbgrader sets these in the grading process while it runs the notebook; the
         # notebooks read them to pick their small graded configurations
@@ -416,6 +423,9 @@ class CellRun:
     seconds: float = 0.0
     output_dropped: int = 0  # bytes of output left out
     stderr: bool = False  # wrote to stderr (nbgrader fails a test cell that does)
+    checks: int = 0  # checks the test makes (from the reference run)
+    verdict: str = ""  # why the grader failed the test ("" when it passed)
+    hidden: bool = False  # the failed check is a hidden one
     restored: list = dataclasses.field(default_factory=list)  # put back before a test
     changed: list = dataclasses.field(default_factory=list)  # changed while a test ran
 
@@ -482,7 +492,8 @@ def _sandboxed_execute_class():
     from nbformat import NotebookNode
     from nbgrader.preprocessors import Execute
 
-    from .gradekernel import MARKER
+    from .judge import verdict as judge_cell
+    from .testsource import TestSourceError, prepare
 
     class SandboxKernelManager(AsyncKernelManager):
         """Starts the kernel through the sandbox launcher, over IPC sockets in the
@@ -513,7 +524,9 @@ def _sandboxed_execute_class():
             self._limits = sandbox.limits
             info = (resources or {}).get("nbgrader", {})
             key = (info.get("student", ""), info.get("notebook", ""))
-            self._plan = sandbox.plan(uid, f"{key[0]}/{key[1]}")
+            assignment = info.get("assignment", "")
+            self._expected = sandbox.references.get(assignment, {}).get(key[1], {})
+            self._plan = sandbox.plan(uid, f"{key[0]}/{key[1]}", assignment)
             self._run = NotebookRun(level=sandbox.level)
             self._deadline = time.monotonic() + sandbox.limits.notebook_timeout
             self._stopped = ""  # set once the kernel cannot run more cells
@@ -569,9 +582,18 @@ def _sandboxed_execute_class():
             self.iopub_timeout = max(4, self._limits.cell_timeout)
             start = time.monotonic()
             original = self.kc.execute
+            nonce, test = "", None
             if kind == "test":
-                def execute(code, *args, **kwargs):
-                    return original(f"{MARKER}{grade_id}\n{code}", *args, **kwargs)
+                try:
+                    test = prepare(cell.source)
+                    code = test.witness
+                except TestSourceError:
+                    code = "raise SyntaxError('this test cell could not be prepared')\n"
+                nonce = secrets.token_hex(16)
+                sent = test_cell_code(code, grade_id, "witness", nonce)
+
+                def execute(_code, *args, **kwargs):
+                    return original(sent, *args, **kwargs)
                 self.kc.execute = execute
             try:
                 await super().async_execute_cell(cell, cell_index, execution_count,
@@ -617,10 +639,12 @@ def _sandboxed_execute_class():
                     record.status = "error"
                     record.ename = "NoReply"
                     self._add_error(cell, "NoReply", "the kernel sent no reply for this cell")
-            extra = reply.get("residual_pack") if kind == "test" else None
+            extra = reply.get(REPORT_KEY) if kind == "test" else None
             if isinstance(extra, dict):
                 record.restored = [str(x)[:200] for x in extra.get("restored", [])][:50]
                 record.changed = [str(x)[:200] for x in extra.get("changed", [])][:50]
+            if kind == "test":
+                self._judge(record, test, extra, reply, nonce)
             record.output_dropped = self._dropped.get(cell_index, 0)
             record.stderr = any(o.get("output_type") == "stream" and o.get("name") == "stderr"
                                 for o in cell.get("outputs", []))
@@ -629,6 +653,26 @@ def _sandboxed_execute_class():
             return cell
 
         execute_cell = run_sync(async_execute_cell)
+
+        def _judge(self, record, test, report, reply, nonce):
+            """The grader's verdict on a test cell: its observations against the
+            reference run's (see `judge`); the kernel's own status can only fail it."""
+            expected = self._expected.get(record.grade_id)
+            if expected is None or test is None:
+                why = ("no expected observations for this test (the reference run did "
+                       "not record it)" if test is not None else
+                       "this test cell could not be prepared for grading")
+                record.checks, record.verdict = 0, why
+            else:
+                hidden = set(expected.get("hidden", [])) | set(test.hidden)
+                kernel_error = (record.ename, record.evalue) if record.status != "ok" else None
+                found = judge_cell(report, reply.get("status", ""), kernel_error,
+                                   expected["records"], hidden, nonce)
+                record.checks, record.hidden = found.checks, found.hidden
+                record.verdict = "" if found.passed else found.message
+            if record.verdict and record.status == "ok":
+                record.status, record.ename = "error", "CheckFailed"
+                record.evalue = record.verdict
 
         def _not_run(self, cell, record):
             record.status = "not run"
@@ -648,19 +692,30 @@ def _sandboxed_execute_class():
 
         @staticmethod
         def _settle_test_cell(cell, record):
-            """The score of a test cell comes from our record only: it passes when the
-            hardened runner replied ok. An error output goes first when it did not; a
-            result (nbgrader would read partial credit from it) is never kept."""
+            """The score of a test cell comes from the grader's verdict only (nbgrader
+            scores a cell with an error output 0). When it failed, the verdict goes first as
+            the error (a failed check's message; the kernel's own error when the student's
+            code raised); when it passed, a line says so. A result (nbgrader would read
+            partial credit from it) is never kept."""
             outputs = [o for o in cell.get("outputs", [])
                        if o.get("output_type") != "execute_result"]
+            errors = [o for o in outputs if o.get("output_type") == "error"]
+            rest = [o for o in outputs if o.get("output_type") != "error"]
             if record.status != "ok":
-                errors = [o for o in outputs if o.get("output_type") == "error"]
-                rest = [o for o in outputs if o.get("output_type") != "error"]
-                if not errors:
-                    errors = [NotebookNode(output_type="error", ename=record.ename or "Error",
-                                           evalue=record.evalue,
-                                           traceback=[f"{record.ename}: {record.evalue}"])]
-                outputs = errors[:1] + rest + errors[1:]
+                own = [o for o in errors if record.verdict in (
+                    f"{o.get('ename', '')}: {o.get('evalue', '')}", o.get("ename", ""))]
+                if own:  # the kernel's own error is the reason: it goes first
+                    first, errors = own[0], [o for o in errors if o is not own[0]]
+                else:
+                    message = record.verdict or record.evalue
+                    name = "CheckFailed" if record.verdict else (record.ename or "Error")
+                    first = NotebookNode(output_type="error", ename=name, evalue=message,
+                                         traceback=[f"{name}: {message}"])
+                outputs = [first] + rest + errors
+            else:
+                outputs = rest + [NotebookNode(
+                    output_type="stream", name="stdout",
+                    text=f"graded: all {record.checks} check(s) of this cell passed\n")]
             cell.outputs = outputs
 
         def on_cell_executed(self, **kwargs):

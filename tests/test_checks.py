@@ -240,7 +240,7 @@ def test_check_values_names_the_first_wrong_item():
 
 
 def test_check_values_wants_a_list_of_the_right_length():
-    with fails_with("out: expected a list of 2 numbers or Values, got 3: [1, 2, 3]"):
+    with fails_with("out: expected a list of 2 numbers or Values, got 3: [1.0, 2.0, 3.0]"):
         check_values([1, 2, 3], [1.0, 2.0], what="out")
     with fails_with("out: expected a list of 2 numbers or Values, got a float: 1.0"):
         check_values(1.0, [1.0, 2.0], what="out")

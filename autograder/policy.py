@@ -1,0 +1,142 @@
+"""A graded kernel's policy: which of our modules it loads, which packages it guards,
+and which model answers it switches off, per assignment.
+
+`KERNEL_SIDE` is an allowlist: the only modules of `autograder` that are copied into a
+student's sandbox and loaded in a graded kernel. The rest (the grader, the reference
+answers, the report) never reach a student's kernel.
+
+The pack is open: `microgpt` and `torchtrack` hold working versions of what several tasks
+ask students to write (`GPT.block` is Task 5.1's answer, `GPT.stream_states` Task 6.1's,
+`torchtrack.transformer.Block.forward` and `logit_lens` Task 9.1's and 9.2's). While an
+assignment is graded, its kernel replaces each of them with a guard, before any student
+code runs: called from the library itself (a model's own `step`, a study's training loop)
+it works as before; called from a notebook cell, or from code a cell defined, it raises
+`AnswerSwitchedOff`, so an answer that hands the task to the library earns nothing.
+
+The test cells do their part too: they hand a student's code model objects whose classes
+do not carry the reference methods, and never pass one task's model answer as an input to
+another task's code. See the README's threat model for what this leaves open.
+
+`GUARDED` lists the packages whose state a graded kernel records before the first cell
+and puts back before each test (see `gradekernel`); torchtrack only where it is used, as
+importing torch costs every kernel a second or two.
+"""
+
+import importlib
+import json
+import os
+import sys
+
+__all__ = ["MARKER", "REPORT_KEY", "ASSIGNMENT_VARIABLE", "test_cell_code", "KERNEL_SIDE",
+           "SWITCHED_OFF", "GUARDED", "AnswerSwitchedOff", "switch_off", "guarded_packages"]
+
+# how the grader sends a graded test cell: MARKER, a JSON header (grade id, mode, nonce),
+# a newline, then the cell's source; the kernel answers in its execute_reply, under REPORT_KEY
+MARKER = "#%residual-pack graded test "
+REPORT_KEY = "residual_pack"
+ASSIGNMENT_VARIABLE = "RESIDUAL_PACK_ASSIGNMENT"  # in a graded kernel's environment
+
+
+def test_cell_code(source, grade_id, mode, nonce):
+    """What the grader sends the kernel for a graded test cell."""
+    header = json.dumps({"grade_id": grade_id, "mode": mode, "nonce": nonce})
+    return f"{MARKER}{header}\n{source}"
+
+
+KERNEL_SIDE = frozenset({
+    "autograder", "autograder.checks", "autograder.compare", "autograder.gptchecks",
+    "autograder.gradekernel", "autograder.policy", "autograder.probes", "autograder.witness",
+})
+
+# assignment -> [(module, class or None, name, task, what to do instead)]
+SWITCHED_OFF = {
+    "degradation": [
+        ("microgpt.deepnet", None, "logits", "Task 2.2",
+         "compute h_0 = W_in x, the layers and the head yourself"),
+    ],
+    "gpt_residual_adds": [
+        ("microgpt.model", "GPT", "block", "Tasks 5.1 to 5.3",
+         "build the block from model.attention, model.mlp and rmsnorm"),
+    ],
+    "residual_stream": [
+        ("microgpt.model", "GPT", "stream_states", "Task 6.1",
+         "collect the states with model.embed and model.block"),
+    ],
+    "torch_mlp": [
+        ("torchtrack.mlp", "ResidualLayer", "forward", "Task 8.1",
+         "write h + self.branch(h)"),
+        ("torchtrack.mlp", "HighwayLayer", "forward", "Task 8.2",
+         "write the gate and the mix yourself"),
+    ],
+    "torch_transformer": [
+        ("torchtrack.transformer", "Block", "forward", "Task 9.1",
+         "call block.attn, block.ffn, block.norm1 and block.norm2 yourself"),
+        ("torchtrack.transformer", None, "logit_lens", "Task 9.2",
+         "decode each state of stream_states with model.decode"),
+    ],
+}
+
+GUARDED = ("autograder", "microgpt")
+TORCH_ASSIGNMENTS = ("torch_mlp", "torch_transformer")
+
+
+def guarded_packages(assignment):
+    """The packages whose state the graded kernel records and restores."""
+    return GUARDED + (("torchtrack",) if assignment in TORCH_ASSIGNMENTS else ())
+
+
+class AnswerSwitchedOff(Exception):
+    """A task's model answer, called from a notebook while that task is graded."""
+
+    def _render_traceback_(self):
+        return [f"{type(self).__name__}: {self}"]
+
+
+def _library_folders():
+    folders = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    for name in ("autograder", "microgpt", "torchtrack"):
+        module = sys.modules.get(name)
+        for path in getattr(module, "__path__", []) or []:
+            folders.add(os.path.realpath(path))
+    return tuple(sorted(folders))
+
+
+def _guard(original, label, task, instead, folders):
+    code_file = original.__code__.co_filename
+
+    def guard(*args, **kwargs):
+        caller = sys._getframe(1).f_code.co_filename
+        if caller == code_file or (caller.startswith("/") and
+                                   os.path.realpath(caller).startswith(folders)):
+            return original(*args, **kwargs)
+        raise AnswerSwitchedOff(
+            f"{label} is the model answer to {task}, so it is switched off while this "
+            f"assignment is graded; {instead}")
+
+    guard.__name__ = original.__name__
+    guard.__qualname__ = original.__qualname__
+    guard.__doc__ = original.__doc__
+    guard.__module__ = original.__module__
+    return guard
+
+
+def switch_off(assignment):
+    """Put the guards of `assignment` in place; returns the labels of what was switched off."""
+    done = []
+    entries = SWITCHED_OFF.get(assignment, [])
+    if not entries:
+        return done
+    folders = None
+    for module_name, owner_name, name, task, instead in entries:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:  # torch not installed: nothing of torchtrack to switch off
+            continue
+        if folders is None:
+            folders = _library_folders()
+        owner = getattr(module, owner_name) if owner_name else module
+        original = vars(owner)[name]
+        label = f"{module_name}.{owner_name + '.' if owner_name else ''}{name}"
+        setattr(owner, name, _guard(original, label, task, instead, folders))
+        done.append(label)
+    return done
