@@ -112,7 +112,8 @@ def _limits(args, course):
 
 
 def cmd_grade(args, course):
-    from .grading import run_grading, score_table
+    from .grading import run_grading
+    from .report import score_table
 
     assignment = check_assignments(course, [args.assignment])[0]
     out = Path(args.out or Path("runs") / f"grade-{assignment}").resolve()
@@ -139,7 +140,7 @@ def cmd_grade(args, course):
 
 def cmd_demo(args, course):
     from .demo import demo_problems, run_demo
-    from .grading import score_table
+    from .report import score_table
 
     start = time.perf_counter()
     grader, results, about, csv, out = run_demo(course, args.assignment, args.out,

@@ -14,7 +14,8 @@ import nbformat
 
 from . import mutants as mutant_registry
 from .course import WorkCourse, assignments, check_assignments, jupyter_sandbox
-from .grading import Grader, grade_folder, prepare_out, write_report
+from .grading import Grader, grade_folder, prepare_out
+from .report import write_report
 from .selfcheck import class_of, mutant_notebook_name, with_answer
 
 STUDENTS = ("solution", "stub", "partly-wrong")

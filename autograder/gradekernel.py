@@ -139,6 +139,17 @@ class Snapshot:
                 if isinstance(value, type) and getattr(value, "__module__", None) == n:
                     self.classes[value] = dict(vars(value))
         self.builtins = dict(vars(builtins))
+        # the functions themselves: a function changed in place (its code, its defaults)
+        # is still the same object in its module's dict
+        self.functions = {}
+        spaces = [*(self.names.values()), *(self.classes.values())]
+        for space in spaces:
+            for value in space.values():
+                if isinstance(value, (staticmethod, classmethod)):
+                    value = value.__func__
+                if isinstance(value, types.FunctionType) and value not in self.functions:
+                    self.functions[value] = (value.__code__, value.__defaults__,
+                                             value.__kwdefaults__, dict(value.__dict__))
         self.files = {n: getattr(m, "__file__", None) for n, m in self.modules.items()}
         self.package_dirs = [
             p for n in GUARDED_PACKAGES if n in self.modules
@@ -176,6 +187,16 @@ class Snapshot:
             found += self._class_differences(cls, saved, fix)
         found += self._dict_differences(vars(builtins), self.builtins, "builtins", fix,
                                         volatile=VOLATILE_BUILTINS)
+        for function, (code, defaults, kwdefaults, attributes) in self.functions.items():
+            if (function.__code__ is not code or function.__defaults__ is not defaults
+                    or function.__kwdefaults__ is not kwdefaults
+                    or function.__dict__ != attributes):
+                found.append(f"{function.__module__}.{function.__qualname__} (changed in place)")
+                if fix:
+                    function.__code__ = code
+                    function.__defaults__, function.__kwdefaults__ = defaults, kwdefaults
+                    function.__dict__.clear()
+                    function.__dict__.update(attributes)
         for key, saved in self.sys_lists.items():
             live = getattr(sys, key)
             if len(live) != len(saved) or any(a is not b for a, b in zip(live, saved)):
@@ -384,6 +405,7 @@ def _kernel_class():
             runner = _TestRunner(SNAPSHOT, self.shell, lambda kind, content: send(
                 iopub, kind, content, get_parent("shell")))
             self._graded_runner = runner
+            _cap_streams(int(os.environ.get(policy.OUTPUT_VARIABLE, 0) or 0))
 
         async def do_execute(self, code, silent, store_history=True, user_expressions=None,
                              allow_stdin=False, *, cell_meta=None, cell_id=None):
@@ -493,6 +515,29 @@ class _TestRunner:
         except BaseException:  # noqa: BLE001
             stb = [f"{name}: {message}"]
         return {"ename": str(name), "evalue": str(message), "traceback": stb}
+
+
+def _cap_streams(limit):
+    """Printed text beyond `limit` characters in all is dropped here, in the kernel, with
+    one note (`policy.OUTPUT_NOTE`): a burst of output would otherwise leave in one message
+    larger than the grader accepts, and the grader would have to stop the notebook."""
+    if limit <= 0:
+        return
+    state = {"written": 0, "noted": False}
+    for stream in (sys.stdout, sys.stderr):
+        original = stream.write
+
+        def write(text, original=original):
+            size = len(text) if isinstance(text, str) else 0
+            if state["written"] + size > limit:
+                if not state["noted"]:
+                    state["noted"] = True
+                    original("\n" + policy.OUTPUT_NOTE + "\n")
+                return size
+            state["written"] += size
+            return original(text)
+
+        stream.write = write
 
 
 def _plain_records(records):

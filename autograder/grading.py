@@ -48,6 +48,7 @@ from .course import (
     notebook_paths,
     read_notebook,
 )
+from .report import lost_points, write_report
 
 
 @dataclass
@@ -71,6 +72,8 @@ class StudentResult:
     log: str = ""  # nbgrader's log of the autograde call
     problems: list = field(default_factory=list)  # what cost points besides wrong answers
     flags: list = field(default_factory=list)  # code a human should look at
+    withheld: list = field(default_factory=list)  # why the autograded score awaits review
+    withheld_score: float = 0.0  # what it would have been
     runs: dict = field(default_factory=dict)  # notebook -> sandbox.NotebookRun as a dict
 
     def score(self, autograded_only=True):
@@ -100,15 +103,30 @@ class StudentResult:
 # ---------------------------------------------------------------- submissions folder
 
 
+def student_id(name):
+    """(the student id for a file or folder `name`, a note or ""): the name itself when it
+    is plain text (letters, digits, ``._@+-`` and spaces, at most 100 characters), else
+    `student-` and a digest of its bytes, so that any name is graded and reported."""
+    ok = (0 < len(name) <= 100 and name == name.strip() and not name.startswith(".")
+          and all(ch.isalnum() or ch in "._@+- " for ch in name)
+          and not any(0xD800 <= ord(ch) <= 0xDFFF for ch in name))
+    if ok:
+        return name, ""
+    raw = os.fsencode(name)
+    made = "student-" + hashlib.sha256(raw).hexdigest()[:10]
+    return made, f"the name {raw!r} is not plain text; graded as {made}"
+
+
 def find_submissions(folder, assignment, notebooks):
     """{student: ({notebook name: path}, [notes])} for every student in `folder`."""
     folder = Path(folder)
     if not folder.is_dir():
         raise CourseError(f"{folder} is not a folder of submissions")
     found = {}
-    for entry in sorted(folder.iterdir()):
+    for entry in sorted(folder.iterdir(), key=lambda p: os.fsencode(p.name)):
         if entry.name.startswith((".", "_")):
             continue
+        found_before = set(found)
         if entry.is_symlink():  # it could point at anything, another student's work included
             found[entry.name.removesuffix(".ipynb")] = (
                 {}, [f"{entry.name} is a symbolic link; links are not followed"])
@@ -125,6 +143,11 @@ def find_submissions(folder, assignment, notebooks):
         elif entry.is_dir():
             inner = entry / assignment if (entry / assignment).is_dir() else entry
             found[entry.name] = _match_notebooks(inner, notebooks)
+        for raw in set(found) - found_before:  # the id the gradebook and the report use
+            made, note = student_id(raw)
+            if note:
+                files, notes = found.pop(raw)
+                found[made] = (files, [note, *notes])
     return found
 
 
@@ -292,6 +315,7 @@ class Grader:
             many = len(self.notebooks) > 1
             result.notes += [f"{name}: {n}" if many else n for n in intake.notes]
             result.flags += [f"{name}: {n}" if many else n for n in intake.flags]
+            result.withheld += [f"{name}: {n}" if many else n for n in intake.withhold]
             repaired[name] = intake.notebook
         if problems:
             result.reason = "; ".join(problems)
@@ -320,6 +344,10 @@ class Grader:
             return result
         result.graded = True
         result.cells = self.scores(student)
+        if self.sandbox is not None:
+            result.withheld += tampering_seen(result)
+        if result.withheld:
+            self.withhold(student, result)
         result.problems += lost_points(result, self.sandbox.limits if self.sandbox else None,
                                        self.autograded)
         if feedback:
@@ -338,6 +366,24 @@ class Grader:
             run = RUNS.pop((student, name), None)
             if run is not None:
                 result.runs[name] = run.to_dict()
+
+    def withhold(self, student, result):
+        """Hold `student`'s autograded points back until a person looks (the reasons are
+        in `result.withheld`): in the gradebook each autograded cell that scored is set to
+        0 and marked as needing a manual grade, which formgrader lists; the grader gives
+        the points back there."""
+        result.withheld_score = result.score()[0]
+        if not result.withheld_score:
+            return
+        with self.work.api().gradebook as gb:
+            submission = gb.find_submission(self.assignment, student)
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    if self.autograded.get((notebook.name, grade.name)) and grade.auto_score:
+                        grade.auto_score = 0.0
+                        grade.needs_manual_grade = True
+            gb.db.commit()
+        result.cells = self.scores(student)
 
     def _register(self, student):
         """Put an ungraded student in the gradebook, so the CSV lists them (with zero)."""
@@ -373,70 +419,29 @@ class Grader:
         return Path(path)
 
 
-# ---------------------------------------------------------------- why points were lost
+# changes the kernel undid before a test that an honest notebook may make
+HARMLESS_CHANGES = ("sys.path",)
 
-WRONG_ANSWER = {"CheckFailed", "NotAnswered", "AssertionError"}
 
-
-def lost_points(result, limits, autograded):
-    """Plain words for what cost `result` points other than a wrong answer: time and
-    memory limits, a kernel that died or hung, the process limit, tampering caught, a
-    test that wrote to stderr, output left out."""
-    from .sandbox import Limits, _size
-
-    limits = limits or Limits()
-    problems = []
-    many = len(result.runs) > 1
-    for name, run in result.runs.items():
-        where = f"{name}: " if many else ""
-        cells = run.get("cells", [])
-        lost = {c.cell for c in result.cells if c.autograded and c.score < c.max_score}
-        if run.get("ended"):
-            skipped = [c["grade_id"] for c in cells
-                       if c["status"] in ("not run", "died", "stuck") and c["kind"] == "test"]
-            tail = f"; tests that did not run: {', '.join(skipped)}" if skipped else ""
-            problems.append(f"{where}{run['ended']}{tail}")
-        for c in cells:
-            label = c["grade_id"] or f"cell {c['index'] + 1} (your own)"
-            status, ename, evalue = c["status"], c["ename"], c["evalue"]
-            text = ""
-            if status == "timeout":
-                text = (f"{label} ran longer than the {limits.cell_timeout} s a cell may take "
-                        f"and was stopped")
-            elif status == "error":
-                if ename == "MemoryError":
-                    text = f"{label} ran out of memory (the limit is {_size(limits.memory)})"
-                elif ename == "SystemExit":
-                    text = f"{label} called sys.exit() or exit(); the cell stopped with an error"
-                elif ename == "TamperingDetected":
-                    text = f"{label}: {evalue}"
-                elif ename in ("BlockingIOError", "OSError", "PermissionError") and (
-                        "Resource temporarily unavailable" in evalue
-                        or "can't start new thread" in evalue):
-                    text = (f"{label} tried to start more processes than the "
-                            f"{limits.processes} allowed")
-                elif "No space left" in evalue or "File too large" in evalue:
-                    text = (f"{label} wrote more than it may ({_size(limits.disk)} in all, "
-                            f"{_size(limits.file_size)} per file)")
-                elif ename == "KeyboardInterrupt":
-                    text = f"{label} was interrupted"
-                elif ename == "NoReply":
-                    text = f"{label}: the kernel sent no reply"
-            if text:
-                problems.append(where + text)
-            if c.get("stderr") and c["kind"] == "test" and c["grade_id"] in lost:
-                problems.append(f"{where}{label} wrote to stderr (a warning?), which nbgrader "
-                                f"counts as a failed test")
-            if c.get("output_dropped"):
-                problems.append(
-                    f"{where}{label} printed about {_size(c['output_dropped'])} more than the "
-                    f"{_size(limits.output)} of output kept per notebook; the rest was left out")
-            if c.get("restored") and c["kind"] == "test":
-                shown = ", ".join(c["restored"][:6]) + (" ..." if len(c["restored"]) > 6 else "")
-                problems.append(f"{where}before {label} ran, the grader undid changes that "
-                                f"earlier cells made to what the tests rely on: {shown}")
+def tampering_seen(result):
+    """Reasons to withhold a score from what the graded kernels saw: a test during which
+    the code it called changed what the tests rely on, or changes that earlier cells
+    made to the grader's modules, the engine or the interpreter (undone before the test)."""
+    reasons = []
+    for run in result.runs.values():
+        for c in run.get("cells", []):
+            if c.get("kind") != "test":
+                continue
+            changed = [x for x in c.get("changed", []) if not x.startswith(HARMLESS_CHANGES)]
+            restored = [x for x in c.get("restored", []) if not x.startswith(HARMLESS_CHANGES)]
+            if changed:
+                reasons.append(f"while {c['grade_id']} ran, the code it called changed "
+                               + ", ".join(changed[:6]))
+            if restored:
+                reasons.append(f"before {c['grade_id']} ran, the grader undid changes earlier "
+                               f"cells made to " + ", ".join(restored[:6]))
     seen = set()
-    return [p for p in problems if not (p in seen or seen.add(p))]
+    return [r for r in reasons if not (r in seen or seen.add(r))][:10]
 
 
 # ---------------------------------------------------------------- a whole folder
@@ -633,82 +638,6 @@ def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, jour
     results = [by_student[s] for s in found]
     csv = grader.export_csv(grader.work.path("grades.csv"))
     return results, csv
-
-
-def score_table(grader, results):
-    """The score table as text: one row per student, one column per autograded cell."""
-    cells = [key for key in grader.order if grader.autograded[key]]
-    many = len(grader.notebooks) > 1
-    heads = [f"{nb}:{gid}" if many else gid for nb, gid in cells]
-    rows = [["student", *heads, "autograded", "seconds"]]
-    for r in results:
-        if not r.graded:
-            rows.append([r.student, *(["-"] * len(cells)), "not graded", "-"])
-            continue
-        by_key = {(c.notebook, c.cell): c for c in r.cells}
-        row = [r.student]
-        for key in cells:
-            c = by_key.get(key)
-            row.append(f"{_num(c.score)}/{_num(c.max_score)}" if c else "-")
-        got, top = r.score()
-        row += [f"{_num(got)}/{_num(top)}", f"{r.seconds:.1f}"]
-        rows.append(row)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    for r in results:
-        if r.reason:
-            lines.append(f"{r.student}: not graded: {r.reason}")
-        for problem in r.problems:
-            lines.append(f"{r.student}: {problem}")
-        for note in r.notes:
-            lines.append(f"{r.student}: {note}")
-        for flag in r.flags:
-            lines.append(f"{r.student}: {flag}")
-    return "\n".join(lines)
-
-
-def _num(x):
-    return f"{x:g}"
-
-
-def write_report(grader, results, out, header=""):
-    """The class report in `out`: report.txt (the table, then per student what cost
-    points besides wrong answers, what was repaired, what to review), report.csv (one row
-    per student, a column per graded cell) and report.json (everything)."""
-    import csv
-
-    out = Path(out)
-    text = (header + "\n\n" if header else "") + score_table(grader, results) + "\n"
-    (out / "report.txt").write_text(text, encoding="utf-8")
-    keys = list(grader.order)
-    many = len(grader.notebooks) > 1
-    heads = [f"{nb}:{gid}" if many else gid for nb, gid in keys]
-    with open(out / "report.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(["student", "graded", *heads, "autograded", "autograded_max",
-                         "lost_points_because", "not_graded_because", "repairs", "review"])
-        for r in results:
-            by_key = {(c.notebook, c.cell): c for c in r.cells}
-            got, top = r.score()
-            writer.writerow([
-                r.student, "yes" if r.graded else "no",
-                *[_num(by_key[k].score) if k in by_key else "" for k in keys],
-                _num(got), _num(top) if r.graded else "",
-                " | ".join(r.problems), r.reason, " | ".join(r.notes), " | ".join(r.flags),
-            ])
-    data = {
-        "assignment": grader.assignment,
-        "header": header,
-        "cells": [{"notebook": nb, "grade_id": gid, "autograded": grader.autograded[(nb, gid)]}
-                  for nb, gid in keys],
-        "students": [r.to_dict() | {"autograded_score": r.score()[0],
-                                    "autograded_max": r.score()[1]} for r in results],
-    }
-    for entry in data["students"]:
-        entry.pop("log", None)
-    (out / "report.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
-    return out / "report.txt"
 
 
 # nbgrader's outputs in a work course, cleared before a new run there

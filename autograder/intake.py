@@ -43,6 +43,7 @@ class Intake:
     problem: str = ""  # why it cannot be graded
     notes: list = field(default_factory=list)  # what was repaired, in plain words
     flags: list = field(default_factory=list)  # what a human should look at
+    withhold: list = field(default_factory=list)  # flags that hold the score back for review
 
 
 def _meta(cell):
@@ -92,6 +93,7 @@ def take_in(data, name, release, assignment, foreign=None, max_bytes=None):
     result = _repair(cells, name, release, assignment, foreign or {}, notes)
     if result.notebook is not None:
         result.flags = review_flags(result.notebook)
+        result.withhold = [f for f in result.flags if any(k in f for k in WITHHOLD)]
     return result
 
 
@@ -274,6 +276,7 @@ def _missing_cell(released):
 INTERPRETER = {
     "get_ipython", "_getframe", "f_back", "f_globals", "f_locals", "f_code", "f_trace",
     "settrace", "setprofile", "addaudithook", "__code__", "__globals__", "__closure__",
+    "__defaults__", "__kwdefaults__", "__dict__", "__wrapped__", "__self__", "__func__",
     "__builtins__", "__subclasses__", "__import__", "builtins", "meta_path", "path_hooks",
     "importlib", "gc", "ctypes", "inspect", "signal", "atexit", "excepthook", "displayhook",
     "set_custom_exc", "showtraceback", "input_transformers_cleanup", "input_transformers_post",
@@ -282,6 +285,12 @@ INTERPRETER = {
 # words of a test's verdict, in a string of the student's code (a printed fake success)
 SUCCESS_WORDS = re.compile(r"\b(passed|all (tests|checks)|tests? ok|success)\b", re.IGNORECASE)
 CALLS_INTERPRETER = {"exec", "eval", "compile", "globals", "setattr", "delattr"}
+# what students may import from the grader: the checks (the notebooks say so)
+STUDENT_API = {"autograder.checks"}
+# kinds of flag that hold a submission's autograded score back until a person looks:
+# code that reaches into the interpreter, or into the grader's own modules, has no place
+# in an answer, and what it does cannot be seen from outside the kernel
+WITHHOLD = ("reaches into the interpreter or the kernel", "imports the grader's own modules")
 FILES_PROCESSES = {
     "open", "system", "popen", "subprocess", "fork", "forkpty", "kill", "killpg", "_exit",
     "socket", "shutil", "remove", "unlink", "rmtree", "walk", "listdir", "scandir", "glob",
@@ -302,9 +311,12 @@ def review_flags(nb):
         names, calls, imports, strings = seen
         label = _grade_id(cell) or "a cell of your own"
         hits = {
-            "reaches into the interpreter or the kernel":
-                (names & INTERPRETER) | (calls & CALLS_INTERPRETER),
-            "imports the grader (autograder)": imports & {"autograder"},
+            "reaches into the interpreter or the kernel":  # getattr(f, "__globals__") too
+                ((names | strings) & INTERPRETER) | (calls & CALLS_INTERPRETER),
+            "imports the grader's own modules": {
+                m for m in imports
+                if m.startswith("autograder.") and m not in STUDENT_API
+            },
             "touches files, processes or the network":
                 (names | imports) & (FILES_PROCESSES - {"open", "exit", "quit"})
                 | calls & FILES_PROCESSES,
@@ -345,11 +357,16 @@ def _names(source):
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 imports.add(alias.name.split(".")[0])
+                imports.add("autograder.*" if alias.name == "autograder" else alias.name)
                 names.update(alias.name.split("."))
         elif isinstance(node, ast.ImportFrom) and node.module:
             imports.add(node.module.split(".")[0])
             names.update(node.module.split("."))
             names.update(a.name for a in node.names)
+            if node.module == "autograder":  # from autograder import reference
+                imports.update(f"autograder.{a.name}" for a in node.names)
+            else:
+                imports.add(node.module)
         elif isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Name):

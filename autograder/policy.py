@@ -27,14 +27,17 @@ import json
 import os
 import sys
 
-__all__ = ["MARKER", "REPORT_KEY", "ASSIGNMENT_VARIABLE", "test_cell_code", "KERNEL_SIDE",
-           "SWITCHED_OFF", "GUARDED", "AnswerSwitchedOff", "switch_off", "guarded_packages"]
+__all__ = ["MARKER", "REPORT_KEY", "ASSIGNMENT_VARIABLE", "OUTPUT_VARIABLE", "OUTPUT_NOTE",
+           "test_cell_code", "KERNEL_SIDE", "SWITCHED_OFF", "GUARDED", "AnswerSwitchedOff",
+           "switch_off", "guarded_packages"]
 
 # how the grader sends a graded test cell: MARKER, a JSON header (grade id, mode, nonce),
 # a newline, then the cell's source; the kernel answers in its execute_reply, under REPORT_KEY
 MARKER = "#%residual-pack graded test "
 REPORT_KEY = "residual_pack"
 ASSIGNMENT_VARIABLE = "RESIDUAL_PACK_ASSIGNMENT"  # in a graded kernel's environment
+OUTPUT_VARIABLE = "RESIDUAL_PACK_OUTPUT_LIMIT"  # characters of print a kernel passes on
+OUTPUT_NOTE = "[grading: the rest of this notebook's printed output was left out]"
 
 
 def test_cell_code(source, grade_id, mode, nonce):

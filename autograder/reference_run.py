@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -64,6 +65,18 @@ def _kernel_manager_class():
 
     class ReferenceKernelManager(AsyncKernelManager):
         """A local kernel of `autograder.gradekernel` (the grader's own environment)."""
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            folder = tempfile.mkdtemp(prefix="residual-pack-reference-kernel-")
+            self.transport, self.ip = "ipc", os.path.join(folder, "k")
+            self.connection_file = os.path.join(folder, "kernel.json")
+            self.folder = folder
+
+        async def _async_cleanup_resources(self, restart=False):
+            await super()._async_cleanup_resources(restart)
+            if not restart:
+                shutil.rmtree(self.folder, ignore_errors=True)
 
         def format_kernel_cmd(self, extra_arguments=None):
             return [sys.executable, "-m", "autograder.gradekernel", "-f",

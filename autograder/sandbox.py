@@ -43,10 +43,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from .policy import ASSIGNMENT_VARIABLE, REPORT_KEY, test_cell_code
+from .policy import (
+    ASSIGNMENT_VARIABLE,
+    OUTPUT_NOTE,
+    OUTPUT_VARIABLE,
+    REPORT_KEY,
+    test_cell_code,
+)
 
 MiB = 1 << 20
 GiB = 1 << 30
+CONN_SPACE = 1 << 20  # bytes a kernel may write in its sockets' folder (a tmpfs)
 
 FULL = "namespaces"
 LIMITS = "limits"
@@ -173,6 +180,7 @@ class KernelPlan:
             return {}
 
     def remove(self):
+        _unmount_under(self.folder)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -289,6 +297,11 @@ class Sandbox:
         os.chmod(folder, 0o711)
         conn = folder / "c"
         conn.mkdir(mode=0o700)
+        if self.level == FULL:
+            # the kernel writes its sockets here, in the host's filesystem: a tmpfs of its
+            # own keeps what else it writes there to CONN_SPACE, not the host's disk
+            _mount("tmpfs", str(conn), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                   f"size={CONN_SPACE},mode=700")
         plan = KernelPlan(folder, folder / "launch.json", conn, folder / "exit.json")
         limits = self.limits
         env = {
@@ -305,6 +318,7 @@ class Sandbox:
             "MKL_NUM_THREADS": "1",
             "JUPYTER_PLATFORM_DIRS": "0",
             ASSIGNMENT_VARIABLE: assignment,
+            OUTPUT_VARIABLE: str(limits.output),
         }
         # nbgrader sets these in the grading process while it runs the notebook; the
         # notebooks read them to pick their small graded configurations
@@ -339,13 +353,14 @@ class Sandbox:
             "env": env,
             "exit_file": str(plan.exit_file),
             "limits": dataclasses.asdict(limits),
+            "parent": os.getpid(),  # the launcher's parent; it stops the kernel if that goes
         }
         plan.config.write_text(json.dumps(config))
         os.chmod(plan.config, 0o600)
         return plan
 
     def close(self):
-        shutil.rmtree(self.root, ignore_errors=True)
+        end_run(self.root)
 
 
 def _our_packages():
@@ -373,8 +388,54 @@ def _our_packages():
     return found
 
 
+def _unmount_under(folder):
+    """Unmount (lazily) every mount at or below `folder` (the sockets' tmpfs)."""
+    folder = os.path.realpath(folder)
+    try:
+        with open("/proc/self/mounts") as f:
+            points = [line.split()[1] for line in f]
+    except OSError:
+        return
+    for point in sorted(points, key=len, reverse=True):
+        point = point.replace("\\040", " ")
+        if point == folder or point.startswith(folder + "/"):
+            with contextlib.suppress(OSError, AttributeError):
+                _check(_c().umount2(point.encode(), MNT_DETACH), f"umount {point}")
+
+
+def leftover_launchers(folder):
+    """Pids of sandbox launchers whose config lies in `folder` (a run's root)."""
+    folder = os.path.realpath(folder) + "/"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        args = [a.decode("utf-8", "replace") for a in args]
+        if "autograder.sandbox" in args and "launch" in args:
+            i = args.index("launch")
+            if i + 1 < len(args) and os.path.realpath(args[i + 1]).startswith(folder):
+                found.append(int(entry.name))
+    return found
+
+
+def end_run(folder):
+    """End what a grading run left in its sandbox root `folder`: kill its launchers (their
+    kernels go with them: each namespace's first process dies with its launcher), unmount
+    the sockets' folders, remove the files."""
+    for pid in leftover_launchers(folder):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    _unmount_under(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def remove_stale_roots():
-    """Remove the sandbox folders of earlier runs whose process is gone (a killed run)."""
+    """End the leftovers of earlier runs whose grading process is gone (a killed run):
+    their launchers and kernels, mounts and folders."""
     for folder in Path("/tmp").glob("rp-*"):
         try:
             owner = int((folder / "owner").read_text())
@@ -383,7 +444,7 @@ def remove_stale_roots():
         try:
             os.kill(owner, 0)
         except ProcessLookupError:
-            shutil.rmtree(folder, ignore_errors=True)
+            end_run(folder)
         except OSError:
             pass
 
@@ -486,6 +547,7 @@ def _sandboxed_execute_class():
     from queue import Empty
 
     import zmq
+    import zmq.asyncio
     from jupyter_client.manager import AsyncKernelManager
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from nbclient.util import run_sync
@@ -502,10 +564,25 @@ def _sandboxed_execute_class():
         def __init__(self, plan=None, limits=None, **kwargs):
             super().__init__(**kwargs)
             self.plan = plan
+            self.limits = limits
             self.transport = "ipc"
             self.ip = str(plan.conn / "k")
             self.connection_file = str(plan.conn / "kernel.json")
             self.context.setsockopt(zmq.MAXMSGSIZE, limits.message)
+
+        def client(self, **kwargs):
+            # the client's sockets come from a context of their own whose sockets refuse
+            # (and disconnect) a peer that sends a message above the limit
+            if getattr(self, "client_context", None) is None:
+                self.client_context = zmq.asyncio.Context()
+                self.client_context.setsockopt(zmq.MAXMSGSIZE, self.limits.message)
+            kwargs.setdefault("context", self.client_context)
+            return super().client(**kwargs)
+
+        def close_client_context(self):
+            context, self.client_context = getattr(self, "client_context", None), None
+            if context is not None:
+                context.destroy(linger=0)
 
         def format_kernel_cmd(self, extra_arguments=None):
             kernel = [sys.executable, "-m", "autograder.gradekernel", "-f",
@@ -539,6 +616,8 @@ def _sandboxed_execute_class():
             finally:
                 self._run.seconds = time.monotonic() - start
                 self._kill_kernel()
+                with contextlib.suppress(Exception):
+                    self.km.close_client_context()
                 self._plan.remove()
                 RUNS[key] = self._run
 
@@ -751,6 +830,9 @@ def _sandboxed_execute_class():
 
         def output(self, outs, msg, display_id, cell_index):
             size = _message_size(msg)
+            text = msg.get("content", {}).get("text")
+            if isinstance(text, str) and OUTPUT_NOTE in text:  # the kernel left some out
+                self._dropped[cell_index] = self._dropped.get(cell_index, 0) + 1
             if self._kept + size > self._limits.output:
                 first = cell_index not in self._dropped
                 self._dropped[cell_index] = self._dropped.get(cell_index, 0) + size
@@ -967,11 +1049,10 @@ def _record_end(record, status):
     return info["code"]
 
 
-def _wait(child, stop):
-    """Wait for `child`; if this process's parent goes away first (the grading process
-    was killed), kill `child` and leave. (A loop, not a thread: a process that has
-    unshared its pid namespace cannot start threads.)"""
-    parent = os.getppid()
+def _wait(child, stop, parent):
+    """Wait for `child`; if this process's parent (the grading process, pid `parent`) goes
+    away first, kill `child` and leave. (A loop, not a thread: a process that has unshared
+    its pid namespace cannot start threads.)"""
     while True:
         try:
             pid, status = os.waitpid(child, os.WNOHANG)
@@ -988,6 +1069,8 @@ def _wait(child, stop):
 def launch(cfg, argv):
     """Start the kernel `argv` as `cfg` says; return its exit status (128 + signal)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupts are for the kernel
+    if os.getppid() != cfg["parent"]:  # the grading process died before we started
+        return 1
     if cfg["level"] != FULL:
         return _launch_limits_only(cfg, argv)
     # this process stays where it is; its child starts the new pid namespace and makes
@@ -1009,7 +1092,7 @@ def launch(cfg, argv):
 
     signal.signal(signal.SIGTERM, lambda *a: (stop(), os._exit(143)))
     signal.signal(signal.SIGHUP, lambda *a: (stop(), os._exit(129)))
-    status = _wait(init, stop)
+    status = _wait(init, stop, cfg["parent"])
     if os.WIFEXITED(status):
         return os.WEXITSTATUS(status)
     return 128 + os.WTERMSIG(status)
@@ -1068,7 +1151,7 @@ def _launch_limits_only(cfg, argv):
             os.kill(kernel, signal.SIGKILL)
 
     signal.signal(signal.SIGTERM, lambda *a: (stop(), os._exit(143)))
-    return _record_end(record, _wait(kernel, stop))
+    return _record_end(record, _wait(kernel, stop, cfg["parent"]))
 
 
 def probe(uid):

@@ -29,7 +29,8 @@ from .course import (
     work_folder,
 )
 from .feedback import hidden_test_lines, leaked_lines
-from .grading import MIN_FOR_WORKERS, Grader, grade_all, score_table
+from .grading import MIN_FOR_WORKERS, Grader, grade_all
+from .report import score_table
 
 SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION")
 

@@ -14,6 +14,7 @@ they follow the assignment when it changes. The attacks that need to know where 
 
 import copy
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +39,10 @@ class Case:
     graded: bool = True  # False: the report must say why it was not graded
     reason: tuple = ()  # words the report must show for this student (each one)
     honest: bool = False  # a control: no problems, notes or flags expected
+    withheld: bool = False  # the report must say the score is held back (or that it saw tampering)
     symlink_to: str = ""  # the notebook is a symbolic link to this student's
+    folder: bytes = b""  # the student's folder name as bytes, when it is not the id
+    report_as: str = ""  # the id the report gives the student, when it is not `student`
 
 
 @dataclass
@@ -72,7 +76,10 @@ def insert_after(nb, grade_id, source):
 
 
 def as_bytes(nb):
-    return nbformat.writes(nb).encode("utf-8")
+    try:
+        return nbformat.writes(nb).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: JSON can still hold it, as an escape
+        return json.dumps(nb, ensure_ascii=True, indent=1).encode("ascii")
 
 
 WRONG_1_1 = '''def residual_stack(x, depth=20):
@@ -240,6 +247,110 @@ except OSError as exc:
 '''
 
 
+# ---- attacks on the grading machinery inside the kernel (the kernel is only a witness)
+
+CODE_SWAP = '''import autograder.checks as c
+c.check_value.__code__ = (lambda *args, **kwargs: None).__code__
+c.check_gradient.__code__ = (lambda f, x, what, *a, **k: 1.1 ** 20).__code__
+''' + WRONG_1_1
+
+DEFAULTS_SWAP = '''from autograder.checks import check_value
+check_value.__defaults__ = ("", 1e300, 1e300, True)  # every tolerance enormous
+''' + WRONG_1_1
+
+TASK_PATCH = '''from autograder.checks import task
+task.__exit__ = lambda self, *args: True  # swallow every failure inside a test
+''' + WRONG_1_1
+
+KERNEL_MACHINERY = '''import json
+kernel = get_ipython().kernel
+real = kernel.do_execute
+async def do_execute(code, silent, *args, **kwargs):
+    if code.startswith("#%residual-pack graded test "):
+        header = json.loads(code.split("\\n", 1)[0][len("#%residual-pack graded test "):])
+        return {"status": "ok", "execution_count": 1, "user_expressions": {}, "payload": [],
+                "residual_pack": {"nonce": header.get("nonce"), "records": [],
+                                  "restored": [], "changed": []}}
+    return await real(code, silent, *args, **kwargs)
+kernel.do_execute = do_execute
+''' + WRONG_1_1
+
+AUDIT_HOOK = '''import sys
+def hook(event, args):
+    if event == "exec":  # the test cell starts: send its observations elsewhere
+        w = sys.modules.get("autograder.witness")
+        if w is not None and w._state.get("records") is not None:
+            w._state["records"] = []
+sys.addaudithook(hook)
+''' + WRONG_1_1
+
+HANDED_FUNCTION = '''def input_gradient(stack, x, depth):
+    # a hidden test hands in a function of its own: switch its checks off through it
+    g = getattr(stack, "__globals__", {})
+    for name in ("check_value", "check_gradient", "check_values"):
+        if name in g:
+            g[name] = lambda *args, **kwargs: None
+    return 0.001
+'''
+
+FRAME_WALK = '''import sys
+def residual_stack(x, depth=20):
+    frame = sys._getframe(1)
+    while frame is not None:  # patch the checks wherever the test keeps them
+        for space in (frame.f_globals, frame.f_locals):
+            for name in ("check_value", "check_gradient"):
+                if name in space:
+                    space[name] = lambda *args, **kwargs: None
+        frame = frame.f_back
+    return x * 2
+'''
+
+GC_HELPERS = '''import gc
+def residual_stack(x, depth=20):
+    for obj in gc.get_objects():  # every copy of the checks, wherever the grader made it
+        if callable(obj) and getattr(obj, "__name__", "") in ("check_value", "settle"):
+            try:
+                obj.__code__ = (lambda *args, **kwargs: None).__code__
+            except Exception:
+                pass
+    return x * 2
+'''
+
+CTYPES_POKE = '''import ctypes
+from autograder import checks
+target = ctypes.cast(id(checks), ctypes.py_object).value
+target.check_value = lambda *args, **kwargs: None
+''' + WRONG_1_1
+
+BIG_MESSAGE = '''from IPython.display import display
+display({"text/plain": "x" * (70 << 20)}, raw=True)  # one 70 MiB message
+'''
+
+SOCKET_FILLER = '''import os, sys
+folder = os.path.dirname(sys.argv[sys.argv.index("-f") + 1])  # the sockets' folder
+written = 0
+try:
+    with open(os.path.join(folder, "filler"), "wb") as f:
+        for _ in range(300):
+            f.write(b"x" * (1 << 20))
+            f.flush()
+            written += 1
+except OSError as exc:
+    print("stopped:", type(exc).__name__)
+print(f"socket folder: wrote {written} MiB")
+'''
+
+
+def _own_cell_with_grade_id(nb, grade_id):
+    """A cell of the student's own carrying nbgrader metadata with `grade_id`."""
+    nb = insert_after(nb, "task1_2_input_gradient", "x_own = 1\n")
+    i, _ = _cell(nb, "task1_2_input_gradient")
+    nb.cells[i + 1].metadata["nbgrader"] = {
+        "grade_id": grade_id, "grade": True, "solution": False, "locked": True, "points": 50,
+        "schema_version": 3, "task": False}
+    return nb
+
+
 def build_class(folder, context):
     """Write the class into `folder`; returns the list of `Case`s."""
     course = Path(context.course)
@@ -270,7 +381,7 @@ def build_class(folder, context):
         insert_after(solution, "task1_1_residual_stack",
                      "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
                      "while True:\n    pass\n"),
-        FULL, 0, reason=["did not stop when interrupted"])
+        FULL, 0, reason=["did not stop when interrupted"], withheld=True)
     add("memory-bomb", "asks for 640 GB in the task 1.1 answer cell",
         answer(solution, "task1_1_residual_stack", MEMORY_BOMB), TASK_1_2, TASK_1_2,
         reason=["ran out of memory"])
@@ -287,7 +398,7 @@ def build_class(folder, context):
         FULL, 0, reason=["exited with code 0"])
     add("kernel-crash", "a segmentation fault after task 1.1's tests",
         insert_after(solution, "task1_2_input_gradient",
-                     "import ctypes\nctypes.string_at(0)\n"),
+                     "import faulthandler\nfaulthandler._sigsegv()\n"),
         FULL, FULL - TASK_1_2, reason=["SIGSEGV"])
     add("enormous-output", "prints 150 MB; every answer right",
         insert_after(solution, "task1_1_residual_stack",
@@ -368,7 +479,7 @@ def build_class(folder, context):
         }, reason=["left out"])
     add("runtime-shadow", "writes a no-op autograder package and puts it first on sys.path",
         answer(stub, "task1_1_residual_stack", RUNTIME_SHADOW), 0, 0,
-        reason=["undid changes", "flagged for review"])
+        reason=["undid changes", "flagged for review"], withheld=True)
     out = Path(context.out)
     targets = [
         str(course / SOURCE / ASSIGNMENT / nb),
@@ -381,7 +492,7 @@ def build_class(folder, context):
     ]
     add("read-hidden-tests", "looks for the hidden tests and solutions on disk and the net",
         insert_after(stub, "task1_1_residual_stack", READ_SECRETS.format(targets=targets)),
-        0, 0, reason=["flagged for review"])
+        0, 0, reason=["flagged for review"], withheld=True)
     victims = [
         str(Path(context.submissions) / context.victim / ASSIGNMENT / nb),
         str(out / "submitted" / context.victim / ASSIGNMENT / nb),
@@ -391,26 +502,73 @@ def build_class(folder, context):
         insert_after(answer(stub, "task1_1_residual_stack", WRONG_1_1), "task1_1_residual_stack",
                      WRITE_OTHERS.format(gradebooks=[str(out / "gradebook.db")],
                                          victims=victims)),
-        0, 0, reason=["flagged for review"])
+        0, 0, reason=["flagged for review"], withheld=True)
 
     # switching the checks off from inside the kernel
     add("patched-checks", "replaces check_value and autograder.checks in sys.modules",
-        answer(stub, "task1_1_residual_stack", PATCH_CHECKS), 0, 0, reason=["undid changes"])
+        answer(stub, "task1_1_residual_stack", PATCH_CHECKS), 0, 0, reason=["undid changes"],
+        withheld=True)
     add("patched-builtins", "patches abs and math.isclose so every comparison passes",
-        answer(stub, "task1_1_residual_stack", PATCH_BUILTINS), 0, 0, reason=["undid changes"])
+        answer(stub, "task1_1_residual_stack", PATCH_BUILTINS), 0, 0, reason=["undid changes"],
+        withheld=True)
     add("patched-mid-test", "patches the checks from inside the function the test calls",
         answer(stub, "task1_1_residual_stack", PATCH_MID_TEST), 0, 0,
-        reason=["undid changes"])
+        reason=["undid changes"], withheld=True)
     add("tamper-during-test", "a right answer that patches math.isclose when the test calls it",
-        answer(solution, "task1_1_residual_stack", TAMPER_DURING_TEST), FULL, TASK_1_2,
-        reason=["while this test ran"])
+        answer(solution, "task1_1_residual_stack", TAMPER_DURING_TEST), FULL, 0,
+        reason=["while this test ran", "withheld for review"], withheld=True)
     add("ipython-hooks", "swallows errors and blanks test cells with IPython's hooks",
         answer(stub, "task1_1_residual_stack", IPYTHON_HOOKS), 0, 0,
-        reason=["flagged for review"])
+        reason=["flagged for review"], withheld=True)
     add("fake-success", "prints the tests' success lines and a fake partial-credit result",
         answer(stub, "task1_1_residual_stack", FAKE_SUCCESS), 0, 0,
-        reason=["looks like a test result"])
+        reason=["looks like a test result"], withheld=True)
+
+    # the kernel is only a witness: attacks on the checks, the runner and the kernel
+    for student, what, source in [
+        ("code-swap", "replaces the checks' __code__ through an alias", CODE_SWAP),
+        ("defaults-swap", "makes every tolerance of check_value enormous", DEFAULTS_SWAP),
+        ("task-patch", "makes the shared task class swallow every failure", TASK_PATCH),
+        ("kernel-machinery", "replaces the kernel's do_execute: every test 'ok'",
+         KERNEL_MACHINERY),
+        ("audit-hook", "an audit hook sends the test's observations elsewhere", AUDIT_HOOK),
+        ("frame-walk", "walks the frames of the test to switch its checks off", FRAME_WALK),
+        ("gc-helpers", "finds every copy of the checks through gc and blanks them",
+         GC_HELPERS),
+        ("ctypes-poke", "reaches the checks module through ctypes", CTYPES_POKE),
+    ]:
+        add(student, what, answer(stub, "task1_1_residual_stack", source), 0, 0,
+            withheld=True)
+    add("handed-function", "task 1.1 right; task 1.2 wrong, and it switches the checks "
+        "off through a function a hidden test hands it",
+        answer(solution, "task1_2_input_gradient", HANDED_FUNCTION), FULL - TASK_1_2, 0,
+        withheld=True)
+    # ... and on the grading process
+    last = solution.cells[-1]
+    big = insert_after(solution, nbgrader_meta(last).get("grade_id") or "task1_2_input_gradient",
+                       BIG_MESSAGE)
+    add("big-message", "every answer right, then one 70 MiB message", big, FULL, FULL,
+        reason=["stopped answering"])
+    add("socket-filler", "every answer right; writes 300 MiB into its sockets' folder",
+        insert_after(solution, "task1_2_input_gradient", SOCKET_FILLER), FULL, FULL,
+        reason=["touches files"])
+    add("newline-grade-id", "every answer right; a cell of its own whose grade id holds a "
+        "newline and a made-up report line about a classmate",
+        _own_cell_with_grade_id(solution, "x\nhonest-full: not graded: copied the answers"),
+        FULL, FULL, reason=["does not have"])
+    add("surrogate-grade-id", "every answer right; a grade id with a lone surrogate",
+        _own_cell_with_grade_id(solution, "x\ud800y"), FULL, FULL,
+        reason=["does not have"])
+    add("not-utf8-name", "every answer right, in a folder whose name is not UTF-8",
+        solution, FULL, FULL, folder=b"caf\xe9-\xff", reason=["is not plain text"],
+        report_as=_report_id(b"caf\xe9-\xff"))
     return [_write(folder, case) for case in cases]
+
+
+def _report_id(raw):
+    from autograder.grading import student_id
+
+    return student_id(os.fsdecode(raw))[0]
 
 
 def _foreign(course):
@@ -434,7 +592,7 @@ def _foreign(course):
 
 
 def _write(folder, case):
-    base = Path(folder) / case.student
+    base = Path(folder) / (os.fsdecode(case.folder) if case.folder else case.student)
     if case.symlink_to:
         (base / ASSIGNMENT).mkdir(parents=True, exist_ok=True)
         target = Path(folder) / case.symlink_to / ASSIGNMENT / f"{NOTEBOOK}.ipynb"

@@ -1,0 +1,183 @@
+"""Every sentence a person reads about a grading run: the reasons for lost points, the
+score table, and the class report (report.txt, report.csv, report.json).
+
+A report holds text that students control: their folder and file names, the grade ids
+and metadata of cells they made, the messages their code raised, strings flagged in their
+code. Each such piece goes through `plain` before it is written, so that a newline cannot
+start a made-up line about a classmate, a terminal escape or a right-to-left override
+cannot disguise one, and a name that is not valid text (a lone surrogate, bytes that are
+not UTF-8) cannot stop the report from being written for everyone.
+"""
+
+import json
+import unicodedata
+from pathlib import Path
+
+__all__ = ["plain", "lost_points", "score_table", "write_report", "WRONG_ANSWER"]
+
+
+def plain(text, limit=2000):
+    """`text` as one line of printable text: control and format characters (newlines,
+    escapes, bidi overrides) and lone surrogates shown as escapes, cut to `limit`."""
+    text = str(text)
+    out = []
+    for ch in text[:limit]:
+        code = ord(ch)
+        if 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{code:04x}")
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    if len(text) > limit:
+        out.append("...")
+    return "".join(out)
+
+
+WRONG_ANSWER = {"CheckFailed", "NotAnswered", "AssertionError"}
+
+
+def lost_points(result, limits, autograded):
+    """Plain words for what cost `result` points other than a wrong answer: time and
+    memory limits, a kernel that died or hung, the process limit, tampering caught, a
+    test that wrote to stderr, output left out."""
+    from .sandbox import Limits, _size
+
+    limits = limits or Limits()
+    problems = []
+    many = len(result.runs) > 1
+    for name, run in result.runs.items():
+        where = f"{name}: " if many else ""
+        cells = run.get("cells", [])
+        lost = {c.cell for c in result.cells if c.autograded and c.score < c.max_score}
+        if run.get("ended"):
+            skipped = [c["grade_id"] for c in cells
+                       if c["status"] in ("not run", "died", "stuck") and c["kind"] == "test"]
+            tail = f"; tests that did not run: {', '.join(skipped)}" if skipped else ""
+            problems.append(f"{where}{run['ended']}{tail}")
+        for c in cells:
+            label = c["grade_id"] or f"cell {c['index'] + 1} (your own)"
+            status, ename, evalue = c["status"], c["ename"], c["evalue"]
+            text = ""
+            if status == "timeout":
+                text = (f"{label} ran longer than the {limits.cell_timeout} s a cell may take "
+                        f"and was stopped")
+            elif status == "error":
+                if ename == "MemoryError":
+                    text = f"{label} ran out of memory (the limit is {_size(limits.memory)})"
+                elif ename == "SystemExit":
+                    text = f"{label} called sys.exit() or exit(); the cell stopped with an error"
+                elif ename == "TamperingDetected":
+                    text = f"{label}: {evalue}"
+                elif ename in ("BlockingIOError", "OSError", "PermissionError") and (
+                        "Resource temporarily unavailable" in evalue
+                        or "can't start new thread" in evalue):
+                    text = (f"{label} tried to start more processes than the "
+                            f"{limits.processes} allowed")
+                elif "No space left" in evalue or "File too large" in evalue:
+                    text = (f"{label} wrote more than it may ({_size(limits.disk)} in all, "
+                            f"{_size(limits.file_size)} per file)")
+                elif ename == "KeyboardInterrupt":
+                    text = f"{label} was interrupted"
+                elif ename == "NoReply":
+                    text = f"{label}: the kernel sent no reply"
+            if text:
+                problems.append(where + text)
+            if c.get("stderr") and c["kind"] == "test" and c["grade_id"] in lost:
+                problems.append(f"{where}{label} wrote to stderr (a warning?), which nbgrader "
+                                f"counts as a failed test")
+            if c.get("output_dropped"):
+                more = c["output_dropped"]
+                amount = f"about {_size(more)} more" if more > 1024 else "more"
+                problems.append(
+                    f"{where}{label} printed {amount} than the {_size(limits.output)} of "
+                    f"output kept per notebook; the rest was left out")
+            if c.get("restored") and c["kind"] == "test":
+                shown = ", ".join(c["restored"][:6]) + (" ..." if len(c["restored"]) > 6 else "")
+                problems.append(f"{where}before {label} ran, the grader undid changes that "
+                                f"earlier cells made to what the tests rely on: {shown}")
+    seen = set()
+    return [p for p in problems if not (p in seen or seen.add(p))]
+
+
+def score_table(grader, results):
+    """The score table as text: one row per student, one column per autograded cell."""
+    cells = [key for key in grader.order if grader.autograded[key]]
+    many = len(grader.notebooks) > 1
+    heads = [f"{nb}:{gid}" if many else gid for nb, gid in cells]
+    rows = [["student", *heads, "autograded", "seconds"]]
+    for r in results:
+        if not r.graded:
+            rows.append([plain(r.student, 100), *(["-"] * len(cells)), "not graded", "-"])
+            continue
+        by_key = {(c.notebook, c.cell): c for c in r.cells}
+        row = [plain(r.student, 100)]
+        for key in cells:
+            c = by_key.get(key)
+            row.append(f"{_num(c.score)}/{_num(c.max_score)}" if c else "-")
+        got, top = r.score()
+        row += [f"{_num(got)}/{_num(top)}", f"{r.seconds:.1f}"]
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    for r in results:
+        who = plain(r.student, 100)
+        if r.reason:
+            lines.append(f"{who}: not graded: {plain(r.reason)}")
+        if r.withheld:
+            lines.append(f"{who}: autograded score withheld for review (it would be "
+                         f"{_num(r.withheld_score)}): a person must look before it counts; "
+                         f"give the points back in formgrader")
+        for line in [*r.problems, *r.withheld, *r.notes, *r.flags]:
+            lines.append(f"{who}: {plain(line)}")
+    return "\n".join(lines)
+
+
+def _num(x):
+    return f"{x:g}"
+
+
+def write_report(grader, results, out, header=""):
+    """The class report in `out`: report.txt (the table, then per student what cost
+    points besides wrong answers, what was repaired, what to review), report.csv (one row
+    per student, a column per graded cell) and report.json (everything)."""
+    import csv
+
+    out = Path(out)
+    text = (header + "\n\n" if header else "") + score_table(grader, results) + "\n"
+    (out / "report.txt").write_text(text, encoding="utf-8", errors="backslashreplace")
+    keys = list(grader.order)
+    many = len(grader.notebooks) > 1
+    heads = [f"{nb}:{gid}" if many else gid for nb, gid in keys]
+    with open(out / "report.csv", "w", newline="", encoding="utf-8",
+              errors="backslashreplace") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", "graded", *heads, "autograded", "autograded_max",
+                         "lost_points_because", "not_graded_because", "repairs", "review",
+                         "withheld_for_review"])
+        for r in results:
+            by_key = {(c.notebook, c.cell): c for c in r.cells}
+            got, top = r.score()
+            writer.writerow([
+                plain(r.student, 100), "yes" if r.graded else "no",
+                *[_num(by_key[k].score) if k in by_key else "" for k in keys],
+                _num(got), _num(top) if r.graded else "",
+                plain(" | ".join(r.problems), 20000), plain(r.reason),
+                plain(" | ".join(r.notes), 20000), plain(" | ".join(r.flags), 20000),
+                plain(" | ".join(r.withheld), 20000),
+            ])
+    data = {
+        "assignment": grader.assignment,
+        "header": header,
+        "cells": [{"notebook": nb, "grade_id": gid, "autograded": grader.autograded[(nb, gid)]}
+                  for nb, gid in keys],
+        "students": [r.to_dict() | {"autograded_score": r.score()[0],
+                                    "autograded_max": r.score()[1]} for r in results],
+    }
+    for entry in data["students"]:
+        entry.pop("log", None)
+    (out / "report.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
+    return out / "report.txt"
+
+
