@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hostile import ASSIGNMENT, build_class, Context  # noqa: F401 (the class's notebooks)
+from hostile import ASSIGNMENT, Context, build_class  # noqa: F401 (the class's notebooks)
 
 from autograder.course import EXERCISES, SOURCE, read_notebook
 from autograder.selfcheck import filled_in
@@ -111,9 +111,9 @@ def test_a_killed_run_leaves_no_process(tmp_path, moment):
 
 
 def test_a_new_run_clears_what_a_killed_one_left(tmp_path):
-    from autograder.sandbox import Sandbox, remove_stale_roots
-
     from test_hostile import _require_isolation
+
+    from autograder.sandbox import Sandbox, remove_stale_roots
 
     _require_isolation()
     # a run whose grading process is gone: its root, with a socket folder still mounted
