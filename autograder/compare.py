@@ -11,7 +11,8 @@ module is the second half, written once and used in both places that compare:
   kernel never sees what is expected, and nothing it says counts but what it observed.
 
 Observations are JSON-ready dicts: ``{"number": x}``, ``{"numbers": [...]}`` (nested
-lists), ``{"tensor": {"shape": [...], "data": [...]}}``, or ``{"problem": "..."}``.
+lists), ``{"tensor": {"shape": [...], "data": [...]}}``, ``{"tensors": [[name, tensor], ...]}``,
+or ``{"problem": "..."}``.
 Numbers that JSON cannot hold (nan, inf) travel as the strings "nan", "inf", "-inf".
 `compare(kind, observed, expected, params)` returns None when they agree, else the message.
 """
@@ -260,6 +261,25 @@ def _compare_tensor(observed, expected, params):
             f"{worst_i}: expected {y:.6g}, got {x if x is None else format(x, '.6g')}")
 
 
+def _compare_tensors(observed, expected, params):
+    """Named tensors (a module's output, its input's gradient, each parameter's gradient),
+    each as in `_compare_tensor`, in the expected order."""
+    what = params.get("what", "the module")
+    a, e = observed.get("tensors"), expected.get("tensors")
+    if not isinstance(a, list) or not isinstance(e, list):
+        return f"{what}: expected tensors"
+    got = {str(name): t for name, t in a if isinstance(name, str)} if all(
+        isinstance(x, list) and len(x) == 2 for x in a) else {}
+    for name, tensor in e:
+        if name not in got:
+            return f"{what}: no {name}"
+        message = _compare_tensor({"tensor": got[name]}, {"tensor": tensor},
+                                  dict(params, what=f"{what}, {name}"))
+        if message:
+            return message
+    return None
+
+
 def _compare_same(observed, expected, params):
     """Plain data (strings, booleans, lists of them) that must be equal."""
     what = params.get("what", "the result")
@@ -276,6 +296,7 @@ KINDS = {
     "gradients": _compare_gradients,
     "range": _compare_range,
     "tensor": _compare_tensor,
+    "tensors": _compare_tensors,
     "same": _compare_same,
 }
 

@@ -1,4 +1,9 @@
-"""Reference answers and test inputs for the graded cells of the depth assignments (2, 3, 4).
+"""Reference answers for the graded cells of the depth assignments (2, 3, 4): grader's side.
+
+This module never reaches a student's kernel (see `policy.KERNEL_SIDE`): the test cells
+name it only in the arguments that say what is right, which the grader strips before it
+sends a cell to the student's kernel (`testsource`). The inputs the tests hand to the
+student's code are in `probes`.
 
 Two kinds of reference. The `f_` functions compute on plain floats, straight from the
 equations and without the engine, so a student's values are checked independently of
@@ -13,7 +18,7 @@ from microgpt import Value, linear
 from microgpt.deepnet import gradient_norms, layer_std, logits, mean_loss
 from microgpt.nn import layernorm, matrix
 
-from .checks import CheckFailed
+from .probes import as_values, layer_inputs, numbers, rows, vector  # noqa: F401 (old names)
 
 EPS = 1e-5  # LayerNorm's epsilon, as in microgpt.nn.layernorm
 GATE_BIAS = -2.0
@@ -66,15 +71,6 @@ def f_logits(net, x, f_layer):
     return f_linear(f_layernorm(h), numbers(net.w_out))
 
 
-def numbers(v):
-    """The floats inside a Value, a list of them or a list of rows of them."""
-    if isinstance(v, Value):
-        return v.data
-    if isinstance(v, (list, tuple)):
-        return [numbers(a) for a in v]
-    return v
-
-
 # ---------------------------------------------------------------- the model answers
 
 
@@ -122,107 +118,89 @@ def layer_gradient_norms(net, loss):
     return norms
 
 
-def mean_gate_per_layer(net, X):
+def mean_gate_per_layer(net, X, gate=highway_gate, layer=highway_layer):
     """Task 3.4: the mean of $T$ over units and points, for each layer of a highway net."""
     totals = [0.0] * net.depth
     for x in X:
         h = linear(x, net.w_in)
         for i, params in enumerate(net.layers):
-            t = highway_gate(h, params["W_gate"], params["b_gate"])
+            t = gate(h, params["W_gate"], params["b_gate"])
             totals[i] += math.fsum(v.data for v in t) / len(t)
-            h = highway_layer(h, **params)
+            h = layer(h, **params)
     return [s / len(X) for s in totals]
 
 
 def first_last_ratio(net, X, Y, layer):
     """Task 4.2: $\\lVert g_1 \\rVert / \\lVert g_L \\rVert$ of the gradient norms per layer."""
     norms = gradient_norms(net, X, Y, layer)
+    for p in net.parameters():
+        p.grad = 0
     return norms[0] / norms[-1]
 
 
-# ---------------------------------------------------------------- test inputs and probes
+# ---------------------------------------------------------------- expected values for the tests
 
 
-def vector(rng, n, scale=1.0, shift=0.0):
-    """`n` floats from $N(shift, scale^2)$."""
-    return [shift + scale * rng.gauss(0, 1) for _ in range(n)]
+def f_probe_layer(h, W):
+    """`probes.probe_layer` on floats: $\\tanh(W h)$."""
+    return [math.tanh(a) for a in f_linear(h, W)]
 
 
-def rows(rng, n_out, n_in, scale=None):
-    """`n_out` rows of `n_in` floats from $N(0, scale^2)$, by default $scale = 1/\\sqrt{n_{in}}$."""
-    scale = 1 / math.sqrt(n_in) if scale is None else scale
-    return [vector(rng, n_in, scale) for _ in range(n_out)]
+def f_probe_residual_layer(h, W):
+    """`probes.probe_residual_layer` on floats: $h + \\tanh(W h)$."""
+    return [a + b for a, b in zip(h, f_probe_layer(h, W))]
 
 
-def layer_inputs(seed, width, n_out=None, gated=False, gate_bias=-0.5):
-    """Fixed float inputs for a layer: (h, W) or, `gated`, (h, W, W_gate, b_gate)."""
+def f_probe_gate(h, W_gate, b_gate):
+    """`probes.probe_gate` on floats: $\\sigma(2 (W_T h + b_T))$."""
+    return [f_sigmoid(2 * (a + b)) for a, b in zip(f_linear(h, W_gate), b_gate)]
+
+
+def f_probe_highway_layer(h, W, W_gate, b_gate):
+    """`probes.probe_highway_layer` on floats."""
+    t = f_probe_gate(h, W_gate, b_gate)
+    return [ti * fi + (1 - ti) * hi for ti, fi, hi in zip(t, f_probe_layer(h, W), h)]
+
+
+def logit_weight_grads(net, x, layer, coeffs):
+    """d(sum_i coeffs_i z_i)/d(each weight, in net.parameters() order), z the reference
+    logits of `x`; every grad is 0 again afterwards."""
+    for p in net.parameters():
+        p.grad = 0
+    z = mlp_logits(net, x, layer)
+    Value.sum([c * v for c, v in zip(coeffs, z)]).backward()
+    grads = [p.grad for p in net.parameters()]
+    for p in net.parameters():
+        p.grad = 0
+    return grads
+
+
+def highway_draws(width, seed):
+    """(W, W_gate numbers, the next number of the generator) after Task 3.3's reference
+    draws its parameters from `random.Random(seed)`."""
     rng = random.Random(seed)
-    n_out = width if n_out is None else n_out
-    h = vector(rng, width, 1.5, 0.3)
-    W = rows(rng, n_out, width)
-    if not gated:
-        return h, W
-    return h, W, rows(rng, width, width), vector(rng, width, 0.7, gate_bias)
+    params = highway_params(width, rng)
+    return ([[p.data for p in row] for row in params["W"]],
+            [[p.data for p in row] for row in params["W_gate"]], rng.random())
 
 
-class GradientProbe:
-    """Fixed numbers `args` (numbers, vectors or matrices) flattened into `xs`, for
-    `check_gradients`: `of(fn)` is the function of a flat list that puts the list back in
-    the shapes of `args`, calls fn(*args) and returns $\\sum_i c_i\\,out_i$, with weights
-    $c_i$ fixed by `seed` (the same for every function probed)."""
+def trained_highway_biases(depth, seed, config):
+    """The gate biases, layer by layer, of the reference highway net after a short run."""
+    from microgpt.deepnet import Variant, run
 
-    def __init__(self, args, arg_names, seed=0):
-        self.xs, self.names, self._shapes = [], [], []
-        for arg, name in zip(args, arg_names):
-            if isinstance(arg, (int, float)):
-                self._shapes.append(None)
-                self.xs.append(float(arg))
-                self.names.append(name)
-            elif arg and isinstance(arg[0], (list, tuple)):
-                self._shapes.append([len(r) for r in arg])
-                for i, r in enumerate(arg):
-                    self.xs.extend(float(a) for a in r)
-                    self.names.extend(f"{name}[{i}][{j}]" for j in range(len(r)))
-            else:
-                self._shapes.append(len(arg))
-                self.xs.extend(float(a) for a in arg)
-                self.names.extend(f"{name}[{i}]" for i in range(len(arg)))
-        self._rng = random.Random(seed)
-        self._weights = []
-
-    def weight(self, i):
-        while len(self._weights) <= i:
-            self._weights.append(self._rng.uniform(0.5, 1.5) * self._rng.choice((-1, 1)))
-        return self._weights[i]
-
-    def of(self, fn):
-        def probed(flat):
-            it = iter(flat)
-            filled = []
-            for shape in self._shapes:
-                if shape is None:
-                    filled.append(next(it))
-                elif isinstance(shape, list):
-                    filled.append([[next(it) for _ in range(n)] for n in shape])
-                else:
-                    filled.append([next(it) for _ in range(shape)])
-            out = fn(*filled)
-            if not isinstance(out, (list, tuple)):
-                kind = "None" if out is None else f"a {type(out).__name__}"
-                raise CheckFailed(f"expected a list of Values, got {kind}")
-            return Value.sum([self.weight(i) * o for i, o in enumerate(out)])
-
-        return probed
+    done = run(Variant(highway_layer, depth, layer_params=highway_params), seed=seed,
+               config=config)
+    return [[b.data for b in params["b_gate"]] for params in done.net.layers]
 
 
-def as_values(v):
-    """Numbers, lists of numbers or lists of rows of numbers, as fresh `Value`s."""
-    if isinstance(v, (list, tuple)):
-        return [as_values(a) for a in v]
-    return Value(float(v))
+def training_loss(layer, depth, seed, config, **variant):
+    """The final training loss of the reference run of `layer` nets (microgpt.deepnet.run)."""
+    from microgpt.deepnet import Variant, run
+
+    return run(Variant(layer, depth, **variant), seed=seed, config=config).loss
 
 
-def central_gradient_norms(net, X, Y, layer, h=1e-6):
+def central_gradient_norms(net, X, Y, layer, h=1e-6, forward=logits):
     """$\\lVert \\partial L / \\partial W_l \\rVert$ per layer from central differences
     of the mean loss, one weight at a time (small nets only)."""
     norms = []
@@ -232,9 +210,9 @@ def central_gradient_norms(net, X, Y, layer, h=1e-6):
             for p in row:
                 keep = p.data
                 p.data = keep + h
-                up = mean_loss(net, X, Y, layer).data
+                up = mean_loss(net, X, Y, layer, forward).data
                 p.data = keep - h
-                down = mean_loss(net, X, Y, layer).data
+                down = mean_loss(net, X, Y, layer, forward).data
                 p.data = keep
                 total.append(((up - down) / (2 * h)) ** 2)
         norms.append(math.sqrt(math.fsum(total)))

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .course import CourseError, is_autograded_test, nbgrader_meta, notebook_paths, read_notebook
 from .policy import ASSIGNMENT_VARIABLE, REPORT_KEY, test_cell_code
-from .testsource import TestSourceError, prepare
+from .testsource import GradedCellError, prepare
 
 __all__ = ["ReferenceError", "run_reference", "reference_records", "fingerprint"]
 
@@ -102,7 +102,7 @@ def _client_class():
             grade_id = nbgrader_meta(cell).get("grade_id", "")
             try:
                 source = prepare(cell.source)
-            except TestSourceError as exc:
+            except GradedCellError as exc:
                 raise ReferenceError(f"test cell {grade_id}: {exc}") from None
             nonce = secrets.token_hex(8)
             code = test_cell_code(source.reference, grade_id, "reference", nonce)

@@ -555,7 +555,7 @@ def _sandboxed_execute_class():
     from nbgrader.preprocessors import Execute
 
     from .judge import verdict as judge_cell
-    from .testsource import TestSourceError, prepare
+    from .testsource import GradedCellError, prepare
 
     class SandboxKernelManager(AsyncKernelManager):
         """Starts the kernel through the sandbox launcher, over IPC sockets in the
@@ -666,7 +666,7 @@ def _sandboxed_execute_class():
                 try:
                     test = prepare(cell.source)
                     code = test.witness
-                except TestSourceError:
+                except GradedCellError:
                     code = "raise SyntaxError('this test cell could not be prepared')\n"
                 nonce = secrets.token_hex(16)
                 sent = test_cell_code(code, grade_id, "witness", nonce)

@@ -25,7 +25,7 @@ import ast
 import copy
 from dataclasses import dataclass
 
-__all__ = ["JUDGE_ARGUMENTS", "GRADER_ONLY", "TestSourceError", "TestSource", "prepare"]
+__all__ = ["JUDGE_ARGUMENTS", "GRADER_ONLY", "GradedCellError", "GradedCell", "prepare"]
 
 BEGIN_HIDDEN = "BEGIN HIDDEN TESTS"
 END_HIDDEN = "END HIDDEN TESTS"
@@ -46,12 +46,12 @@ JUDGE_ARGUMENTS = {
 GRADER_ONLY = ("autograder.reference",)
 
 
-class TestSourceError(ValueError):
+class GradedCellError(ValueError):
     """A test cell that cannot be split into a witness and a reference version."""
 
 
 @dataclass(frozen=True)
-class TestSource:
+class GradedCell:
     witness: str
     reference: str
     hidden: frozenset  # line numbers (1-based) of both versions
@@ -100,7 +100,7 @@ class _StripJudgeArguments(ast.NodeTransformer):
         positions, keywords = JUDGE_ARGUMENTS[name]
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
-            raise TestSourceError(
+            raise GradedCellError(
                 f"line {node.lineno}: {name}(...) with *args or **kwargs: the grader cannot "
                 f"tell which arguments say what is right")
         node.args = [ast.copy_location(ast.Constant(None), a) if i in positions else a
@@ -158,7 +158,7 @@ def prepare(source):
     try:
         original = ast.parse(source)
     except SyntaxError as exc:
-        raise TestSourceError(f"the test cell does not parse: {exc}") from None
+        raise GradedCellError(f"the test cell does not parse: {exc}") from None
     hidden_source = _hidden_lines(source)
     reference = _DropPrints().visit(copy.deepcopy(original))
     witness = _StripJudgeArguments().visit(_DropPrints().visit(copy.deepcopy(original)))
@@ -166,7 +166,7 @@ def prepare(source):
     leaks = _grader_only_uses(witness)
     if leaks:
         line, module = leaks[0]
-        raise TestSourceError(
+        raise GradedCellError(
             f"line {line}: the student's kernel would need {module}, which only the grader "
             f"has; pass it only in the arguments that say what is right")
     witness_text = ast.unparse(ast.fix_missing_locations(witness)) + "\n"
@@ -176,9 +176,9 @@ def prepare(source):
     first = _statements(original)
     if not (len(ours) == len(theirs) == len(first)) or any(
             a.lineno != b.lineno for a, b in zip(ours, theirs)):
-        raise TestSourceError("the witness and reference versions of the cell do not line up")
+        raise GradedCellError("the witness and reference versions of the cell do not line up")
     hidden = frozenset(
         new.lineno for new, old in zip(ours, first)
         if old.lineno in hidden_source
     )
-    return TestSource(witness_text, reference_text, hidden)
+    return GradedCell(witness_text, reference_text, hidden)
