@@ -297,6 +297,38 @@ def test_the_seed_runner_prints_mean_and_sd_and_resumes(tmp_path, capsys):
     assert "loaded" in capsys.readouterr().out
 
 
+PROVENANCE_KEYS = {"command", "commit", "uncommitted_changes", "versions", "threads", "cpu",
+                   "cores", "load_average", "date", "wall_seconds"}
+
+
+def test_the_seed_runner_records_the_run_behind_each_result(tmp_path):
+    out = tmp_path / "runs"
+    argv = ["--seeds", "3", "--studies", "mlp", "--size", "small", "--out", str(out),
+            "--threads", "1", "--no-plots"]
+    assert seeds.main(argv) == 0
+    saved = json.loads((out / "mlp" / "seed3.json").read_text())
+    prov = saved["provenance"]
+    assert PROVENANCE_KEYS <= set(prov), f"missing: {PROVENANCE_KEYS - set(prov)}"
+    assert prov["command"] == "python -m torchtrack.seeds " + " ".join(argv)
+    assert prov["threads"] == 1 and prov["versions"]["torch"] == torch.__version__
+    assert len(prov["commit"]) == 40 or prov["commit"].startswith("unknown")
+    assert (prov["study"], prov["seed"], prov["size"]) == ("mlp", 3, "small")
+    assert prov["wall_seconds"] == round(saved["wall"], 1) and prov["wall_seconds"] > 0
+    # the table shows it, and is drawn from the JSON alone
+    table_md = (out / "table.md").read_text()
+    assert "- seed 3: `python -m torchtrack.seeds --seeds 3" in table_md
+    assert prov["cpu"] in table_md and "torch 2" in table_md
+    assert table_md == seeds.render(out)
+    # the curves are saved as window means, not per step
+    assert len(saved["curves"]["plain 3"]) == -(-studies.GRADING_MLP.steps // seeds.CURVE_WINDOW)
+
+
+def test_a_data_path_is_recorded_by_its_name_and_checksum_not_the_machine_path():
+    shown = seeds._shown_command(["--data", "/home/someone/data/input.txt", "--seeds", "0"])
+    assert shown == "python -m torchtrack.seeds --data .../input.txt --seeds 0"
+    assert "/home" not in seeds._shown_command(["--data=/home/x/input.txt"])
+
+
 def test_the_seed_runner_refuses_a_wrong_data_file(tmp_path, capsys):
     fake = tmp_path / "input.txt"
     fake.write_text("not Shakespeare\n")
