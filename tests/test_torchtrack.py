@@ -3,6 +3,8 @@ Short runs only; skipped when torch is absent."""
 
 import hashlib
 import json
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -35,7 +37,10 @@ from torchtrack.transformer import (  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tinyshakespeare.txt"
+# the team's copy: $TINYSHAKESPEARE, else ../shared/data beside the checkout
+SHARED = Path(os.environ.get("TINYSHAKESPEARE")
+              or Path(__file__).resolve().parents[1].parent / "shared" / "data"
+              / "tinyshakespeare.txt")
 needs_shared = pytest.mark.skipif(
     not SHARED.is_file(), reason=f"no copy of TinyShakespeare at {SHARED} (team machines only)"
 )
@@ -336,3 +341,78 @@ def test_the_seed_runner_refuses_a_wrong_data_file(tmp_path, capsys):
             "--out", str(tmp_path / "runs"), "--data", str(fake)]
     assert seeds.main(argv) == 2
     assert "checksum mismatch" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the committed seed runs
+
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "torchtrack"
+COMMITTED_SEEDS = (0, 1, 2)
+
+
+def _committed(study, seed):
+    return json.loads((RESULTS / study / f"seed{seed}.json").read_text())
+
+
+@pytest.mark.parametrize("study", ["mlp", "transformer"])
+def test_the_committed_seed_runs_are_full_size_with_their_provenance(study):
+    for seed in COMMITTED_SEEDS:
+        result = _committed(study, seed)
+        assert (result["size"], result["seed"]) == ("full", seed)
+        prov = result["provenance"]
+        assert PROVENANCE_KEYS <= set(prov), f"seed {seed}: missing {PROVENANCE_KEYS - set(prov)}"
+        assert prov["uncommitted_changes"] is False, f"seed {seed} ran on an uncommitted tree"
+        assert len(prov["commit"]) == 40 and prov["threads"] == 1
+        assert prov["command"].startswith("python -m torchtrack.seeds ")
+        assert f"--studies {study}" in prov["command"] or "--studies" not in prov["command"]
+        assert "--size full" in prov["command"]
+        assert not re.search(r"(^|[\s=])/", prov["command"]), "a machine path in the command"
+        assert prov["wall_seconds"] == round(result["wall"], 1)
+        assert (RESULTS / study / f"seed{seed}.png").is_file()
+    if study == "transformer":
+        data_used = _committed(study, 0)["provenance"]["data"]
+        assert data_used["sha256"] == data.TINYSHAKESPEARE_SHA256  # TinyShakespeare, no fallback
+        assert _committed(study, 0)["vocab_size"] == 65
+
+
+def test_the_committed_results_stay_small():
+    total = sum(p.stat().st_size for p in RESULTS.rglob("*") if p.is_file())
+    assert total < 300 * 1024, f"results/torchtrack holds {total / 1024:.0f} KiB"
+
+
+def test_the_committed_table_is_the_committed_json():
+    """Every number in a seed column of table.md is the JSON's value for that seed, and the
+    mean column is their mean; the whole file is what `render` makes of the JSON."""
+    text = (RESULTS / "table.md").read_text()
+    sections = {}
+    for part in text.split("\n## ")[1:]:
+        study = part.split(":", 1)[0]
+        sections[study] = {
+            line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in part.splitlines() if line.startswith("| ") and "---" not in line
+        }
+    assert set(sections) == {"mlp", "transformer"}
+    for study, rows in sections.items():
+        header = rows.pop(study)
+        assert header[:4] == ["ours: mean +- sd"] + [f"ours: seed {s}" for s in COMMITTED_SEEDS]
+        assert "the chapter's" in header[4]
+        for seed in COMMITTED_SEEDS:
+            summary = seeds.summarise(study, _committed(study, seed))
+            assert set(summary) == set(rows), f"{study}: rows {sorted(rows)}"
+            for name, value in summary.items():
+                shown = float(rows[name][1 + seed])
+                assert shown == pytest.approx(value, abs=0.051 if value >= 10 else 5e-4), \
+                    f"{study}, {name}, seed {seed}: table {shown}, JSON {value}"
+        for name, cells in rows.items():
+            values = [seeds.summarise(study, _committed(study, s))[name] for s in COMMITTED_SEEDS]
+            mean = float(cells[0].split("+-")[0])
+            assert mean == pytest.approx(sum(values) / 3, abs=0.051 if mean >= 10 else 5e-4)
+    assert text == seeds.render(RESULTS)
+
+
+def test_the_chapter_values_in_the_table_are_labelled_as_the_chapters():
+    text = (RESULTS / "table.md").read_text()
+    mlp = text.split("\n## mlp")[1].split("\n## ")[0]
+    row = next(line for line in mlp.splitlines() if line.startswith("| plain 30 |"))
+    cells = [c.strip() for c in row.split("|")[2:-1]]
+    assert cells[4] == "2.208"  # the chapter's value, in the chapter's column
+    assert "2.208" not in cells[:4]  # and not among ours
