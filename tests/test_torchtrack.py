@@ -3,6 +3,7 @@ Short runs only; skipped when torch is absent."""
 
 import hashlib
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -416,3 +417,60 @@ def test_the_chapter_values_in_the_table_are_labelled_as_the_chapters():
     cells = [c.strip() for c in row.split("|")[2:-1]]
     assert cells[4] == "2.208"  # the chapter's value, in the chapter's column
     assert "2.208" not in cells[:4]  # and not among ours
+
+
+# ---------------------------------------------------------------- the torch notebooks
+
+COURSE = Path(__file__).resolve().parents[1]
+TORCH_NOTEBOOKS = ("torch_mlp", "torch_transformer")
+# a quoted figure: 0.079, 2.303, 244.9 (not a task number such as 8.3, nor a factor like 0.1)
+NUMBER = re.compile(r"(?<![\w.])(?:\d+\.\d{2,}|\d{2,}\.\d)(?![\d])")
+# worked out in the text itself: sigmoid(-2), ln 10 and ln 65 to two decimals
+ARITHMETIC = {f"{1 / (1 + math.exp(2)):.2f}", f"{math.log(10):.2f}", f"{math.log(65):.2f}"}
+MACHINE_PATH = re.compile(r"(/work/|/root/|/home/|/tmp/|site-packages)")
+
+
+def _notebook(kind, name):
+    return json.loads((COURSE / kind / name / f"{name}.ipynb").read_text())
+
+
+def _printed(nb):
+    out = []
+    for cell in nb["cells"]:
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "stream":
+                out.append("".join(o["text"]))
+            elif o.get("output_type") == "error":
+                out.append(o["ename"] + ": " + o["evalue"] + "\n".join(o.get("traceback", [])))
+            else:
+                out.append("".join(o.get("data", {}).get("text/plain", "")))
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("name", TORCH_NOTEBOOKS)
+def test_the_torch_solution_ran_to_the_end_on_the_data_it_names(name):
+    nb = _notebook("solutions", name)
+    errors = [(c["id"], o["ename"]) for c in nb["cells"] for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert errors == [], f"error outputs in solutions/{name}: {errors}"
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(c.get("execution_count") for c in code), "a cell did not run"
+    printed = _printed(nb)
+    assert not MACHINE_PATH.search(printed), MACHINE_PATH.search(printed).group()
+    if name == "torch_transformer":
+        assert "data: TinyShakespeare, 1,115,394 characters" in printed
+        assert "FALLBACK" not in printed and "census names" not in printed
+
+
+@pytest.mark.parametrize("name", TORCH_NOTEBOOKS)
+def test_every_figure_the_torch_notebook_quotes_is_printed_or_committed(name):
+    """Each number with two or more decimals in the notebook's text is printed by its
+    solution or stands in the committed seed table (ours, or the chapter's column)."""
+    shown = set(NUMBER.findall(_printed(_notebook("solutions", name))))
+    shown |= set(NUMBER.findall((RESULTS / "table.md").read_text()))
+    shown |= {f"{v:.3f}" for study in seeds.PUBLISHED.values() for v in study.values()}
+    nb = _notebook("source", name)
+    quoted = {(c["id"], n) for c in nb["cells"] if c["cell_type"] == "markdown"
+              for n in NUMBER.findall("".join(c["source"]))}
+    unsourced = sorted((cid, n) for cid, n in quoted if n not in shown | ARITHMETIC)
+    assert unsourced == [], f"figures quoted in source/{name} that nothing prints: {unsourced}"
