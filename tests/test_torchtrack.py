@@ -3,6 +3,9 @@ Short runs only; skipped when torch is absent."""
 
 import hashlib
 import json
+import math
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -35,7 +38,10 @@ from torchtrack.transformer import (  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tinyshakespeare.txt"
+# the team's copy: $TINYSHAKESPEARE, else ../shared/data beside the checkout
+SHARED = Path(os.environ.get("TINYSHAKESPEARE")
+              or Path(__file__).resolve().parents[1].parent / "shared" / "data"
+              / "tinyshakespeare.txt")
 needs_shared = pytest.mark.skipif(
     not SHARED.is_file(), reason=f"no copy of TinyShakespeare at {SHARED} (team machines only)"
 )
@@ -297,6 +303,38 @@ def test_the_seed_runner_prints_mean_and_sd_and_resumes(tmp_path, capsys):
     assert "loaded" in capsys.readouterr().out
 
 
+PROVENANCE_KEYS = {"command", "commit", "uncommitted_changes", "versions", "threads", "cpu",
+                   "cores", "load_average", "date", "wall_seconds"}
+
+
+def test_the_seed_runner_records_the_run_behind_each_result(tmp_path):
+    out = tmp_path / "runs"
+    argv = ["--seeds", "3", "--studies", "mlp", "--size", "small", "--out", str(out),
+            "--threads", "1", "--no-plots"]
+    assert seeds.main(argv) == 0
+    saved = json.loads((out / "mlp" / "seed3.json").read_text())
+    prov = saved["provenance"]
+    assert PROVENANCE_KEYS <= set(prov), f"missing: {PROVENANCE_KEYS - set(prov)}"
+    assert prov["command"] == "python -m torchtrack.seeds " + " ".join(argv)
+    assert prov["threads"] == 1 and prov["versions"]["torch"] == torch.__version__
+    assert len(prov["commit"]) == 40 or prov["commit"].startswith("unknown")
+    assert (prov["study"], prov["seed"], prov["size"]) == ("mlp", 3, "small")
+    assert prov["wall_seconds"] == round(saved["wall"], 1) and prov["wall_seconds"] > 0
+    # the table shows it, and is drawn from the JSON alone
+    table_md = (out / "table.md").read_text()
+    assert "- seed 3: `python -m torchtrack.seeds --seeds 3" in table_md
+    assert prov["cpu"] in table_md and "torch 2" in table_md
+    assert table_md == seeds.render(out)
+    # the curves are saved as window means, not per step
+    assert len(saved["curves"]["plain 3"]) == -(-studies.GRADING_MLP.steps // seeds.CURVE_WINDOW)
+
+
+def test_a_data_path_is_recorded_by_its_name_and_checksum_not_the_machine_path():
+    shown = seeds._shown_command(["--data", "/home/someone/data/input.txt", "--seeds", "0"])
+    assert shown == "python -m torchtrack.seeds --data .../input.txt --seeds 0"
+    assert "/home" not in seeds._shown_command(["--data=/home/x/input.txt"])
+
+
 def test_the_seed_runner_refuses_a_wrong_data_file(tmp_path, capsys):
     fake = tmp_path / "input.txt"
     fake.write_text("not Shakespeare\n")
@@ -304,3 +342,135 @@ def test_the_seed_runner_refuses_a_wrong_data_file(tmp_path, capsys):
             "--out", str(tmp_path / "runs"), "--data", str(fake)]
     assert seeds.main(argv) == 2
     assert "checksum mismatch" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the committed seed runs
+
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "torchtrack"
+COMMITTED_SEEDS = (0, 1, 2)
+
+
+def _committed(study, seed):
+    return json.loads((RESULTS / study / f"seed{seed}.json").read_text())
+
+
+@pytest.mark.parametrize("study", ["mlp", "transformer"])
+def test_the_committed_seed_runs_are_full_size_with_their_provenance(study):
+    for seed in COMMITTED_SEEDS:
+        result = _committed(study, seed)
+        assert (result["size"], result["seed"]) == ("full", seed)
+        prov = result["provenance"]
+        assert PROVENANCE_KEYS <= set(prov), f"seed {seed}: missing {PROVENANCE_KEYS - set(prov)}"
+        assert prov["uncommitted_changes"] is False, f"seed {seed} ran on an uncommitted tree"
+        assert len(prov["commit"]) == 40 and prov["threads"] == 1
+        assert prov["command"].startswith("python -m torchtrack.seeds ")
+        assert f"--studies {study}" in prov["command"] or "--studies" not in prov["command"]
+        assert "--size full" in prov["command"]
+        assert not re.search(r"(^|[\s=])/", prov["command"]), "a machine path in the command"
+        assert prov["wall_seconds"] == round(result["wall"], 1)
+        assert (RESULTS / study / f"seed{seed}.png").is_file()
+    if study == "transformer":
+        data_used = _committed(study, 0)["provenance"]["data"]
+        assert data_used["sha256"] == data.TINYSHAKESPEARE_SHA256  # TinyShakespeare, no fallback
+        assert _committed(study, 0)["vocab_size"] == 65
+
+
+def test_the_committed_results_stay_small():
+    total = sum(p.stat().st_size for p in RESULTS.rglob("*") if p.is_file())
+    assert total < 300 * 1024, f"results/torchtrack holds {total / 1024:.0f} KiB"
+
+
+def test_the_committed_table_is_the_committed_json():
+    """Every number in a seed column of table.md is the JSON's value for that seed, and the
+    mean column is their mean; the whole file is what `render` makes of the JSON."""
+    text = (RESULTS / "table.md").read_text()
+    sections = {}
+    for part in text.split("\n## ")[1:]:
+        study = part.split(":", 1)[0]
+        sections[study] = {
+            line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in part.splitlines() if line.startswith("| ") and "---" not in line
+        }
+    assert set(sections) == {"mlp", "transformer"}
+    for study, rows in sections.items():
+        header = rows.pop(study)
+        assert header[:4] == ["ours: mean +- sd"] + [f"ours: seed {s}" for s in COMMITTED_SEEDS]
+        assert "the chapter's" in header[4]
+        for seed in COMMITTED_SEEDS:
+            summary = seeds.summarise(study, _committed(study, seed))
+            assert set(summary) == set(rows), f"{study}: rows {sorted(rows)}"
+            for name, value in summary.items():
+                shown = float(rows[name][1 + seed])
+                assert shown == pytest.approx(value, abs=0.051 if value >= 10 else 5e-4), \
+                    f"{study}, {name}, seed {seed}: table {shown}, JSON {value}"
+        for name, cells in rows.items():
+            values = [seeds.summarise(study, _committed(study, s))[name] for s in COMMITTED_SEEDS]
+            mean = float(cells[0].split("+-")[0])
+            assert mean == pytest.approx(sum(values) / 3, abs=0.051 if mean >= 10 else 5e-4)
+    assert text == seeds.render(RESULTS)
+
+
+def test_the_chapter_values_in_the_table_are_labelled_as_the_chapters():
+    text = (RESULTS / "table.md").read_text()
+    mlp = text.split("\n## mlp")[1].split("\n## ")[0]
+    row = next(line for line in mlp.splitlines() if line.startswith("| plain 30 |"))
+    cells = [c.strip() for c in row.split("|")[2:-1]]
+    assert cells[4] == "2.208"  # the chapter's value, in the chapter's column
+    assert "2.208" not in cells[:4]  # and not among ours
+
+
+# ---------------------------------------------------------------- the torch notebooks
+
+COURSE = Path(__file__).resolve().parents[1]
+TORCH_NOTEBOOKS = ("torch_mlp", "torch_transformer")
+# a quoted figure: 0.079, 2.303, 244.9 (not a task number such as 8.3, nor a factor like 0.1)
+NUMBER = re.compile(r"(?<![\w.])(?:\d+\.\d{2,}|\d{2,}\.\d)(?![\d])")
+# worked out in the text itself: sigmoid(-2), ln 10 and ln 65 to two decimals
+ARITHMETIC = {f"{1 / (1 + math.exp(2)):.2f}", f"{math.log(10):.2f}", f"{math.log(65):.2f}"}
+MACHINE_PATH = re.compile(r"(/work/|/root/|/home/|/tmp/|site-packages)")
+
+
+def _notebook(kind, name):
+    return json.loads((COURSE / kind / name / f"{name}.ipynb").read_text())
+
+
+def _printed(nb):
+    out = []
+    for cell in nb["cells"]:
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "stream":
+                out.append("".join(o["text"]))
+            elif o.get("output_type") == "error":
+                out.append(o["ename"] + ": " + o["evalue"] + "\n".join(o.get("traceback", [])))
+            else:
+                out.append("".join(o.get("data", {}).get("text/plain", "")))
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("name", TORCH_NOTEBOOKS)
+def test_the_torch_solution_ran_to_the_end_on_the_data_it_names(name):
+    nb = _notebook("solutions", name)
+    errors = [(c["id"], o["ename"]) for c in nb["cells"] for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert errors == [], f"error outputs in solutions/{name}: {errors}"
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(c.get("execution_count") for c in code), "a cell did not run"
+    printed = _printed(nb)
+    assert not MACHINE_PATH.search(printed), MACHINE_PATH.search(printed).group()
+    if name == "torch_transformer":
+        assert "data: TinyShakespeare, 1,115,394 characters" in printed
+        assert "FALLBACK" not in printed and "census names" not in printed
+
+
+@pytest.mark.parametrize("name", TORCH_NOTEBOOKS)
+def test_every_figure_the_torch_notebook_quotes_is_printed_or_committed(name):
+    """Each number with two or more decimals in the notebook's text is printed by its
+    solution or stands in the committed seed table (ours, or the chapter's column)."""
+    shown = set(NUMBER.findall(_printed(_notebook("solutions", name))))
+    shown |= set(NUMBER.findall((RESULTS / "table.md").read_text()))
+    shown |= {f"{v:.3f}" for study in seeds.PUBLISHED.values() for v in study.values()}
+    nb = _notebook("source", name)
+    quoted = {(c["id"], n) for c in nb["cells"] if c["cell_type"] == "markdown"
+              for n in NUMBER.findall("".join(c["source"]))}
+    unsourced = sorted((cid, n) for cid, n in quoted if n not in shown | ARITHMETIC)
+    assert unsourced == [], f"figures quoted in source/{name} that nothing prints: {unsourced}"
