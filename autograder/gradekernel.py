@@ -387,7 +387,9 @@ def _private_import(copies, real_import):
     return __import__
 
 
-SWITCHED_OFF = policy.switch_off(ASSIGNMENT)  # before the snapshot records the state
+# before the snapshot records the state; not in the reference run (the instructor's kernel,
+# whose test cells call the reference answers to compute what is expected)
+SWITCHED_OFF = [] if os.environ.get(policy.REFERENCE_VARIABLE) else policy.switch_off(ASSIGNMENT)
 SNAPSHOT = Snapshot()  # at import: before the kernel exists, so before any student code
 
 

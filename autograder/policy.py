@@ -28,6 +28,7 @@ import os
 import sys
 
 __all__ = ["MARKER", "REPORT_KEY", "ASSIGNMENT_VARIABLE", "OUTPUT_VARIABLE", "OUTPUT_NOTE",
+           "REFERENCE_VARIABLE",
            "test_cell_code", "KERNEL_SIDE", "SWITCHED_OFF", "GUARDED", "AnswerSwitchedOff",
            "switch_off", "guarded_packages"]
 
@@ -37,6 +38,7 @@ MARKER = "#%residual-pack graded test "
 REPORT_KEY = "residual_pack"
 ASSIGNMENT_VARIABLE = "RESIDUAL_PACK_ASSIGNMENT"  # in a graded kernel's environment
 OUTPUT_VARIABLE = "RESIDUAL_PACK_OUTPUT_LIMIT"  # characters of print a kernel passes on
+REFERENCE_VARIABLE = "RESIDUAL_PACK_REFERENCE_RUN"  # set in the reference run's kernel
 OUTPUT_NOTE = "[grading: the rest of this notebook's printed output was left out]"
 
 

@@ -3,9 +3,10 @@ side, to say what every graded check must observe.
 
 Each source notebook (solutions and hidden tests in place) runs top to bottom in a kernel
 of `autograder.gradekernel`, as nbgrader runs a submission at grading time (with
-`NBGRADER_EXECUTION` set, so the experiments take their small graded configurations, and
-the assignment's model answers switched off). Its graded test cells are sent in their
-reference version (`testsource`) and in the `reference` mode (`witness`): each check
+`NBGRADER_EXECUTION` set, so the experiments take their small graded configurations; the
+library's model answers stay on, as the tests call them to compute what is expected). Its
+graded test cells are sent in their reference version (`testsource`) and in the
+`reference` mode (`witness`): each check
 computes its expected observation, makes sure the solution meets it, and records it with
 its tolerances. The records of every test cell are what `judge` compares a student's
 observations with.
@@ -26,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from .course import CourseError, is_autograded_test, nbgrader_meta, notebook_paths, read_notebook
-from .policy import ASSIGNMENT_VARIABLE, REPORT_KEY, test_cell_code
+from .policy import ASSIGNMENT_VARIABLE, REFERENCE_VARIABLE, REPORT_KEY, test_cell_code
 from .testsource import GradedCellError, prepare
 
 __all__ = ["ReferenceError", "run_reference", "reference_records", "fingerprint"]
@@ -145,9 +146,11 @@ def _run_notebook(path, assignment, timeout, workdir):
     )
     client.on_cell_executed = client.on_cell_executed_hook
     client.replies = {}
-    env_before = {k: os.environ.get(k) for k in ("NBGRADER_EXECUTION", ASSIGNMENT_VARIABLE)}
+    names = ("NBGRADER_EXECUTION", ASSIGNMENT_VARIABLE, REFERENCE_VARIABLE)
+    env_before = {k: os.environ.get(k) for k in names}
     os.environ["NBGRADER_EXECUTION"] = "autograde"
     os.environ[ASSIGNMENT_VARIABLE] = assignment
+    os.environ[REFERENCE_VARIABLE] = "1"  # the model answers stay on: the tests call them
     try:
         client.execute()
     finally:

@@ -180,4 +180,11 @@ MUTANTS = [
         ),
         loses=(NORMS_TEST,),
     ),
+    Mutant(
+        name="hands the task to the library: microgpt.deepnet.logits",
+        cell=FORWARD,
+        source=("from microgpt.deepnet import logits as _library_logits\n\n\n"
+                + _forward("    return _library_logits(net, x, layer)\n")),
+        loses=ALL_FORWARD_TESTS,
+    ),
 ]

@@ -215,4 +215,23 @@ MUTANTS = [
         source=_none("    model.attention(rmsnorm(x), layer, cache)\n    return x\n"),
         loses=(NONE_TEST,),
     ),
+    # ---- handing the task to the library ----
+    Mutant(
+        name="microgpt's own block: GPT.block(model, ...)",
+        cell=PRE,
+        source="from microgpt import GPT\n\n\n" + _pre(
+            "    return GPT.block(model, x, layer, cache)\n"),
+        loses=ALL_PRE,
+    ),
+    Mutant(
+        name="microgpt's own block through a fresh GPT of the model's sizes",
+        cell=PRE,
+        source="from microgpt import GPT\n\n\n" + _pre(
+            "    c = model.config\n"
+            "    ref = GPT(n_layer=c.n_layer, n_embd=c.n_embd, n_head=c.n_head,\n"
+            "              vocab_size=c.vocab_size, block_size=c.block_size)\n"
+            "    ref.state_dict = model.state_dict\n"
+            "    return ref.block(x, layer, cache)\n"),
+        loses=ALL_PRE,
+    ),
 ]

@@ -145,4 +145,31 @@ MUTANTS = [
         ),
         loses=(INPUT_GRADIENT_TEST,),
     ),
+    # ---- shortcuts that give the right numbers on the visible inputs ----
+    Mutant(
+        name="closed form: x * 1.1**depth for x > 0, x otherwise (the layer never called)",
+        cell=STACK,
+        source=_stack("    return x * 1.1**depth if x.data > 0 else x\n"),
+        loses=BOTH_TASK_1_1_TESTS,
+    ),
+    Mutant(
+        name="central differences instead of backward()",
+        cell=GRADIENT,
+        source=_gradient(
+            "    h = 1e-6\n"
+            "    up = stack(Value(float(x) + h), depth=depth).data\n"
+            "    down = stack(Value(float(x) - h), depth=depth).data\n"
+            "    return (up - down) / (2 * h)\n"
+        ),
+        loses=(INPUT_GRADIENT_TEST,),
+    ),
+    Mutant(
+        name="abs() of the gradient (right whenever the slope is positive)",
+        cell=GRADIENT,
+        source=_gradient(
+            "    v = Value(float(x))\n    stack(v, depth=depth).backward()\n"
+            "    return abs(v.grad)\n"
+        ),
+        loses=(INPUT_GRADIENT_TEST,),
+    ),
 ]

@@ -259,4 +259,11 @@ MUTANTS = [
                           mean="Value(sum(terms) / n)"),
         loses=(LENS_GRADIENTS,),
     ),
+    Mutant(
+        name="microgpt's own stream: GPT.stream_states(model, tokens)",
+        cell=STATES,
+        source="from microgpt import GPT\n\n\n" + _states(
+            "    return GPT.stream_states(model, tokens)\n"),
+        loses=BOTH_6_1,
+    ),
 ]

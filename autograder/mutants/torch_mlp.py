@@ -42,6 +42,10 @@ MUTANTS = [
            _residual("        return 2 * h + self.branch(h)\n"), RESIDUAL_TESTS),
     Mutant("shortcut detached: no gradient through it", RESIDUAL,
            _residual("        return h.detach() + self.branch(h)\n"), ("task8_1_test_layer",)),
+    Mutant("hands the task to the library: torchtrack's own ResidualLayer.forward", RESIDUAL,
+           "from torchtrack import mlp as _library\n\n"
+           + _residual("        return _library.ResidualLayer.forward(self, h)\n"),
+           RESIDUAL_TESTS),
     # ---- Task 8.2 ----
     Mutant("gate and carry swapped: (1 - T) F(h) + T h", HIGHWAY,
            _highway("        t = torch.sigmoid(self.gate(h))\n"
@@ -57,6 +61,10 @@ MUTANTS = [
                     "        return t * self.branch(h)\n"), HIGHWAY_TESTS),
     Mutant("residual instead of highway: h + F(h)", HIGHWAY,
            _highway("        return h + self.branch(h)\n"), HIGHWAY_TESTS),
+    Mutant("hands the task to the library: torchtrack's own HighwayLayer.forward", HIGHWAY,
+           "from torchtrack import mlp as _library\n\n"
+           + _highway("        return _library.HighwayLayer.forward(self, h)\n"),
+           HIGHWAY_TESTS),
     Mutant("a fixed gate of 0.12, ignoring W_T", HIGHWAY,
            _highway("        t = torch.sigmoid(torch.full_like(h, -2.0))\n"
                     "        return t * self.branch(h) + (1 - t) * h\n"), HIGHWAY_TESTS),

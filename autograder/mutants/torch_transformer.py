@@ -77,6 +77,9 @@ MUTANTS = [
                   "        x = x + block.ffn(block.norm2(x))\n"
                   "        return x + block.attn(block.norm1(x))\n" + _POST + _NONE),
            BLOCK_TESTS),
+    Mutant("hands the task to the library: Block.forward(block, x)", BLOCK,
+           "from torchtrack.transformer import Block\n\n"
+           + _block("    return Block.forward(block, x)\n"), BLOCK_TESTS),
     # ---- Task 9.2 ----
     Mutant("the head without the final norm", LENS, _lens_of("model.head(x)"), LENS_TEST),
     Mutant("the embedding state left out", LENS,
@@ -86,6 +89,9 @@ MUTANTS = [
     Mutant("a norm without its gain: x / rms(x)", LENS,
            _lens_of("model.head(x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))"),
            LENS_TEST),
+    Mutant("hands the task to the library: torchtrack's own logit_lens", LENS,
+           "from torchtrack import transformer as _library\n\n"
+           + _lens("    return _library.logit_lens(model, idx, targets)\n"), LENS_TEST),
     Mutant("targets not shifted against the inputs: scored against idx", LENS,
            _lens("    out = []\n"
                  "    for x in stream_states(model, idx):\n"
