@@ -220,3 +220,23 @@ def test_check_drift_runs_the_guard(tmp_path):
     problems = drift(course, ["residual_stack"])
     assert len(problems) == 1 and problems[0].startswith(GUARD) and "error output" in problems[0]
     assert main(["--course", str(course), "check-drift", "residual_stack"]) == 1
+
+
+def test_the_student_versions_carry_no_quote_lists(tmp_path):
+    """The lists are the instructors' (an answer cell's would list the model answer's
+    figures): generate strips them from exercises/, and keeps them in solutions/."""
+    from autograder.generate import strip_quote_lists
+
+    for name in TORCH_FREE:
+        for path in (COURSE / "exercises" / name).glob("*.ipynb"):
+            nb = nbformat.read(str(path), as_version=4)
+            assert not [c.get("id") for c in nb.cells if "residual_pack" in c.metadata], path
+    # the control: a notebook that has them loses them
+    copy_path = tmp_path / "highway.ipynb"
+    shutil.copy2(next((COURSE / "solutions" / "highway").glob("*.ipynb")), copy_path)
+    before = nbformat.read(str(copy_path), as_version=4)
+    assert any("residual_pack" in c.metadata for c in before.cells)
+    strip_quote_lists(copy_path)
+    after = nbformat.read(str(copy_path), as_version=4)
+    assert not any("residual_pack" in c.metadata for c in after.cells)
+    assert [c.source for c in after.cells] == [c.source for c in before.cells]
