@@ -40,20 +40,6 @@ def normalize_solution(path):
     nbformat.write(nb, str(path))
 
 
-def strip_quote_lists(path):
-    """Drop the notebook guard's lists of quoted figures (cell metadata) from a student
-    version (in place): they are for the instructors' check, and on an answer cell they
-    would list the figures of the model answer."""
-    from .notebook_guard import METADATA_KEY
-
-    nb = read_notebook(path)
-    found = [cell for cell in nb.cells if METADATA_KEY in cell.metadata]
-    for cell in found:
-        del cell.metadata[METADATA_KEY]
-    if found:
-        nbformat.write(nb, str(path))
-
-
 def generate_into(course, target, names=None, solutions=True, execute=True, progress=None):
     """Generate `names` (all when empty) from `course`'s source into `target`'s
     `exercises/` and `solutions/` folders (the solutions run unless `execute` is false).
@@ -69,8 +55,6 @@ def generate_into(course, target, names=None, solutions=True, execute=True, prog
             say(f"{name}: generate_assignment")
             t = time.perf_counter()
             made = [work.generate_assignment(name)]
-            for path in notebook_paths(made[0]):
-                strip_quote_lists(path)
             seconds[f"{name} generate_assignment"] = time.perf_counter() - t
             if solutions:
                 say(f"{name}: generate_solution" + (" (runs the notebook)" if execute else ""))

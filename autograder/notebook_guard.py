@@ -43,10 +43,10 @@ another assignment's solution prints goes under that assignment's name:
     "metadata": {"residual_pack": {"quotes_from": {"degradation": ["1.308"]}}}
 
 The README quotes figures the same way, in an HTML comment after the text that quotes
-them (`<!-- quotes identity_shortcut: "1.23" "4.26" -->`). `residual-pack generate`
-strips the lists from the student versions (`exercises/`). A match is a whole number:
-"1.23" is not found in "1.234". Figures from the chapter or a paper are theirs: cite
-them in the text, do not list them.
+them (`<!-- quotes identity_shortcut: "1.23" "4.26" -->`). Every student version
+(`exercises/`, and the release grading builds) is generated without these lists. A match
+is a whole number: "1.23" is not found in "1.234". Figures from the chapter or a paper
+are theirs: cite them in the text, do not list them.
 """
 
 import json
@@ -70,7 +70,7 @@ __all__ = [
 ]
 
 FALLBACK_PREFIX = "data fallback:"
-METADATA_KEY = "residual_pack"
+METADATA_KEY = "residual_pack"  # course.QUOTES_METADATA
 RESULTS = "results"
 README = "README.md"
 

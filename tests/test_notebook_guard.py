@@ -224,8 +224,9 @@ def test_check_drift_runs_the_guard(tmp_path):
 
 def test_the_student_versions_carry_no_quote_lists(tmp_path):
     """The lists are the instructors' (an answer cell's would list the model answer's
-    figures): generate strips them from exercises/, and keeps them in solutions/."""
-    from autograder.generate import strip_quote_lists
+    figures): every generated release lacks them (generate, selfcheck and grading all
+    release through WorkCourse.generate_assignment); solutions/ keeps them."""
+    from autograder.course import strip_quote_lists
 
     for name in TORCH_FREE:
         for path in (COURSE / "exercises" / name).glob("*.ipynb"):
