@@ -1,7 +1,8 @@
 """`residual-pack`: the instructors' command line, a thin layer over nbgrader's API.
 
     residual-pack generate [ASSIGNMENT ...]     exercises/ and solutions/ from source/
-    residual-pack check-drift [ASSIGNMENT ...]  fail if those differ from a fresh generate
+    residual-pack check-drift [ASSIGNMENT ...]  fail if those differ from a fresh generate,
+                                                or a solution fails the notebook guard
     residual-pack selfcheck [ASSIGNMENT ...]    do the graded tests tell right from wrong?
     residual-pack grade ASSIGNMENT SUBMISSIONS  grade a class: scores, grades.csv, feedback
     residual-pack demo [ASSIGNMENT]             grade a made-up class of three and show it
@@ -51,16 +52,24 @@ def cmd_generate(args, course):
 
 
 def cmd_check_drift(args, course):
-    from .generate import drift
+    from .generate import GUARD, drift
 
     names = check_assignments(course, args.assignments) if args.assignments else None
     problems = drift(course, names, progress=_say)
-    if problems:
+    stale = [p for p in problems if not p.startswith(GUARD)]
+    guard = [p.removeprefix(GUARD) for p in problems if p.startswith(GUARD)]
+    if stale:
         _say("generated folders are out of date (run `residual-pack generate`):")
-        for p in problems:
+        for p in stale:
             _say(f"  {p}")
+    if guard:
+        _say("committed solutions or README fail the notebook guard "
+             "(see autograder/notebook_guard.py):")
+        for p in guard:
+            _say(f"  {p}")
+    if problems:
         return 1
-    _say("exercises/ and solutions/ match source/")
+    _say("exercises/ and solutions/ match source/, and pass the notebook guard")
     return 0
 
 
@@ -197,7 +206,9 @@ def parser():
 
     d = sub.add_parser(
         "check-drift",
-        help="regenerate in a temporary copy; fail if exercises/ or solutions/ differ",
+        help="regenerate in a temporary copy; fail if exercises/ or solutions/ differ, or "
+             "a committed solution fails the notebook guard (errors, timeouts, machine "
+             "paths, data fallbacks, quoted figures no output shows)",
     )
     d.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
     d.set_defaults(run=cmd_check_drift)

@@ -246,11 +246,15 @@ class WorkCourse:
         return self._api
 
     def generate_assignment(self, name):
-        """nbgrader generate_assignment (with the gradebook of the copy)."""
+        """nbgrader generate_assignment (with the gradebook of the copy), without the
+        notebook guard's lists of quoted figures (see strip_quote_lists)."""
         result = self.api().generate_assignment(name, force=True, create=True)
         if not result["success"]:
             raise CourseError(f"generate_assignment {name} failed:\n{failure_text(result)}")
-        return self.path(EXERCISES, name)
+        release = self.path(EXERCISES, name)
+        for path in notebook_paths(release):
+            strip_quote_lists(path)
+        return release
 
     def generate_solution(self, name, execute=True):
         """nbgrader generate_solution: the solution notebooks, run in a kernel unless
@@ -275,6 +279,23 @@ class WorkCourse:
         if not result["success"]:
             raise CourseError(f"generate_solution {name} failed:\n{failure_text(result)}")
         return self.path(SOLUTIONS, name)
+
+
+# cell metadata holding the figures a markdown cell quotes (autograder/notebook_guard.py)
+QUOTES_METADATA = "residual_pack"
+
+
+def strip_quote_lists(path):
+    """Drop the notebook guard's lists of quoted figures from a student version (in
+    place): they are for the instructors' check of the solutions, and on an answer cell
+    they would list the figures of the model answer. nbgrader's cell checksums do not
+    cover this metadata."""
+    nb = read_notebook(path)
+    found = [cell for cell in nb.cells if QUOTES_METADATA in cell.metadata]
+    for cell in found:
+        del cell.metadata[QUOTES_METADATA]
+    if found:
+        nbformat.write(nb, str(path))
 
 
 def course_cell_timeout(course, default=120):

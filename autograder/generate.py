@@ -135,8 +135,15 @@ def notebook_cell_differences(made, committed):
     return out
 
 
+GUARD = "guard: "  # the start of a problem the notebook guard found
+
+
 def drift(course, names=None, progress=None):
-    """What `residual-pack generate` would change in the committed folders: [] if nothing."""
+    """What `residual-pack generate` would change in the committed folders, and what the
+    notebook guard finds in the committed solutions (those start with GUARD): [] if
+    nothing."""
+    from .notebook_guard import check_readme, check_solutions
+
     course = Path(course)
     problems = []
     with work_folder(prefix="residual-pack-drift-") as tmp:
@@ -161,4 +168,7 @@ def drift(course, names=None, progress=None):
         problems += [
             f"{p.relative_to(course)} has no source" for p in stale_folders(course)
         ]
+    checked = names or assignments(course)
+    guarded = check_solutions(course, checked) + check_readme(course, checked)
+    problems += [GUARD + p for p in guarded]
     return problems

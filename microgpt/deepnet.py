@@ -148,11 +148,13 @@ def mean_loss(net, X, Y, layer, forward=logits):
     return Value.sum(losses) * (1 / len(losses))
 
 
-def train(net, X, Y, layer, steps, lr=0.01, batch=8, seed=0, forward=logits, progress=False):
+def train(net, X, Y, layer, steps, lr=0.01, batch=8, seed=0, forward=logits, progress=False,
+          after_step=None):
     """Adam (betas 0.9/0.999, constant `lr`) on minibatches of `batch` points drawn with
     replacement by `seed`; returns the minibatch losses, one per step.
 
     progress: False, True (a bar of its own), or a tqdm bar to advance by one per step.
+    after_step: None, or a function called with the number of steps done after each step.
     """
     rng = make_rng(seed)
     opt = Adam(net.parameters(), lr=lr, betas=(0.9, 0.999))
@@ -168,6 +170,8 @@ def train(net, X, Y, layer, steps, lr=0.01, batch=8, seed=0, forward=logits, pro
             loss.backward()
             opt.step()
             history.append(loss.data)
+            if after_step is not None:
+                after_step(len(history))
             if bar is not None:
                 bar.update(1)
     if progress is True:
@@ -204,7 +208,9 @@ class Config:
     batch: int = 8
     steps: int = 200
     lr: float = 0.01
-    highway_steps: int = 300  # the gated net learns more slowly
+    # the highway study: every net it compares trains for budgets[-1] steps, and the loss
+    # on all points is read after each budget (equal budgets for every net)
+    budgets: tuple = (200, 300)
     seeds: tuple = (0, 1, 2)
     probe_width: int = 16  # nets whose gradient per layer is measured at initialisation
     probe_points: int = 32
@@ -213,7 +219,7 @@ class Config:
 
 # the notebooks' experiments; a grading run (NBGRADER_EXECUTION set) takes the small one
 INTERACTIVE = Config()
-GRADING = Config(depth=20, depths=(3, 20), n=64, steps=100, lr=0.02, highway_steps=60,
+GRADING = Config(depth=20, depths=(3, 20), n=64, steps=100, lr=0.02, budgets=(40, 60),
                  seeds=(0,), probe_points=16, probe_seeds=(0,))
 
 
@@ -246,23 +252,32 @@ class Run:
     entropy: float  # H(y) of the training labels: the best constant guess
     net: Net = field(repr=False, default=None)
     X: list = field(repr=False, default=None)
+    loss_at: dict = field(default_factory=dict)  # {step: mean loss on all points then}
 
 
-def run(variant, seed, config, progress=False):
-    """Train `variant` on the teacher task of `seed` (net and batches seeded by `seed` too)."""
+def run(variant, seed, config, progress=False, checkpoints=()):
+    """Train `variant` on the teacher task of `seed` (net and batches seeded by `seed` too);
+    the loss on all training points is also read after each step number in `checkpoints`."""
     X, Y = teacher_data(config.n, config.d_in, config.n_classes, data_seed(seed))
     net = make_net(variant.depth, config.width, config.d_in, config.n_classes, seed,
                    variant.layer_params)
     steps = variant.steps or config.steps
+    loss_at = {}
+
+    def read_loss(step):
+        if step in checkpoints:
+            loss_at[step] = mean_loss(net, X, Y, variant.layer, variant.forward).data
+
     history = train(net, X, Y, variant.layer, steps, config.lr, config.batch, seed,
-                    variant.forward, progress)
+                    variant.forward, progress, after_step=read_loss if checkpoints else None)
     with cycle_collector_paused():
         loss = mean_loss(net, X, Y, variant.layer, variant.forward).data
-    return Run(seed, history, loss, label_entropy(Y), net, X)
+    return Run(seed, history, loss, label_entropy(Y), net, X, loss_at)
 
 
-def study(variants, config, seeds=None, progress=True):
-    """{name: [Run per seed]} for a dict of named `Variant`s, with one progress bar for all."""
+def study(variants, config, seeds=None, progress=True, checkpoints=()):
+    """{name: [Run per seed]} for a dict of named `Variant`s, with one progress bar for all
+    (`checkpoints`: step numbers after which each run also reads its loss on all points)."""
     seeds = config.seeds if seeds is None else seeds
     total = sum((v.steps or config.steps) for v in variants.values()) * len(seeds)
     bar = tqdm(total=total, desc="training", unit="step", mininterval=0.5, disable=not progress)
@@ -270,7 +285,8 @@ def study(variants, config, seeds=None, progress=True):
     for seed in seeds:
         for name, variant in variants.items():
             bar.set_postfix_str(f"{name}, seed {seed}", refresh=False)
-            results[name].append(run(variant, seed, config, progress=bar if progress else False))
+            results[name].append(run(variant, seed, config, progress=bar if progress else False,
+                                     checkpoints=checkpoints))
     bar.close()
     return results
 

@@ -292,8 +292,11 @@ def test_study_config_follows_nbgrader_execution(monkeypatch):
 
 
 def test_the_grading_study_is_smaller():
-    for field in ("depth", "n", "steps", "highway_steps", "probe_points"):
+    for field in ("depth", "n", "steps", "probe_points"):
         assert getattr(GRADING, field) <= getattr(INTERACTIVE, field)
+    assert GRADING.budgets[-1] <= INTERACTIVE.budgets[-1]
+    for cfg in (GRADING, INTERACTIVE):  # budgets are step counts read in one run, in order
+        assert list(cfg.budgets) == sorted(set(cfg.budgets)) and cfg.budgets[0] > 0
     assert len(GRADING.seeds) <= len(INTERACTIVE.seeds) and len(INTERACTIVE.seeds) >= 3
 
 
@@ -304,6 +307,18 @@ def test_run_reports_the_final_loss_on_all_points():
     assert r.X == X and len(r.history) == 5
     assert r.loss == pytest.approx(mean_loss(r.net, X, Y, plain_layer).data, rel=1e-12)
     assert r.entropy == pytest.approx(label_entropy(Y))
+
+
+def test_checkpoints_read_the_loss_of_a_shorter_run_without_changing_training():
+    cfg = Config(n=24, steps=6, batch=4)
+    r = run(Variant(plain_layer, 2), seed=3, config=cfg, checkpoints=(2, 6))
+    plain = run(Variant(plain_layer, 2), seed=3, config=cfg)
+    assert r.history == plain.history and r.loss == plain.loss
+    assert sorted(r.loss_at) == [2, 6] and r.loss_at[6] == r.loss
+    # the learning rate is constant, so the first 2 steps are a 2-step run's
+    short = run(Variant(plain_layer, 2, steps=2), seed=3, config=cfg)
+    assert r.loss_at[2] == short.loss and r.loss_at[2] != r.loss
+    assert plain.loss_at == {}
 
 
 def test_study_runs_every_variant_for_every_seed():

@@ -197,14 +197,93 @@ def test_cli_rejects_an_unknown_assignment(capsys):
 # ---------------------------------------------------------------- slow: the real thing
 
 
+def run_all(nb, folder, timeout=300):
+    """Run All on a copy of `nb` in a real kernel, as JupyterLab does it: a cell that
+    raises stops the run unless it is tagged `raises-exception`. Returns the executed
+    copy and why the run stopped early ("" when it reached the end)."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = copy.deepcopy(nb)
+    folder.mkdir(parents=True, exist_ok=True)
+    client = NotebookClient(nb, timeout=timeout, allow_errors=False,
+                            kernel_name=nb.metadata.get("kernelspec", {}).get("name", "python3"),
+                            resources={"metadata": {"path": str(folder)}})
+    stopped = ""
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        stopped = str(exc).strip().splitlines()[-1][:200]
+    return nb, stopped
+
+
+def unreached_graded_cells(nb, folder, monkeypatch):
+    """Run All on `nb` under NBGRADER_EXECUTION (the small experiments): the graded
+    test cells it did not execute, and why it stopped early."""
+    monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
+    with jupyter_sandbox(folder / "sandbox"):
+        ran, stopped = run_all(nb, folder / "work")
+    graded = [c for c in ran.cells if is_autograded_test(c)]
+    missed = [nbgrader_meta(c)["grade_id"] for c in graded if c.get("execution_count") is None]
+    return graded, missed, stopped
+
+
+# torch_mlp and torch_transformer are being fixed on another branch (issue 11); until it
+# lands their Run All stops at the first unfinished test and their committed solutions
+# fail the notebook guard. Drop this (and its uses) when it has landed.
+TORCH_PENDING = {"torch_mlp", "torch_transformer"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", [
+    pytest.param(a, marks=pytest.mark.xfail(reason="fixed on the torch branch", strict=False))
+    if a in TORCH_PENDING else a
+    for a in ASSIGNMENTS
+])
+def test_run_all_on_the_released_stub_reaches_every_graded_cell(assignment, tmp_path,
+                                                                  monkeypatch):
+    """What a student gets, run top to bottom untouched: Run All reaches the end, so every
+    graded test cell runs (each cell that fails on the stub is tagged `raises-exception`:
+    a graded test, an experiment or plot that uses an answer)."""
+    for path in notebook_paths(COURSE / EXERCISES / assignment):
+        graded, missed, stopped = unreached_graded_cells(read_notebook(path), tmp_path,
+                                                         monkeypatch)
+        assert not stopped and not missed, f"{path.name}: Run All stopped ({stopped}); " \
+                                           f"graded cells not run: {missed}"
+
+
+@pytest.mark.slow
+def test_run_all_check_fails_when_a_failing_cell_is_not_tagged(tmp_path, monkeypatch):
+    """The check above is not vacuous: without its `raises-exception` tags, the first
+    assignment's stub stops at its first graded cell and leaves the others unrun."""
+    path = notebook_paths(COURSE / EXERCISES / FIRST)[0]
+    nb = read_notebook(path)
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "raises-exception" in tags:
+            tags.remove("raises-exception")
+    graded, missed, stopped = unreached_graded_cells(nb, tmp_path, monkeypatch)
+    assert stopped and missed, (stopped, missed)
+    assert len(graded) - len(missed) <= 1  # it ran the first graded cell, then stopped
+
+
+
+
 @needs_assignment
 @pytest.mark.slow
 def test_generation_reproduces_the_committed_folders():
     """generate_assignment and generate_solution rerun on a copy: exercises/ byte for
-    byte, solutions/ cell for cell (type, id, source, metadata)."""
-    from autograder.generate import drift
+    byte, solutions/ cell for cell (type, id, source, metadata); and the committed
+    solutions pass the notebook guard (no error, timeout, machine path or data fallback
+    in an output, every quoted figure printed)."""
+    from autograder.generate import GUARD, drift
 
-    assert drift(COURSE) == []
+    problems = drift(COURSE)
+    # the torch notebooks are being regenerated on another branch (issue 11): until it
+    # lands, their guard findings are expected here (and tested, as expected failures, in
+    # tests/test_notebook_guard.py). Drop this filter when it has landed.
+    pending = tuple(f"{GUARD}solutions/{name}/" for name in TORCH_PENDING)
+    assert [p for p in problems if not p.startswith(pending)] == []
 
 
 @pytest.fixture(scope="module")
