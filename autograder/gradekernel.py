@@ -1,33 +1,26 @@
 """The kernel that runs a student's notebook at grading time (inside the sandbox).
 
 Every cell but the graded test cells runs as in any IPython kernel. The grading process
-sends each graded test cell with `MARKER` (and the cell's grade id) in front, and this
-kernel runs those its own way, so that the student's code, which ran before, cannot
-switch the test off:
+sends each graded test cell with `MARKER` and a JSON header (grade id, mode, nonce) in
+front, and with only its *witness* version (`testsource.prepare`: the expected values
+and tolerances taken out). This kernel runs those cells its own way:
 
-- Before any student code runs (when this module is imported), the state the tests
-  depend on is recorded: our packages (`autograder`, `microgpt`, imported now), a few
-  standard modules (`math`, `numbers`, `contextlib`, `importlib`'s machinery, ...), the
-  classes they define, `builtins`, `sys.path` and the import hooks, `sys.stdout`.
-- Before a test cell, all of that is put back (a patched `check_value`, `math.isclose`
-  or `abs`, a fake `autograder.checks` in `sys.modules`, a trace function, ...).
-- The test cell does not go through IPython (`run_cell`): no input or AST transformer,
-  custom exception handler or `showtraceback` of the student's is involved. It is
-  compiled and executed here, in a copy of the user namespace whose builtins are a
-  private copy of the recorded ones.
-- Its `import autograder.<module>` gets a fresh copy of that module, made for this cell
-  only: its functions see private globals (the recorded builtins, read-only copies of
-  `math`, `numbers`, ...) and a private context manager for `task`, so that student code
-  the test calls cannot change how the checks compare, even while the test runs.
-- After the test cell, the recorded state is compared with the live one. A change made
-  while the test ran (a function the test called patched the engine, say) fails the
-  test, and so does a trace or profile function left installed.
-- The verdict is the execute_reply's status, which this code sets; the error output it
-  publishes carries the same exception name. Nothing the cell prints counts.
-
-What this does not stop: code that, while a test calls it, walks the interpreter
-(frames, `gc`, `ctypes`) or patches this kernel's own machinery. The grading process
-flags such code for review (see `intake.review_flags`). See README, "Threat model".
+- It is a witness, not a judge. The checks the cell calls only record what the student's
+  code gave (`witness.settle` in the witness mode); the records go back in the cell's
+  execute_reply under `REPORT_KEY`, stamped with the grader's nonce, and the grading
+  process compares them with the reference run's (`judge.verdict`). Nothing this kernel
+  decides, sets or prints can make a cell pass: a cell whose records are missing,
+  reordered, from other lines, for another cell or with another nonce fails.
+- Model answers that a library keeps for the assignment being graded (`policy.SWITCHED_OFF`:
+  `microgpt.deepnet.logits` for Task 2.2, `GPT.block` for Tasks 5.1 to 5.3, ...) raise
+  when student code calls them, so that an answer cannot delegate to them.
+- As a second line (it keeps honest mistakes from spilling from one test into the next),
+  the state the tests use is recorded when this module is imported, before any student
+  code: our packages, a few standard modules, `builtins`, `sys.path`, the import hooks,
+  `sys.stdout`. It is put back before each test cell, the cell runs outside IPython's
+  hooks with private copies of the check helpers, and a change made while it ran is
+  reported to the grader (who withholds the score for review) and fails the cell.
+- Printed output is capped (`OUTPUT_VARIABLE`), and the report is capped at `MAX_REPORT`.
 
 Run as `python -m autograder.gradekernel -f CONNECTION_FILE` (the sandbox launcher does).
 """

@@ -20,12 +20,8 @@ from autograder.notebook_guard import (
 
 COURSE = Path(__file__).resolve().parents[1]
 ALL = assignments(COURSE)
-# torch_mlp and torch_transformer are being regenerated on another branch (issue 11: the
-# transformer's committed solution timed out, shows a venv path and ran on the fallback
-# data). Until that lands, the pack must pass on the seven torch-free assignments; the
-# guard itself applies to all nine (see test_the_torch_notebooks_pass_the_guard).
-PENDING = {"torch_mlp", "torch_transformer"}
-TORCH_FREE = [a for a in ALL if a not in PENDING]
+TORCH = {"torch_mlp", "torch_transformer"}
+TORCH_FREE = [a for a in ALL if a not in TORCH]
 SAMPLE = "degradation"  # the committed solution the defects are put into
 
 
@@ -51,22 +47,15 @@ def stream(text):
 # ---------------------------------------------------------------- the committed pack
 
 
-def test_the_torch_free_pack_passes_the_guard():
-    assert TORCH_FREE and len(TORCH_FREE) >= 7
-    assert check_solutions(COURSE, TORCH_FREE) == []
+def test_the_committed_pack_passes_the_guard():
+    assert TORCH_FREE and len(TORCH_FREE) >= 7 and TORCH <= set(ALL)
+    assert check_solutions(COURSE, ALL) == []
 
 
 def test_the_readme_quotes_pass_the_guard():
     assert readme_quotes((COURSE / "README.md").read_text(encoding="utf-8")), \
         "the README lists no quoted figure: the check would prove nothing"
-    assert check_readme(COURSE, TORCH_FREE) == []
-
-
-@pytest.mark.xfail(reason="torch_mlp / torch_transformer are being fixed on another branch; "
-                          "drop this mark (and PENDING) when they land", strict=False)
-@pytest.mark.parametrize("assignment", sorted(PENDING & set(ALL)))
-def test_the_torch_notebooks_pass_the_guard(assignment):
-    assert check_solutions(COURSE, [assignment]) == []
+    assert check_readme(COURSE, ALL) == []
 
 
 def test_some_committed_cells_list_quoted_figures():

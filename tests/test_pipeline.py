@@ -228,18 +228,8 @@ def unreached_graded_cells(nb, folder, monkeypatch):
     return graded, missed, stopped
 
 
-# torch_mlp and torch_transformer are being fixed on another branch (issue 11); until it
-# lands their Run All stops at the first unfinished test and their committed solutions
-# fail the notebook guard. Drop this (and its uses) when it has landed.
-TORCH_PENDING = {"torch_mlp", "torch_transformer"}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("assignment", [
-    pytest.param(a, marks=pytest.mark.xfail(reason="fixed on the torch branch", strict=False))
-    if a in TORCH_PENDING else a
-    for a in ASSIGNMENTS
-])
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_run_all_on_the_released_stub_reaches_every_graded_cell(assignment, tmp_path,
                                                                   monkeypatch):
     """What a student gets, run top to bottom untouched: Run All reaches the end, so every
@@ -276,14 +266,9 @@ def test_generation_reproduces_the_committed_folders():
     byte, solutions/ cell for cell (type, id, source, metadata); and the committed
     solutions pass the notebook guard (no error, timeout, machine path or data fallback
     in an output, every quoted figure printed)."""
-    from autograder.generate import GUARD, drift
+    from autograder.generate import drift
 
-    problems = drift(COURSE)
-    # the torch notebooks are being regenerated on another branch (issue 11): until it
-    # lands, their guard findings are expected here (and tested, as expected failures, in
-    # tests/test_notebook_guard.py). Drop this filter when it has landed.
-    pending = tuple(f"{GUARD}solutions/{name}/" for name in TORCH_PENDING)
-    assert [p for p in problems if not p.startswith(pending)] == []
+    assert drift(COURSE) == []
 
 
 @pytest.fixture(scope="module")

@@ -226,3 +226,48 @@ def test_every_handed_in_name_gets_an_id():
     assert made.startswith("student-") and "not plain text" in note
     assert student_id("a\nb")[0].startswith("student-")
     assert student_id("../x")[0].startswith("student-")
+
+
+# ---------------------------------------------------------------- the pack's own test cells
+
+
+def _graded_code_cells():
+    import nbformat
+
+    from autograder.course import SOURCE, assignments, nbgrader_meta, notebook_paths
+
+    course = __import__("pathlib").Path(__file__).resolve().parents[1]
+    for name in assignments(course):
+        for path in notebook_paths(course / SOURCE / name):
+            for cell in nbformat.read(str(path), as_version=4).cells:
+                meta = nbgrader_meta(cell)
+                if meta.get("grade") and cell.cell_type == "code":
+                    yield name, meta["grade_id"], cell.source
+
+
+def _check_lines(source):
+    import ast
+
+    from autograder.testsource import JUDGE_ARGUMENTS
+
+    lines = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")
+            if name in JUDGE_ARGUMENTS or name.startswith("check_"):
+                lines.add(node.lineno)
+    return lines
+
+
+def test_every_graded_cell_splits_and_checks_something_the_student_has_not_seen():
+    """Each graded test cell of every assignment splits into its two versions, keeps the
+    reference answers out of the witness version, and has checks in its hidden tests: a
+    kernel that forges the observations of the visible checks (their expected values are
+    in the released notebook) still fails the cell."""
+    cells = list(_graded_code_cells())
+    assert len(cells) >= 30
+    for name, grade_id, source in cells:
+        split = prepare(source)
+        assert "autograder.reference" not in split.witness, (name, grade_id)
+        assert _check_lines(split.reference) & set(split.hidden), (name, grade_id)
