@@ -148,7 +148,7 @@ def effects(runs, entropy, config):
     return out
 
 
-def run_seed(seed, config, log=None):
+def run_seed(seed, config, log=None, run_net=run_net):
     X, Y = task(config, seed)
     entropy = label_entropy(Y)
     runs = {}
@@ -163,9 +163,12 @@ def run_seed(seed, config, log=None):
             "seconds": round(sum(r["seconds"] for r in runs.values()), 1)}
 
 
-def study(config, seeds, log=None):
-    """The result dict (without provenance) of the study over `seeds`."""
-    per_seed = [run_seed(s, config, log) for s in seeds]
+def study(config, seeds, log=None, run_net=run_net, engine="Value"):
+    """The result dict (without provenance) of the study over `seeds`.
+
+    `run_net` trains one net (the `Value` engine's by default; the numpy mirror passes its own).
+    """
+    per_seed = [run_seed(s, config, log, run_net) for s in seeds]
     names = [name(k, d) for k, d in config.net_list()]
     cost = {n: round(sum(p["runs"][n]["ms_per_step"] for p in per_seed) / len(per_seed), 2)
             for n in names}
@@ -175,6 +178,7 @@ def study(config, seeds, log=None):
         held[key] = None if any(v is None for v in values) else all(values)
     return {
         "experiment": "depth_search",
+        "engine": engine,
         "config": asdict(config),
         "seeds": list(seeds),
         "criteria": {"FAIL_FRACTION": FAIL_FRACTION, "FAR_BELOW": FAR_BELOW},
@@ -186,14 +190,19 @@ def study(config, seeds, log=None):
     }
 
 
+def engine_name(result):
+    engine = result.get("engine", "Value")
+    return "`Value`" if engine == "Value" else engine
+
+
 def render(result):
     """The markdown table of a result: one row per seed, the chapter's numbers last."""
     c = result["config"]
     names = list(result["per_seed"][0]["runs"]) if result["per_seed"] else []
     lines = [
-        f"# Depth study on `Value`: {c['width']} wide, teacher {c['teacher_depth']} x "
-        f"{c['teacher_hidden']} (gain {c['teacher_gain']}), {c['d_in']} inputs, "
-        f"{c['n_classes']} classes, {c['n']} points, batch {c['batch']}, "
+        f"# Depth study on {engine_name(result)}: {c['width']} wide, teacher "
+        f"{c['teacher_depth']} x {c['teacher_hidden']} (gain {c['teacher_gain']}), "
+        f"{c['d_in']} inputs, {c['n_classes']} classes, {c['n']} points, batch {c['batch']}, "
         f"Adam lr {c['lr']}, {c['steps']} steps for every net",
         "",
         "Final training loss on all points (nats). H(y): the best constant guess.",
@@ -233,7 +242,7 @@ def render(result):
     return "\n".join(lines)
 
 
-def parse(argv=None):
+def parse(argv=None, default_out="results/pure_python/depth.json"):
     p = argparse.ArgumentParser(prog="python -m experiments.depth_search",
                                 description=__doc__.split("\n")[0])
     d = DepthConfig()
@@ -250,7 +259,7 @@ def parse(argv=None):
     p.add_argument("--depths", type=int, nargs="+", default=list(d.depths))
     p.add_argument("--kinds", nargs="+", default=list(d.kinds), choices=["plain", "residual"])
     p.add_argument("--highway-depths", type=int, nargs="*", default=[])
-    add_common_arguments(p, "results/pure_python/depth.json")
+    add_common_arguments(p, default_out)
     args = p.parse_args(argv)
     config = DepthConfig(width=args.width, d_in=args.d_in, n_classes=args.classes,
                          teacher_hidden=args.teacher_hidden, teacher_depth=args.teacher_depth,
@@ -260,13 +269,14 @@ def parse(argv=None):
     return args, config
 
 
-def main(argv=None):
-    args, config = parse(argv)
+def main(argv=None, run_net=run_net, engine="Value", module="experiments.depth_search",
+         default_out="results/pure_python/depth.json"):
+    args, config = parse(argv, default_out)
     argv = sys.argv[1:] if argv is None else argv
     clock = Stopwatch()
     log = None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
-    result = study(config, args.seeds, log)
-    out, table = save(result, args.out, render, "experiments.depth_search", argv, clock)
+    result = study(config, args.seeds, log, run_net, engine)
+    out, table = save(result, args.out, render, module, argv, clock)
     print(table)
     return result
 
