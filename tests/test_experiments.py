@@ -169,3 +169,25 @@ def test_coarse_curve_and_compact_json():
     text = dumps({"a": [1, 2.5, -3e-05], "b": {"c": "x"}})
     assert '"a": [1, 2.5, -3e-05]' in text
     assert json.loads(text) == {"a": [1, 2.5, -3e-05], "b": {"c": "x"}}
+
+
+def test_lr_stress_with_one_sequence_a_step_is_microgpt_train():
+    """With batch 1, no warmup, clipping or weight decay, a run is `microgpt.train` on the
+    training names, so a notebook that splits the names the same way gets the same numbers."""
+    import random
+
+    from microgpt import GPT, CharTokenizer, census_names
+    from microgpt import train as microgpt_train
+
+    config = lr_stress.StressConfig(n_layer=1, steps=5, beta1=0.9, beta2=0.95)
+    data = lr_stress.load_data(config)
+    model = GPT(seed=3, vocab_size=data[2], n_layer=1, layout="post")
+    ours = lr_stress.train_lm(model, data[0], config, lr=0.03, warmup=0.0, seed=3)
+
+    docs = census_names()
+    random.Random(lr_stress.DATA_SEED).shuffle(docs)
+    train_docs = docs[len(docs) // 10:]
+    model = GPT(seed=3, vocab_size=27, n_layer=1, layout="post")
+    theirs = microgpt_train(model, train_docs, CharTokenizer(docs), steps=5, lr=0.03,
+                            betas=(0.9, 0.95), seed=3, progress=False)
+    assert ours == theirs
