@@ -278,9 +278,10 @@ def parse(argv=None, default_out="results/pure_python/depth.json"):
 
 
 def main(argv=None, run_net=run_net, engine="Value", module="experiments.depth_search",
-         default_out="results/pure_python/depth.json"):
+         default_out="results/pure_python/depth.json", command_argv=None):
     args, config = parse(argv, default_out)
     argv = sys.argv[1:] if argv is None else argv
+    argv = argv if command_argv is None else command_argv
     clock = Stopwatch()
     log = None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     result = study(config, args.seeds, log, run_net, engine)

@@ -105,6 +105,36 @@ def test_numpy_mirror_matches_the_value_engine_and_writes_the_same_result(tmp_pa
     assert table == depth_search.render(result)
 
 
+@pytest.mark.parametrize("bias,head_norm,residual", [(True, False, False), (True, True, True),
+                                                    (False, False, True)])
+def test_numpy_variants_gradients_match_central_differences(bias, head_norm, residual):
+    import numpy as np
+
+    X, Y = teacher_data(6, 4, 3, 1004)
+    X, Y = np.asarray(X), np.asarray(Y)
+    params = numpy_mirror.init(3, 5, 4, 3, 2, bias=bias)
+    _, grads = numpy_mirror.forward_backward(params, X, Y, residual, head_norm)
+    flat, flat_grads = numpy_mirror._flatten(params), numpy_mirror._flatten(grads)
+    assert len(flat) == (10 if bias else 5)
+    for p, g in zip(flat, flat_grads):
+        for i in range(p.size):
+            old = p.flat[i]
+            p.flat[i] = old + 1e-6
+            up = numpy_mirror.full_loss(params, X, Y, residual, head_norm)
+            p.flat[i] = old - 1e-6
+            down = numpy_mirror.full_loss(params, X, Y, residual, head_norm)
+            p.flat[i] = old
+            assert abs((up - down) / 2e-6 - g.flat[i]) < 1e-6
+
+
+def test_numpy_variant_flags_are_recorded(tmp_path):
+    args = [*DEPTH_ARGS[:-3], "--seeds", "0", "--bias", "--no-head-norm"]
+    result, table = run_command(numpy_mirror.main, tmp_path, args)
+    assert "biases, no LayerNorm before the head" in result["engine"]
+    assert "--bias --no-head-norm" in result["provenance"]["command"]
+    assert numpy_mirror.VARIANT == {"bias": False, "head_norm": True}  # left as found
+
+
 # ---- lr_stress ----
 
 LR_ARGS = ["--n-layer", "2", "--n-embd", "8", "--n-head", "2", "--steps", "4", "--batch", "2",
