@@ -9,7 +9,7 @@ from pathlib import Path
 from microgpt.provenance import describe, record
 
 __all__ = ["add_common_arguments", "command_line", "coarse_curve", "save", "Stopwatch",
-           "fmt"]
+           "RunClock", "fmt"]
 
 
 def add_common_arguments(parser, default_out):
@@ -48,6 +48,20 @@ class Stopwatch:
         return time.perf_counter() - self.start
 
 
+class RunClock(Stopwatch):
+    """A command's stopwatch that also notes the commit the run starts from.
+
+    `save` records the provenance when the run ends; a commit made while a long run was
+    going must not be credited with its numbers, so the commit (and whether the tree had
+    changes) is the one at the start, and the end's is kept beside it when it differs.
+    """
+
+    def __init__(self):
+        super().__init__()
+        at_start = record()
+        self.git = {k: at_start[k] for k in ("commit", "uncommitted_changes")}
+
+
 def fmt(x, digits=3):
     """A number for a table; a missing one as a dash."""
     if x is None:
@@ -71,8 +85,13 @@ def dumps(result):
 
 def save(result, out, render, module, argv, started):
     """Add provenance to `result`, write it to `out` (JSON) and its table to `out`.md."""
-    result["provenance"] = record(command=command_line(module, argv),
-                                  wall_seconds=started.seconds())
+    prov = record(command=command_line(module, argv), wall_seconds=started.seconds())
+    at_start = getattr(started, "git", None)
+    if at_start is not None and any(prov[k] != v for k, v in at_start.items()):
+        prov["commit_at_end"] = prov["commit"]
+        prov["uncommitted_changes_at_end"] = prov["uncommitted_changes"]
+        prov.update(at_start)
+    result["provenance"] = prov
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dumps(result), encoding="utf-8")

@@ -28,7 +28,15 @@ from microgpt.deepnet import data_seed, label_entropy, make_net, mean_loss, plai
 from microgpt.engine import cycle_collector_paused
 from microgpt.nn import make_rng
 
-from .common import Stopwatch, add_common_arguments, coarse_curve, fmt, provenance_line, save
+from .common import (
+    RunClock,
+    Stopwatch,
+    add_common_arguments,
+    coarse_curve,
+    fmt,
+    provenance_line,
+    save,
+)
 
 __all__ = ["DepthConfig", "teacher", "KINDS", "run_net", "run_seed", "effects", "study",
            "render", "main", "CHAPTER", "FAIL_FRACTION", "FAR_BELOW"]
@@ -282,7 +290,7 @@ def main(argv=None, run_net=run_net, engine="Value", module="experiments.depth_s
     args, config = parse(argv, default_out)
     argv = sys.argv[1:] if argv is None else argv
     argv = argv if command_argv is None else command_argv
-    clock = Stopwatch()
+    clock = RunClock()
     log = None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     result = study(config, args.seeds, log, run_net, engine)
     out, table = save(result, args.out, render, module, argv, clock)

@@ -31,7 +31,15 @@ from microgpt import GPT, CharTokenizer, Value, census_names
 from microgpt.engine import cycle_collector_paused
 from microgpt.nn import Adam, make_rng
 
-from .common import Stopwatch, add_common_arguments, coarse_curve, fmt, provenance_line, save
+from .common import (
+    RunClock,
+    Stopwatch,
+    add_common_arguments,
+    coarse_curve,
+    fmt,
+    provenance_line,
+    save,
+)
 
 __all__ = ["StressConfig", "load_data", "lr_at", "train_lm", "eval_loss", "unigram_loss",
            "position_loss", "run_one", "study", "render", "main", "CHAPTER"]
@@ -213,8 +221,9 @@ def run_one(layout, lr, warmup, seed, config, data):
 def verdict(runs, position):
     """(c) for one seed's stress runs ({layout: run}): None unless both layouts ran.
 
-    Post-norm has collapsed when it ends no better than the position-only model (it
-    makes no use of the tokens it has seen); pre-norm trains on when it ends below it.
+    Post-norm has collapsed when it ends no better than the position-only model (one
+    that knows where it is in the sequence but not which tokens it has seen); pre-norm
+    trains on when it ends below it.
     """
     if "post" not in runs or "pre" not in runs:
         return None
@@ -294,8 +303,9 @@ def render(result):
               + "; ".join(f"{k} {v}" for k, v in result["chapter"].items()) + ".", ""]
     lines += [
         "(c) at the last setting, post-norm collapses (its validation loss ends at or above "
-        "the position-only loss: it makes no use of the tokens it has seen) while pre-norm "
-        "trains on (below it). Holds on every seed: "
+        "the position-only loss: no better than a model that knows where it is in the name "
+        "but not which letters it has seen) while pre-norm trains on (below it). Holds on "
+        "every seed: "
         f"{fmt(result['holds_on_every_seed'])}.",
         "",
         "Cost, ms per step (mean over seeds): "
@@ -353,7 +363,7 @@ def parse(argv=None):
 def main(argv=None):
     args, config = parse(argv)
     argv = sys.argv[1:] if argv is None else argv
-    clock = Stopwatch()
+    clock = RunClock()
     log = None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     result = study(config, args.seeds, log)
     out, table = save(result, args.out, render, "experiments.lr_stress", argv, clock)

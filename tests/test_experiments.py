@@ -221,3 +221,31 @@ def test_lr_stress_with_one_sequence_a_step_is_microgpt_train():
     theirs = microgpt_train(model, train_docs, CharTokenizer(docs), steps=5, lr=0.03,
                             betas=(0.9, 0.95), seed=3, progress=False)
     assert ours == theirs
+
+
+def test_provenance_names_the_commit_a_run_started_from(tmp_path):
+    from experiments.common import RunClock, save
+
+    clock = RunClock()
+    assert set(clock.git) == {"commit", "uncommitted_changes"}
+    clock.git = {"commit": "0" * 40, "uncommitted_changes": False}  # as if HEAD moved since
+    result = {}
+    save(result, tmp_path / "r.json", lambda r: "table\n", "experiments.x", ["--a"], clock)
+    prov = result["provenance"]
+    assert prov["commit"] == "0" * 40 and prov["commit_at_end"] != "0" * 40
+    assert prov["command"] == "python -m experiments.x --a"
+    assert (tmp_path / "r.md").read_text(encoding="utf-8") == "table\n"
+
+
+def test_collapse_probe_writes_json_with_provenance_and_a_matching_table(tmp_path):
+    from experiments import collapse_probe
+
+    args = ["--n-layer", "2", "--n-embd", "8", "--n-head", "2", "--steps", "3",
+            "--val-seqs", "8", "--settings", "0.03:0", "--seeds", "0"]
+    result, table = run_command(collapse_probe.main, tmp_path, args)
+    check_provenance(result, "collapse_probe", args)
+    assert table == collapse_probe.render(result)
+    for layout, r in result["per_seed"][0]["runs"].items():
+        assert len(r["dead_mlp_units"]) == 2 and all(0 <= d <= 1 for d in r["dead_mlp_units"])
+        assert -1 <= r["head_input_cosine"] <= 1 and r["kl_from_mean"] >= 0
+        assert f"| 0 | {layout} | {r['val_loss']:.3f} |" in table
