@@ -249,3 +249,17 @@ def test_collapse_probe_writes_json_with_provenance_and_a_matching_table(tmp_pat
         assert len(r["dead_mlp_units"]) == 2 and all(0 <= d <= 1 for d in r["dead_mlp_units"])
         assert -1 <= r["head_input_cosine"] <= 1 and r["kl_from_mean"] >= 0
         assert f"| 0 | {layout} | {r['val_loss']:.3f} |" in table
+
+
+def test_depth_search_run_is_deepnet_run():
+    """A notebook that takes the chosen configuration through `microgpt.deepnet.run` gets
+    the committed numbers: same teacher, net, batches and Adam."""
+    from autograder.reference import residual_layer
+    from microgpt.deepnet import Config, Variant, run
+
+    config = depth_search.DepthConfig(width=6, n=20, steps=5, lr=0.002)
+    X, Y = depth_search.task(config, 2)
+    ours = depth_search.run_net("residual", 4, 2, config, X, Y)
+    theirs = run(Variant(residual_layer, 4), seed=2,
+                 config=Config(width=6, n=20, steps=5, lr=0.002))
+    assert ours["loss"] == theirs.loss
