@@ -263,3 +263,20 @@ def test_depth_search_run_is_deepnet_run():
     theirs = run(Variant(residual_layer, 4), seed=2,
                  config=Config(width=6, n=20, steps=5, lr=0.002))
     assert ours["loss"] == theirs.loss
+
+
+def test_summarize_indexes_every_result_with_its_command(tmp_path):
+    from experiments import summarize
+
+    depth, _ = run_command(depth_search.main, tmp_path / "d", DEPTH_ARGS)
+    lr, _ = run_command(lr_stress.main, tmp_path / "l", LR_ARGS)
+    for sub in ("d", "l"):
+        (tmp_path / "all").mkdir(exist_ok=True)
+        (tmp_path / "all" / f"{sub}.json").write_text(
+            (tmp_path / sub / "result.json").read_text(encoding="utf-8"), encoding="utf-8")
+    index = summarize.summarize(tmp_path / "all")
+    rows = index.splitlines()
+    assert len(rows) == 4 and rows[2].startswith("| d |") and rows[3].startswith("| l |")
+    assert depth["provenance"]["command"] in rows[2] and lr["provenance"]["command"] in rows[3]
+    assert f"{depth['per_seed'][0]['runs']['plain 1']['loss']:.2f}" in rows[2]
+    assert f"position-only {lr['position_loss']:.2f}" in rows[3]
