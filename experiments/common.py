@@ -8,8 +8,8 @@ from pathlib import Path
 
 from microgpt.provenance import describe, record
 
-__all__ = ["add_common_arguments", "command_line", "coarse_curve", "save", "Stopwatch",
-           "RunClock", "fmt"]
+__all__ = ["add_common_arguments", "command_line", "coarse_curve", "dumps", "save",
+           "Stopwatch", "RunClock", "fmt", "provenance_line"]
 
 
 def add_common_arguments(parser, default_out):

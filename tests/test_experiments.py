@@ -280,3 +280,27 @@ def test_summarize_indexes_every_result_with_its_command(tmp_path):
     assert depth["provenance"]["command"] in rows[2] and lr["provenance"]["command"] in rows[3]
     assert f"{depth['per_seed'][0]['runs']['plain 1']['loss']:.2f}" in rows[2]
     assert f"position-only {lr['position_loss']:.2f}" in rows[3]
+
+
+def test_committed_results_carry_provenance_and_their_tables_match():
+    """Every committed result under results/pure_python/ has its run's provenance, and its
+    markdown table is the one its JSON renders to (no hand-edited numbers)."""
+    from pathlib import Path
+
+    from experiments import collapse_probe
+
+    renderers = {"depth_search": depth_search.render, "lr_stress": lr_stress.render,
+                 "collapse_probe": collapse_probe.render}
+    folder = Path(__file__).resolve().parents[1] / "results" / "pure_python"
+    found = sorted(folder.glob("*.json"))
+    if not found:
+        pytest.skip("no committed results")
+    for path in found:
+        result = json.loads(path.read_text(encoding="utf-8"))
+        assert PROVENANCE_KEYS <= set(result["provenance"]), path.name
+        assert result["provenance"]["command"].startswith("python -m experiments."), path.name
+        table = path.with_suffix(".md").read_text(encoding="utf-8")
+        assert table == renderers[result["experiment"]](result), path.name
+    for path in sorted((folder / "search").glob("*.json")):
+        result = json.loads(path.read_text(encoding="utf-8"))
+        assert PROVENANCE_KEYS <= set(result["provenance"]), path.name
