@@ -19,7 +19,9 @@ __all__ = ["summarize", "main"]
 
 def _depth_row(r):
     c = r["config"]
-    engine = "Value" if r.get("engine", "Value") == "Value" else "mirror"
+    engine = r.get("engine", "Value")
+    if engine != "Value":  # the numpy mirror, or a variant of it: say which
+        engine = "mirror" + (" " + engine[engine.index("("):] if "(" in engine else "")
     what = (f"{engine}; w{c['width']}, teacher {c['teacher_depth']}x{c['teacher_hidden']}, "
             f"d_in {c['d_in']}, {c['n_classes']} cl, n {c['n']}, batch {c['batch']}, "
             f"lr {c['lr']}, {c['steps']} steps")
