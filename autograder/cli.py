@@ -6,6 +6,7 @@
     residual-pack selfcheck [ASSIGNMENT ...]    do the graded tests tell right from wrong?
     residual-pack grade ASSIGNMENT SUBMISSIONS  grade a class: scores, grades.csv, feedback
     residual-pack demo [ASSIGNMENT]             grade a made-up class of three and show it
+    residual-pack progress [FOLDER]             a student's visible tests, task by task
 
 Every command finds the course from the working directory (or --course) and runs nbgrader
 in a work copy of it, never in the repository.
@@ -190,6 +191,20 @@ def _jobs_option(p):
                         "(default: %(default)s, one per core)")
 
 
+def cmd_progress(args, course):
+    from .course import EXERCISES
+    from .progress import format_table, progress
+
+    folder = Path(args.folder) if args.folder else course / EXERCISES
+    if not folder.is_dir():
+        raise CourseError(f"{folder} is not a folder")
+    rows = progress(folder, args.assignments or None, timeout=args.timeout, say=_say)
+    if not rows:
+        raise CourseError(f"no assignment notebooks with graded tests under {folder}")
+    _say(format_table(rows))
+    return 0
+
+
 def parser():
     p = argparse.ArgumentParser(
         prog="residual-pack",
@@ -258,6 +273,19 @@ def parser():
     dm.add_argument("--out", help="output folder (default: a new temporary folder)")
     _jobs_option(dm)
     dm.set_defaults(run=cmd_demo)
+
+    pr = sub.add_parser(
+        "progress", help="run your notebooks' visible tests: passed, failing, not started",
+        description="Run each assignment notebook under FOLDER (default: exercises/) as "
+                    "saved, in a fresh kernel at the graded sizes, and print per task: "
+                    "passed, failing (with the message), not started or not run, with its "
+                    "points. Only the visible tests run (a released notebook has no others).")
+    pr.add_argument("folder", nargs="?")
+    pr.add_argument("-a", "--assignment", action="append", dest="assignments",
+                    metavar="ASSIGNMENT", help="only this assignment (repeatable)")
+    pr.add_argument("--timeout", type=int, default=300, metavar="S",
+                    help="seconds a cell may run (default: %(default)s)")
+    pr.set_defaults(run=cmd_progress)
     return p
 
 
