@@ -202,6 +202,37 @@ def _no_graph(what, out, inputs="the input"):
     return {"problem": f"{what}: expected a Value built from {inputs}, got {got}"}
 
 
+DETACHED_HINT = ("No path in the output's graph leads back to {inputs}, so backward() cannot "
+                 "reach {them}: the output no longer depends on {them}. Was a result rebuilt "
+                 "from numbers (Value(... .data ...))? Build it from {inputs} with Value "
+                 "operations.")
+GRAPH_WALK_LIMIT = 200_000  # nodes; a bigger graph is not searched for the hint
+
+
+def _reaches(out, leaves):
+    """Does the graph of `out` reach any of `leaves`? (True when too big to tell.)"""
+    wanted = {id(v) for v in leaves}
+    stack, seen = [out], set()
+    while stack:
+        v = stack.pop()
+        if id(v) in wanted:
+            return True
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if len(seen) > GRAPH_WALK_LIMIT:
+            return True
+        stack.extend(getattr(v, "_children", ()))
+    return False
+
+
+def _with_detached_hint(observed, out, leaves, inputs):
+    if isinstance(observed, dict) and "problem" not in observed and not _reaches(out, leaves):
+        observed["hint"] = DETACHED_HINT.format(
+            inputs=inputs, them="them" if inputs.endswith("s") else "it")
+    return observed
+
+
 def check_gradient(f, x, what, h=1e-6, rtol=1e-5, atol=1e-8):
     """Fail unless `.grad` of the input after `f(Value(x)).backward()` matches central differences.
 
@@ -219,6 +250,8 @@ def check_gradient(f, x, what, h=1e-6, rtol=1e-5, atol=1e-8):
         out.backward()
         grad = leaf.grad
         observed = observe_number(grad, f"{what} (the input's .grad)")
+        if grad == 0:
+            observed = _with_detached_hint(observed, out, [leaf], "the input")
     params = {"what": what, "h": h, "rtol": rtol, "atol": atol}
     return settle("gradient", observed,
                   lambda: {"number": encode(central_difference(lambda t: f(Value(t)), x, h))},
@@ -242,6 +275,8 @@ def check_gradients(f, xs, what, names=None, reference=None, reference_text="",
         out.backward()
         grads = [leaf.grad for leaf in leaves]
         observed = observe_numbers(grads, what)
+        if not any(grads):
+            observed = _with_detached_hint(observed, out, leaves, "the inputs")
 
     def central():
         of = f if reference is None else reference

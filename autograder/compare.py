@@ -301,6 +301,9 @@ KINDS = {
 }
 
 
+MAX_HINT = 400  # characters of a hint the checks add to an observation
+
+
 def compare(kind, observed, expected, params):
     """None when `observed` agrees with `expected` for a check of `kind`, else the message."""
     problem = _problem(observed)
@@ -310,6 +313,10 @@ def compare(kind, observed, expected, params):
     if how is None:
         return f"{params.get('what', 'a check')}: unknown kind of check {kind!r}"
     try:
-        return how(observed, expected or {}, params or {})
+        message = how(observed, expected or {}, params or {})
     except Exception as exc:  # noqa: BLE001 (malformed data is a failed check, never a crash)
         return f"{params.get('what', 'a check')}: the observation could not be compared ({exc})"
+    hint = observed.get("hint") if isinstance(observed, dict) else None
+    if message is not None and isinstance(hint, str) and hint:
+        message = f"{message}. {hint[:MAX_HINT]}"
+    return message

@@ -155,7 +155,10 @@ def test_check_gradient_passes_on_the_residual_stack_anywhere_off_the_kink(x0):
 def test_check_gradient_fails_when_the_graph_is_cut_from_the_input():
     with fails_with(
         "d residual_stack(x, depth=20)/dx at x = 1.0: expected 6.7275 (central difference, "
-        "h=1e-06), got 0 (the input's .grad after backward)"
+        "h=1e-06), got 0 (the input's .grad after backward). No path in the output's graph "
+        "leads back to the input, so backward() cannot reach it: the output no longer depends "
+        "on it. Was a result rebuilt from numbers (Value(... .data ...))? Build it from the "
+        "input with Value operations."
     ):
         check_gradient(
             lambda x: detached(x, 20), 1.0, what="d residual_stack(x, depth=20)/dx at x = 1.0"

@@ -271,3 +271,21 @@ def test_every_graded_cell_splits_and_checks_something_the_student_has_not_seen(
         split = prepare(source)
         assert "autograder.reference" not in split.witness, (name, grade_id)
         assert _check_lines(split.reference) & set(split.hidden), (name, grade_id)
+
+
+def test_a_gradient_check_says_when_the_output_was_cut_from_its_input():
+    """A result rebuilt from .data fails with words about the cut graph, in the student's
+    kernel and in the grader's verdict alike; a connected graph with a zero slope gets none."""
+    with pytest.raises(CheckFailed, match="no longer depends on it.*rebuilt from numbers"):
+        check_gradient(lambda x: Value(x.data * 2), 1.0, what="d f/dx")
+    with pytest.raises(CheckFailed) as raised:
+        check_gradient(lambda x: x * 0 + Value(x.data), 1.0, what="d g/dx")
+    assert "rebuilt" not in str(raised.value)
+    records = witness.begin(witness.WITNESS, "<test>")
+    try:
+        check_gradient(lambda x: Value(x.data * 2), 1.0, what="d f/dx")
+    finally:
+        witness.end()
+    message = compare.compare("gradient", records[0]["observed"], {"number": 2.0},
+                              {"what": "d f/dx", "rtol": 1e-5, "atol": 1e-8})
+    assert "no longer depends on it" in message
