@@ -187,4 +187,65 @@ MUTANTS = [
                 + _forward("    return _library_logits(net, x, layer)\n")),
         loses=ALL_FORWARD_TESTS,
     ),
+    # ---- what a test hands in, or what is out of reach, used as the answer ----
+    Mutant(
+        name="right forward pass, but its cell rebinds plain_layer to the layer a test hands in",
+        cell=FORWARD,
+        source=(
+            "_handed = []\n\n\n"
+            + _forward(
+                "    if layer is not plain_layer and not _handed:\n"
+                "        _handed.append(layer)\n"
+                "    h = linear(x, net.w_in)\n"
+                "    for params in net.layers:\n"
+                "        h = layer(h, **params)\n"
+                "    return linear(layernorm(h), net.w_out)\n"
+            )
+            + "\n\n"
+            + _layer(
+                "    if _handed:\n"
+                "        return _handed[0](h, W)\n"
+                "    return [v.relu() for v in linear(h, W)]\n"
+            )
+        ),
+        loses=(TRAINING_TEST,),
+    ),
+    Mutant(
+        name="hands Task 2.1 to the tests' probe layer (autograder.probes.probe_layer)",
+        cell=LAYER,
+        source="from autograder.probes import probe_layer as plain_layer\n",
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="hands Task 2.2 to the tests' probe forward (autograder.probes.probe_forward)",
+        cell=FORWARD,
+        source="from autograder.probes import probe_forward as mlp_logits\n",
+        loses=ALL_FORWARD_TESTS,
+    ),
+    Mutant(
+        name="imports the model answer of Task 2.1 from autograder.reference (grader-side only)",
+        cell=LAYER,
+        source="from autograder.reference import plain_layer\n",
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="imports the model answer of Task 2.2 from autograder.reference (grader-side only)",
+        cell=FORWARD,
+        source="from autograder.reference import mlp_logits\n",
+        loses=ALL_FORWARD_TESTS,
+    ),
+    Mutant(
+        name="imports the model answer of Task 2.3 from autograder.reference (grader-side only)",
+        cell=NORMS,
+        source="from autograder.reference import layer_gradient_norms\n",
+        loses=(NORMS_TEST,),
+    ),
+    Mutant(
+        name="microgpt.deepnet.gradient_norms on the notebook's points, the loss handed in unused",
+        cell=NORMS,
+        source=("from microgpt.deepnet import gradient_norms as _library_norms\n\n\n"
+                + _norms("    return _library_norms(net, X, Y, plain_layer,\n"
+                         "                          forward=mlp_logits)\n")),
+        loses=(NORMS_TEST,),
+    ),
 ]

@@ -107,4 +107,30 @@ MUTANTS = [
                       "    return norms[0] / norms[-1]\n"),
         loses=(RATIO_TEST,),
     ),
+    # ---- what a test hands in, or what is out of reach, used as the answer ----
+    Mutant(
+        name="always measures residual_layer, not the layer handed in",
+        cell=RATIO,
+        source=_ratio("    norms = gradient_norms(net, X, Y, residual_layer)\n"
+                      "    return norms[0] / norms[-1]\n"),
+        loses=(RATIO_TEST,),
+    ),
+    Mutant(
+        name="hands Task 4.1 to the tests' probe layer (autograder.probes.probe_residual_layer)",
+        cell=LAYER,
+        source="from autograder.probes import probe_residual_layer as residual_layer\n",
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="imports the model answer of Task 4.1 from autograder.reference (grader-side only)",
+        cell=LAYER,
+        source="from autograder.reference import residual_layer\n",
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="imports the model answer of Task 4.2 from autograder.reference (grader-side only)",
+        cell=RATIO,
+        source="from autograder.reference import first_last_ratio\n",
+        loses=(RATIO_TEST,),
+    ),
 ]
