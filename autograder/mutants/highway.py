@@ -152,4 +152,48 @@ MUTANTS = [
         source=_reading(_GATE_HERE + _ADD + _STEP, "totals"),
         loses=(READING_TEST,),
     ),
+    # ---- what a test hands in, or what is out of reach, used as the answer ----
+    Mutant(
+        name="its own highway_gate and highway_layer, not the gate and layer handed in",
+        cell=READING,
+        source=_reading(
+            "            t = highway_gate(h, params['W_gate'], params['b_gate'])\n"
+            + _ADD + "            h = highway_layer(h, **params)\n"
+        ),
+        loses=(READING_TEST,),
+    ),
+    Mutant(
+        name="hands Task 3.1 to the tests' probe gate (autograder.probes.probe_gate)",
+        cell=GATE,
+        source="from autograder.probes import probe_gate as highway_gate\n",
+        loses=(GATE_TEST, TRAINING_TEST),
+    ),
+    Mutant(
+        name="hands Task 3.2 to the tests' probe layer (autograder.probes.probe_highway_layer)",
+        cell=LAYER,
+        source="from autograder.probes import probe_highway_layer as highway_layer\n",
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="hands Task 3.3 to the tests' probe parameters (autograder.probes.probe_gated_params)",
+        cell=PARAMS,
+        source="from autograder.probes import probe_gated_params as highway_params\n",
+        loses=(PARAMS_TEST, TRAINING_TEST),
+    ),
+    Mutant(
+        name="imports the model answer of Task 3.3 from autograder.reference (grader-side only)",
+        cell=PARAMS,
+        source="from autograder.reference import highway_params\n",
+        loses=(PARAMS_TEST, TRAINING_TEST),
+    ),
+    Mutant(
+        name="imports the reading of Task 3.4 from autograder.reference (grader-side only)",
+        cell=READING,
+        source=(
+            "from autograder import reference as _reference\n\n\n"
+            "def mean_gate_per_layer(net, X, gate, layer):\n"
+            "    return _reference.mean_gate_per_layer(net, X, gate=gate, layer=layer)\n"
+        ),
+        loses=(READING_TEST,),
+    ),
 ]
