@@ -127,6 +127,18 @@ MUTANTS = [
         source=_params(first="W_gate", second="W"),
         loses=(PARAMS_TEST, TRAINING_TEST),
     ),
+    Mutant(
+        name="keys named after the equation: W, W_T, b_T",
+        cell=PARAMS,
+        source=(
+            "def highway_params(width, rng):\n"
+            "    std = layer_std(width)\n"
+            "    return {'W': matrix(width, width, rng, std),\n"
+            "            'W_T': matrix(width, width, rng, std),\n"
+            "            'b_T': [Value(-2.0) for _ in range(width)]}\n"
+        ),
+        loses=(PARAMS_TEST, TRAINING_TEST),
+    ),
     # ---- Task 3.4: reading the gates ----
     Mutant(
         name="gate read on the layer's output instead of its input",
@@ -151,5 +163,41 @@ MUTANTS = [
         cell=READING,
         source=_reading(_GATE_HERE + _ADD + _STEP, "totals"),
         loses=(READING_TEST,),
+    ),
+    # ---- what a test hands in, used as the answer ----
+    Mutant(
+        name="its own highway_gate and highway_layer, not the gate and layer handed in",
+        cell=READING,
+        source=_reading(
+            "            t = highway_gate(h, params['W_gate'], params['b_gate'])\n"
+            + _ADD + "            h = highway_layer(h, **params)\n"
+        ),
+        loses=(READING_TEST,),
+    ),
+    # the probes of autograder.probes, written out (importing them is flagged for review,
+    # which would zero the score before the tests had their say)
+    Mutant(
+        name="the tests' probe gate as the gate: sigmoid(2 (W_gate h + b_gate))",
+        cell=GATE,
+        source=_gate(
+            "    return [(2 * (z + b)).sigmoid() for z, b in zip(linear(h, W_gate), b_gate)]\n"
+        ),
+        loses=(GATE_TEST, TRAINING_TEST),
+    ),
+    Mutant(
+        name="the tests' probe layer as the layer: T' tanh(W h) + (1 - T') h",
+        cell=LAYER,
+        source=_layer(
+            "    t = [(2 * (z + b)).sigmoid() for z, b in zip(linear(h, W_gate), b_gate)]\n"
+            "    f = [a.tanh() for a in linear(h, W)]\n"
+            "    return [ti * fi + (1 - ti) * hi for ti, fi, hi in zip(t, f, h)]\n"
+        ),
+        loses=ALL_LAYER_TESTS,
+    ),
+    Mutant(
+        name="the tests' probe parameters: W_gate drawn first, gate bias -1",
+        cell=PARAMS,
+        source=_params(bias="Value(-1.0) for _ in range(width)]", first="W_gate", second="W"),
+        loses=(PARAMS_TEST, TRAINING_TEST),
     ),
 ]
