@@ -266,4 +266,38 @@ MUTANTS = [
             "    return GPT.stream_states(model, tokens)\n"),
         loses=BOTH_6_1,
     ),
+    Mutant(
+        name="microgpt's own stream of the GPT behind the pieces (model.block.__self__)",
+        cell=STATES,
+        source="from microgpt import GPT\n\n\n" + _states(
+            "    return GPT.stream_states(model.block.__self__, tokens)\n"),
+        loses=BOTH_6_1,
+    ),
+    Mutant(
+        name="microgpt's own step collects the states (GPT.step(..., states))",
+        cell=STATES,
+        source=_states(
+            "    gpt = model.block.__self__\n"
+            "    cache = gpt.new_cache()\n"
+            "    out = []\n"
+            "    for pos, tok in enumerate(tokens[: gpt.config.block_size]):\n"
+            "        states = []\n"
+            "        gpt.step(tok, pos, cache, states)\n"
+            "        out.append(states)\n"
+            "    return out\n"),
+        loses=BOTH_6_1,
+    ),
+    Mutant(
+        name="logit lens from microgpt's own loss of the first k blocks (GPT.loss)",
+        cell=LENS,
+        source="from microgpt import GPT\n\n\n" + _lens(
+            "    gpt = model.head.__self__\n"
+            "    losses = []\n"
+            "    for k in range(len(states[0])):\n"
+            "        ref = GPT(gpt.config, n_layer=k)\n"
+            "        ref.state_dict = gpt.state_dict\n"
+            "        losses.append(ref.loss(tokens))\n"
+            "    return losses\n"),
+        loses=BOTH_6_3,
+    ),
 ]
