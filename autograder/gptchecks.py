@@ -3,30 +3,48 @@
 A student's block, stream or lens is run on a `PiecesModel`: the weights of a microgpt
 `GPT` behind the few methods the task may use (attention, mlp, embed, block, head, ...).
 It is not a `GPT`, its config has no `layout`, and it has no `stream_states`, `step` or
-`loss`, so the reference methods cannot be borrowed through it. Each check observes what
-the student's code gives (values, gradients, losses) and compares them with microgpt's
-own `GPT` in the matching layout, built from the same seed; the reference side is an
-`expected(...)`, computed only where something compares (see `checks`).
+`loss`, so the reference methods cannot be borrowed through it; the block checks switch
+its `block` off too. Each check observes what the student's code gives (values,
+gradients, losses) and compares them with microgpt's own `GPT` in the matching layout,
+built from the same seed; the reference side is an `expected(...)`, computed only where
+something compares (see `checks`), and lives inside the checks: nothing at module level
+here is a task's answer, or calls one for whoever asks.
+
+A function handed in (a block, a stream, a lens) is called through `_call`, a frame that
+the answer guards of a graded kernel (`policy.switch_off`) take for notebook code: handing
+a switched-off answer such as `GPT.block` to `BlockGPT` or `run_block` launders nothing.
 
     check_block_values(pre_norm_block, "pre")     # silent when the block is microgpt's
 """
 
 import functools
 import random
+import types
 from dataclasses import dataclass
 
 from microgpt import GPT, CharTokenizer, Value, census_names, cross_entropy, train
 
-from .checks import check_numbers, check_value, expected
+from .checks import CheckFailed, check_numbers, check_value, expected
 
 __all__ = [
     "PiecesModel", "BlockGPT", "block_inputs", "run_block",
     "check_block_values", "check_block_gradients", "check_block_training",
     "check_stream_states", "check_logit_lens", "check_lens_ends_at_the_loss",
+    "check_lens_on_the_model_states",
     "LAYOUT_NAMES", "check_docs",
 ]
 
 LAYOUT_NAMES = {"pre": "pre-norm", "post": "post-norm", "none": "no-residual"}
+
+
+def _call(fn, *args):
+    return fn(*args)
+
+
+# `fn(*args)` from a frame whose file is no path: the guards of `policy.switch_off` let a
+# model answer through only when its caller is library code (see the module doc)
+_call = types.FunctionType(_call.__code__.replace(co_filename="<handed-in code>"), globals(),
+                           "_call")
 
 
 @functools.cache
@@ -80,7 +98,7 @@ class BlockGPT(GPT):
         self.block_fn = block_fn
 
     def block(self, x, layer, cache):
-        return self.block_fn(self, x, layer, cache)
+        return _call(self.block_fn, self, x, layer, cache)
 
 
 def block_inputs(n_pos, n_embd, seed, scale):
@@ -92,11 +110,19 @@ def block_inputs(n_pos, n_embd, seed, scale):
 def run_block(block, model, inputs, layer):
     """`block` applied at positions 0, 1, 2, ... in turn, sharing one key/value cache."""
     cache = {"k": [], "v": []}
-    return [block(model, x, layer, cache) for x in inputs]
+    return [_call(block, model, x, layer, cache) for x in inputs]
 
 
-def _reference_block(model, x, layer, cache):
-    return GPT.block(model, x, layer, cache)
+def _no_block(x, layer, cache):
+    raise CheckFailed("your block called model.block, which is microgpt's own block (the "
+                      "reference itself); build it from model.attention, model.mlp and rmsnorm")
+
+
+def _block_pieces(**config):
+    """A PiecesModel whose `block` is switched off: the block checks hand this one in."""
+    model = PiecesModel(**config)
+    model.block = _no_block
+    return model
 
 
 def _data(states):
@@ -114,9 +140,13 @@ def check_block_values(block, layout, n_layer=1, layer=0, n_embd=16, n_head=4, n
     """`block`'s output stream at `n_pos` positions equals microgpt's `layout` block."""
     sizes = dict(n_layer=n_layer, n_embd=n_embd, n_head=n_head, seed=seed)
     inputs = block_inputs(n_pos, n_embd, seed + 1000, scale)
-    actual = run_block(block, PiecesModel(layout=layout, **sizes), inputs, layer)
-    want = expected(lambda: _data(run_block(_reference_block, GPT(layout=layout, **sizes),
-                                            inputs, layer)))
+    actual = run_block(block, _block_pieces(layout=layout, **sizes), inputs, layer)
+
+    def reference(model, x, layer, cache):
+        return GPT.block(model, x, layer, cache)
+
+    want = expected(lambda: _data(run_block(reference, GPT(layout=layout, **sizes), inputs,
+                                            layer)))
     check_numbers(actual, want, rtol=1e-9, atol=1e-12, labels=("position", "component"),
                   what=f"{_name(block)}: output (block {layer} of {n_layer}, n_embd {n_embd}; "
                        f"reference: microgpt's {LAYOUT_NAMES[layout]} block)")
@@ -141,10 +171,14 @@ def check_block_gradients(block, layout, n_layer=1, layer=0, n_embd=16, n_head=4
     sizes = dict(n_layer=n_layer, n_embd=n_embd, n_head=n_head, seed=seed)
     inputs = block_inputs(n_pos, n_embd, seed + 1000, scale)
     weights = [[w.data for w in row] for row in block_inputs(n_pos, n_embd, seed + 2000, 1.0)]
-    actual = _block_gradients(block, PiecesModel(layout=layout, **sizes), inputs, layer,
+    actual = _block_gradients(block, _block_pieces(layout=layout, **sizes), inputs, layer,
                               weights)
-    want = expected(lambda: _block_gradients(_reference_block, GPT(layout=layout, **sizes),
-                                             inputs, layer, weights))
+
+    def reference(model, x, layer, cache):
+        return GPT.block(model, x, layer, cache)
+
+    want = expected(lambda: _block_gradients(reference, GPT(layout=layout, **sizes), inputs,
+                                             layer, weights))
     names = ", ".join(n for n in GPT(**sizes).state_dict if n.startswith(f"layer{layer}."))
     check_numbers(actual, want, rtol=1e-7, atol=1e-10, labels=("part", "number"),
                   what=f"{_name(block)}: gradient of a weighted sum of the outputs (part 0: "
@@ -198,7 +232,7 @@ def check_stream_states(stream_states, layout="pre", name="emma", n_layer=2, see
     n_states = min(len(tokens), model.config.block_size) * (n_layer + 1) * n_embd
     rng = random.Random(seed + 1)
     coeffs = [rng.gauss(0, 1) for _ in range(n_states)] if gradients else None
-    actual = _stream_observation(stream_states(model, tokens), model, coeffs)
+    actual = _stream_observation(_call(stream_states, model, tokens), model, coeffs)
 
     def reference():
         gpt = GPT(**config)
@@ -219,7 +253,7 @@ def _random_states(n_pos, n_states, n_embd, seed):
 
 
 def _lens_observation(lens, model, states, tokens, gradients):
-    losses = lens(model, states, tokens)
+    losses = _call(lens, model, states, tokens)
     seen = [losses]
     if gradients and isinstance(losses, (list, tuple)) and losses \
             and all(isinstance(v, Value) for v in losses):
@@ -232,13 +266,6 @@ def _lens_observation(lens, model, states, tokens, gradients):
                         v.grad = 0
             seen.append(_weight_grads(model))
     return seen
-
-
-def _reference_lens(model, states, tokens):
-    n = min(len(states), len(tokens) - 1)
-    return [Value.sum([cross_entropy(model.head(states[p][k]), tokens[p + 1])
-                       for p in range(n)]) * (1 / n)
-            for k in range(len(states[0]))]
 
 
 def check_logit_lens(logit_lens, layout="pre", name="emma", n_layer=2, seed=0,
@@ -256,8 +283,15 @@ def check_logit_lens(logit_lens, layout="pre", name="emma", n_layer=2, seed=0,
         return _random_states(n_pos, n_layer + 1, model.config.n_embd, seed + 7)
 
     actual = _lens_observation(logit_lens, model, states(), tokens, gradients)
-    want = expected(lambda: _lens_observation(_reference_lens, GPT(**config), states(),
-                                              tokens, gradients))
+
+    def reference(model, states, tokens):
+        n = min(len(states), len(tokens) - 1)
+        return [Value.sum([cross_entropy(model.head(states[p][k]), tokens[p + 1])
+                           for p in range(n)]) * (1 / n)
+                for k in range(len(states[0]))]
+
+    want = expected(lambda: _lens_observation(reference, GPT(**config), states(), tokens,
+                                              gradients))
     where = (f"logit_lens for {name!r} on random states ({n_layer} layers, "
              f"{LAYOUT_NAMES[layout]}, final_norm=True)")
     part = ("; then per tested state, the gradients of its loss in every state number and "
@@ -272,9 +306,38 @@ def check_lens_ends_at_the_loss(logit_lens, stream_states, layout="pre", name="e
     tokens = _tokenizer().encode(name)
     config = dict(layout=layout, n_layer=n_layer, seed=seed, final_norm=True, **sizes)
     model = PiecesModel(**config)
-    losses = logit_lens(model, stream_states(model, tokens), tokens)
+    losses = _call(logit_lens, model, _call(stream_states, model, tokens), tokens)
     last = losses[-1] if isinstance(losses, (list, tuple)) and losses else losses
     check_value(last, expected(lambda: GPT.loss(GPT(**config), tokens)), rtol=1e-9,
                 what=f"the last entry of logit_lens(model, stream_states(model, tokens), "
                      f"tokens) for {name!r} ({n_layer} layers, {LAYOUT_NAMES[layout]})",
+                expected_text="the model's own loss, GPT.loss(tokens)")
+
+
+def check_lens_on_the_model_states(logit_lens, layout="pre", name="emma", n_layer=2, seed=0,
+                                   **sizes):
+    """On microgpt's own states of the model (GPT.stream_states, computed here, so that the
+    check does not depend on Task 6.1), `logit_lens(model, states, tokens)` gives the
+    reference lens losses, and the last of them is the model's own loss, GPT.loss."""
+    tokens = _tokenizer().encode(name)
+    config = dict(layout=layout, n_layer=n_layer, seed=seed, final_norm=True, **sizes)
+    model = PiecesModel(**config)
+    states = GPT.stream_states(model.head.__self__, tokens)  # the GPT behind the pieces
+    losses = _call(logit_lens, model, states, tokens)
+
+    def reference():
+        gpt = GPT(**config)
+        states = GPT.stream_states(gpt, tokens)
+        n = min(len(states), len(tokens) - 1)
+        return [Value.sum([cross_entropy(gpt.head(states[p][k]), tokens[p + 1])
+                           for p in range(n)]) * (1 / n)
+                for k in range(len(states[0]))]
+
+    where = (f"logit_lens for {name!r} on the model's own states ({n_layer} layers, "
+             f"{LAYOUT_NAMES[layout]}, final_norm=True)")
+    check_numbers(losses, expected(reference), rtol=1e-9, atol=1e-12, labels=("state",),
+                  what=where)
+    last = losses[-1] if isinstance(losses, (list, tuple)) and losses else losses
+    check_value(last, expected(lambda: GPT.loss(GPT(**config), tokens)), rtol=1e-9,
+                what=f"{where}: the last entry",
                 expected_text="the model's own loss, GPT.loss(tokens)")

@@ -6,12 +6,13 @@ student's sandbox and loaded in a graded kernel. The rest (the grader, the refer
 answers, the report) never reach a student's kernel.
 
 The pack is open: `microgpt` and `torchtrack` hold working versions of what several tasks
-ask students to write (`GPT.block` is Task 5.1's answer, `GPT.stream_states` Task 6.1's,
-`torchtrack.transformer.Block.forward` and `logit_lens` Task 9.1's and 9.2's). While an
-assignment is graded, its kernel replaces each of them with a guard, before any student
-code runs: called from the library itself (a model's own `step`, a study's training loop)
-it works as before; called from a notebook cell, or from code a cell defined, it raises
-`AnswerSwitchedOff`, so an answer that hands the task to the library earns nothing.
+ask students to write (`GPT.block` is Task 5.1's answer, `GPT.stream_states` and the
+`GPT.step` that collects its states Task 6.1's, `torchtrack.transformer.Block.forward` and
+`logit_lens` Task 9.1's and 9.2's). While an assignment is graded, its kernel replaces
+each of them with a guard, before any student code runs: called from the library itself
+(a model's own `step`, a study's training loop) it works as before; called from a notebook
+cell, or from code a cell defined, it raises `AnswerSwitchedOff`, so an answer that hands
+the task to the library earns nothing.
 
 The test cells do their part too: they hand a student's code model objects whose classes
 do not carry the reference methods, and never pass one task's model answer as an input to
@@ -65,6 +66,9 @@ SWITCHED_OFF = {
     ],
     "residual_stream": [
         ("microgpt.model", "GPT", "stream_states", "Task 6.1",
+         "collect the states with model.embed and model.block"),
+        # step(..., states=[...]) collects a position's states: what stream_states calls
+        ("microgpt.model", "GPT", "step", "Task 6.1",
          "collect the states with model.embed and model.block"),
     ],
     "torch_mlp": [

@@ -234,4 +234,44 @@ MUTANTS = [
             "    return ref.block(x, layer, cache)\n"),
         loses=ALL_PRE,
     ),
+    Mutant(
+        name="microgpt's own block laundered through BlockGPT(GPT.block, ...)",
+        cell=PRE,
+        source="from microgpt import GPT\n\n\n" + _pre(
+            "    c = model.config\n"
+            "    ref = BlockGPT(GPT.block, layout='pre', n_layer=c.n_layer, n_embd=c.n_embd,\n"
+            "                   n_head=c.n_head, vocab_size=c.vocab_size,\n"
+            "                   block_size=c.block_size)\n"
+            "    ref.state_dict = model.state_dict\n"
+            "    return ref.block(x, layer, cache)\n"),
+        loses=ALL_PRE,
+    ),
+    Mutant(
+        name="post-norm block that calls the model's own block",
+        cell=POST,
+        source=_post("    return model.block(x, layer, cache)\n"),
+        loses=(POST_TEST,),
+    ),
+    Mutant(
+        name="microgpt's own block through a post-norm GPT of the model's sizes and weights",
+        cell=POST,
+        source="from microgpt import GPT\n\n\n" + _post(
+            "    c = model.config\n"
+            "    ref = GPT(layout='post', n_layer=c.n_layer, n_embd=c.n_embd, n_head=c.n_head,\n"
+            "              vocab_size=c.vocab_size, block_size=c.block_size)\n"
+            "    ref.state_dict = model.state_dict\n"
+            "    return GPT.block(ref, x, layer, cache)\n"),
+        loses=(POST_TEST,),
+    ),
+    Mutant(
+        name="microgpt's own block through a no-residual GPT of the model's sizes and weights",
+        cell=NONE,
+        source="from microgpt import GPT\n\n\n" + _none(
+            "    c = model.config\n"
+            "    ref = GPT(layout='none', n_layer=c.n_layer, n_embd=c.n_embd, n_head=c.n_head,\n"
+            "              vocab_size=c.vocab_size, block_size=c.block_size)\n"
+            "    ref.state_dict = model.state_dict\n"
+            "    return GPT.block(ref, x, layer, cache)\n"),
+        loses=(NONE_TEST,),
+    ),
 ]

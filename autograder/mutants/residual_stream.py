@@ -19,6 +19,24 @@ RIGHT_RMS = "def rms(x):\n    return (dot(x, x) * (1 / len(x))) ** 0.5\n"
 RIGHT_COSINE = "def cosine(u, v):\n    return dot(u, v) * (dot(u, u) * dot(v, v)) ** -0.5\n"
 
 
+# a GPT with the weights of the model the tests hand in, in its layout (found by comparing
+# one block's output, as model.block is on): what a delegating answer needs
+_SAME_GPT = (
+    "from microgpt import GPT\n"
+    "\n\n"
+    "def _same_gpt(model, **extra):\n"
+    "    c = model.config\n"
+    "    x = model.embed(1, 0)\n"
+    "    want = [v.data for v in model.block(x, 0, {'k': [], 'v': []})]\n"
+    "    for layout in ('pre', 'post', 'none'):\n"
+    "        gpt = GPT(layout=layout, n_layer=c.n_layer, n_embd=c.n_embd, n_head=c.n_head,\n"
+    "                  vocab_size=c.vocab_size, block_size=c.block_size, **extra)\n"
+    "        gpt.state_dict = model.state_dict\n"
+    "        if [v.data for v in gpt.block(x, 0, {'k': [], 'v': []})] == want:\n"
+    "            return gpt\n"
+)
+
+
 def _states(body):
     """The whole source of the Task 6.1 cell with `body` as the function's body."""
     return "def stream_states(model, tokens):\n" + body
@@ -265,5 +283,39 @@ MUTANTS = [
         source="from microgpt import GPT\n\n\n" + _states(
             "    return GPT.stream_states(model, tokens)\n"),
         loses=BOTH_6_1,
+    ),
+    Mutant(
+        name="microgpt's own stream of a GPT with the pieces' weights and layout",
+        cell=STATES,
+        source=_SAME_GPT + "\n\n" + _states(
+            "    return GPT.stream_states(_same_gpt(model), tokens)\n"),
+        loses=BOTH_6_1,
+    ),
+    Mutant(
+        name="microgpt's own step collects the states (GPT.step(..., states))",
+        cell=STATES,
+        source=_SAME_GPT + "\n\n" + _states(
+            "    gpt = _same_gpt(model)\n"
+            "    cache = gpt.new_cache()\n"
+            "    out = []\n"
+            "    for pos, tok in enumerate(tokens[: gpt.config.block_size]):\n"
+            "        states = []\n"
+            "        gpt.step(tok, pos, cache, states)\n"
+            "        out.append(states)\n"
+            "    return out\n"),
+        loses=BOTH_6_1,
+    ),
+    Mutant(
+        name="logit lens from microgpt's own loss of the first k blocks (GPT.loss)",
+        cell=LENS,
+        source=_SAME_GPT + "\n\n" + _lens(
+            "    gpt = _same_gpt(model, final_norm=True)\n"
+            "    losses = []\n"
+            "    for k in range(len(states[0])):\n"
+            "        ref = GPT(gpt.config, n_layer=k)\n"
+            "        ref.state_dict = gpt.state_dict\n"
+            "        losses.append(ref.loss(tokens))\n"
+            "    return losses\n"),
+        loses=BOTH_6_3,
     ),
 ]
