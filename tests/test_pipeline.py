@@ -21,9 +21,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import course as course_module
 from autograder import mutants as mutant_registry
-from autograder.course import (
+from autograder.grader import course as course_module
+from autograder.grader.course import (
     CONFIG_FILE,
     EXERCISES,
     SOURCE,
@@ -36,10 +36,10 @@ from autograder.course import (
     notebook_paths,
     read_notebook,
 )
-from autograder.demo import default_assignment
-from autograder.feedback import HideHiddenTestTracebacks, hidden_test_lines, leaked_lines
-from autograder.grading import Grader, find_submissions, run_grading
-from autograder.selfcheck import filled_in, selfcheck
+from autograder.grader.demo import default_assignment
+from autograder.grader.feedback import HideHiddenTestTracebacks, hidden_test_lines, leaked_lines
+from autograder.grader.grading import Grader, find_submissions, run_grading
+from autograder.grader.selfcheck import filled_in, selfcheck
 
 COURSE = Path(__file__).resolve().parents[1]
 # the torch track's notebooks need the optional torch extra (CI installs it)
@@ -123,7 +123,7 @@ def test_submission_layouts_and_left_out_files(tmp_path):
 
 
 def test_broken_notebooks_are_named_with_a_reason():
-    from autograder.intake import take_in
+    from autograder.grader.intake import take_in
 
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("x = 1")
@@ -188,7 +188,7 @@ def test_mutant_registry_names_real_cells(assignment):
 
 
 def test_cli_rejects_an_unknown_assignment(capsys):
-    from autograder.cli import main
+    from autograder.grader.cli import main
 
     assert main(["--course", str(COURSE), "selfcheck", "no_such_assignment"]) == 2
     assert "unknown assignment" in capsys.readouterr().err
@@ -266,7 +266,7 @@ def test_generation_reproduces_the_committed_folders():
     byte, solutions/ cell for cell (type, id, source, metadata); and the committed
     solutions pass the notebook guard (no error, timeout, machine path or data fallback
     in an output, every quoted figure printed)."""
-    from autograder.generate import drift
+    from autograder.grader.generate import drift
 
     assert drift(COURSE) == []
 
@@ -281,7 +281,7 @@ def selfcheck_run(tmp_path_factory):
 @needs_assignment
 @pytest.mark.slow
 def test_selfcheck_passes(selfcheck_run):
-    from autograder.selfcheck import report
+    from autograder.grader.selfcheck import report
 
     checks, _ = selfcheck_run
     assert checks and all(c.ok for c in checks), report(checks)
@@ -381,7 +381,7 @@ def test_demo_prints_the_table_and_writes_clean_feedback(tmp_path):
     """The README's main command: solution full, stub zero, partly wrong in between;
     a feedback page for each, without a hidden test."""
     script = Path(sys.executable).parent / "residual-pack"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "autograder.cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "autograder.grader.cli"]
     out = tmp_path / "demo"
     run = subprocess.run(
         [*command, "demo", "--out", str(out), "--jobs", str(JOBS)],

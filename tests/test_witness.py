@@ -18,8 +18,8 @@ from autograder.checks import (
     check_values,
     expected,
 )
-from autograder.grading import student_id
-from autograder.report import plain
+from autograder.grader.grading import student_id
+from autograder.grader.report import plain
 from autograder.testsource import GradedCellError, prepare
 from microgpt import Value
 
@@ -234,7 +234,7 @@ def test_every_handed_in_name_gets_an_id():
 def _graded_code_cells():
     import nbformat
 
-    from autograder.course import SOURCE, assignments, nbgrader_meta, notebook_paths
+    from autograder.grader.course import SOURCE, assignments, nbgrader_meta, notebook_paths
 
     course = __import__("pathlib").Path(__file__).resolve().parents[1]
     for name in assignments(course):

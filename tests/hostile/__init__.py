@@ -20,8 +20,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.course import EXERCISES, SOURCE, nbgrader_meta, notebook_paths, read_notebook
-from autograder.selfcheck import filled_in
+from autograder.grader.course import EXERCISES, SOURCE, nbgrader_meta, notebook_paths, read_notebook
+from autograder.grader.selfcheck import filled_in
 
 ASSIGNMENT = "residual_stack"
 NOTEBOOK = "residual_stack"
@@ -566,7 +566,7 @@ def build_class(folder, context):
 
 
 def _report_id(raw):
-    from autograder.grading import student_id
+    from autograder.grader.grading import student_id
 
     return student_id(os.fsdecode(raw))[0]
 

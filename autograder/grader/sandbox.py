@@ -2,7 +2,7 @@
 
 The grading process (nbgrader's autograde, our `Grader`) never runs student code itself.
 nbgrader's Execute step is replaced by `SandboxedExecute`, which starts the kernel through
-this module's launcher (`python -m autograder.sandbox launch CONFIG -- KERNEL...`):
+this module's launcher (`python -m autograder.grader.sandbox launch CONFIG -- KERNEL...`):
 
 - **Its own user and a private view of the machine** (`namespaces`, when the grading
   process runs as root on Linux): the kernel runs under a numeric uid of its own (a slot
@@ -43,7 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .policy import (
+from ..policy import (
     ASSIGNMENT_VARIABLE,
     OUTPUT_NOTE,
     OUTPUT_VARIABLE,
@@ -114,7 +114,7 @@ def isolation_available():
     lo, _ = _uid_range()
     try:
         run = subprocess.run(
-            [sys.executable, "-m", "autograder.sandbox", "probe", str(lo)],
+            [sys.executable, "-m", "autograder.grader.sandbox", "probe", str(lo)],
             capture_output=True, text=True, timeout=60,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -229,7 +229,7 @@ class Sandbox:
 
         lib = self.root / "lib" / "autograder"
         lib.mkdir(parents=True)
-        from .policy import KERNEL_SIDE
+        from ..policy import KERNEL_SIDE
 
         for path in Path(autograder.__file__).parent.glob("*.py"):
             name = "autograder" if path.stem == "__init__" else f"autograder.{path.stem}"
@@ -415,7 +415,7 @@ def leftover_launchers(folder):
         except OSError:
             continue
         args = [a.decode("utf-8", "replace") for a in args]
-        if "autograder.sandbox" in args and "launch" in args:
+        if "autograder.grader.sandbox" in args and "launch" in args:
             i = args.index("launch")
             if i + 1 < len(args) and os.path.realpath(args[i + 1]).startswith(folder):
                 found.append(int(entry.name))
@@ -554,8 +554,8 @@ def _sandboxed_execute_class():
     from nbformat import NotebookNode
     from nbgrader.preprocessors import Execute
 
-    from .judge import verdict as judge_cell
-    from .testsource import GradedCellError, prepare
+    from ..judge import verdict as judge_cell
+    from ..testsource import GradedCellError, prepare
 
     class SandboxKernelManager(AsyncKernelManager):
         """Starts the kernel through the sandbox launcher, over IPC sockets in the
@@ -587,8 +587,8 @@ def _sandboxed_execute_class():
         def format_kernel_cmd(self, extra_arguments=None):
             kernel = [sys.executable, "-m", "autograder.gradekernel", "-f",
                       self.connection_file, *(extra_arguments or [])]
-            return [sys.executable, "-m", "autograder.sandbox", "launch", str(self.plan.config),
-                    "--", *kernel]
+            return [sys.executable, "-m", "autograder.grader.sandbox", "launch",
+                    str(self.plan.config), "--", *kernel]
 
     class SandboxedExecute(Execute):
         """nbgrader's Execute, with the kernel in a sandbox and every failure of the
@@ -1189,7 +1189,8 @@ def main(argv=None):
         with open(argv[1]) as f:
             cfg = json.load(f)
         return launch(cfg, argv[split + 1:])
-    print("usage: python -m autograder.sandbox launch CONFIG -- KERNEL ARGS...", file=sys.stderr)
+    print("usage: python -m autograder.grader.sandbox launch CONFIG -- KERNEL ARGS...",
+          file=sys.stderr)
     return 2
 
 

@@ -15,7 +15,7 @@ import copy
 import time
 from dataclasses import dataclass, field
 
-from . import mutants as mutant_registry
+from .. import mutants as mutant_registry
 from .course import (
     EXERCISES,
     SOURCE,

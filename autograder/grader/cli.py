@@ -64,7 +64,7 @@ def cmd_check_drift(args, course):
             _say(f"  {p}")
     if guard:
         _say("committed solutions or README fail the notebook guard "
-             "(see autograder/notebook_guard.py):")
+             "(see autograder/grader/notebook_guard.py):")
         for p in guard:
             _say(f"  {p}")
     if problems:

@@ -281,7 +281,7 @@ class WorkCourse:
         return self.path(SOLUTIONS, name)
 
 
-# cell metadata holding the figures a markdown cell quotes (autograder/notebook_guard.py)
+# cell metadata holding the figures a markdown cell quotes (autograder/grader/notebook_guard.py)
 QUOTES_METADATA = "residual_pack"
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import mutants as mutant_registry
+from .. import mutants as mutant_registry
 from .course import WorkCourse, assignments, check_assignments, jupyter_sandbox
 from .grading import Grader, grade_folder, prepare_out
 from .report import write_report
