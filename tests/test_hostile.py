@@ -26,8 +26,8 @@ from hostile import ASSIGNMENT, FULL, Context, build_class, case_names
 
 from autograder.grader.course import EXERCISES, SOURCE, WorkCourse, jupyter_sandbox, read_notebook
 from autograder.grader.intake import take_in
-from autograder.grader.sandbox import FULL as NAMESPACES
-from autograder.grader.sandbox import isolation_available
+from autograder.grader.sandbox.limits import FULL as NAMESPACES
+from autograder.grader.sandbox.limits import isolation_available
 from autograder.grader.selfcheck import filled_in
 
 COURSE = Path(__file__).resolve().parents[1]
@@ -319,14 +319,15 @@ def _settled(outputs, status, ename=""):
     """A graded test cell after SandboxedExecute settled it, scored by nbgrader."""
     from nbgrader.utils import determine_grade
 
-    from autograder.grader.sandbox import CellRun, sandboxed_execute
+    from autograder.grader.sandbox.channel import CellRun
+    from autograder.grader.sandbox.execute import SandboxedExecute
 
     cell = nbformat.v4.new_code_cell("check()")
     cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True,
                                  "points": 2, "grade_id": "t", "schema_version": 3}
     cell.outputs = [nbformat.from_dict(o) for o in outputs]
     record = CellRun(0, "t", "test", status, ename, "expected 1, got 2")
-    sandboxed_execute()._settle_test_cell(cell, record)
+    SandboxedExecute._settle_test_cell(cell, record)
     return determine_grade(cell)[0]
 
 
@@ -350,7 +351,9 @@ def test_what_a_test_cell_prints_never_counts():
 def test_a_package_that_lives_under_tmp_is_importable_in_the_kernel(tmp_path):
     """A course cloned under /tmp (CI's clean clone may be) must not have its venv and
     packages hidden by the kernel's private /tmp: the read-only binds go on top of it."""
-    from autograder.grader.sandbox import Sandbox, acquire_uid
+    from autograder.grader.sandbox.launcher import launch_command
+    from autograder.grader.sandbox.limits import acquire_uid
+    from autograder.grader.sandbox.plan import Sandbox
 
     _require_isolation()
     package = tmp_path / "shared" / "probe_package"
@@ -365,8 +368,7 @@ def test_a_package_that_lives_under_tmp_is_importable_in_the_kernel(tmp_path):
         plan = box.plan(acquire_uid(), "probe")
         probe = (f"import sys; sys.path.insert(0, {str(package.parent)!r}); "
                  "import probe_package; sys.exit(0 if probe_package.VALUE == 42 else 3)")
-        done = subprocess.run([sys.executable, "-m", "autograder.grader.sandbox", "launch",
-                               str(plan.config), "--", sys.executable, "-c", probe],
+        done = subprocess.run(launch_command(plan.config, [sys.executable, "-c", probe]),
                               capture_output=True, text=True, timeout=120)
     finally:
         box.close()

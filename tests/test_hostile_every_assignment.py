@@ -38,8 +38,8 @@ from autograder.grader.course import (
     notebook_paths,
     read_notebook,
 )
-from autograder.grader.sandbox import FULL as NAMESPACES
-from autograder.grader.sandbox import isolation_available
+from autograder.grader.sandbox.limits import FULL as NAMESPACES
+from autograder.grader.sandbox.limits import isolation_available
 from autograder.grader.selfcheck import filled_in
 
 COURSE = Path(__file__).resolve().parents[1]

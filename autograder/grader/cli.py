@@ -110,7 +110,7 @@ def _feedback_list(results, root):
 
 def _limits(args, course):
     from .course import course_cell_timeout
-    from .sandbox import Limits
+    from .sandbox.limits import Limits
 
     return Limits(
         cell_timeout=args.cell_timeout or course_cell_timeout(course),
@@ -271,7 +271,7 @@ def main(argv=None):
         print(f"residual-pack: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:
-        from .sandbox import SandboxError
+        from .sandbox.limits import SandboxError
 
         if not isinstance(exc, SandboxError):
             raise

@@ -216,11 +216,11 @@ class WorkCourse:
             from nbgrader.converters import Autograde
             from nbgrader.preprocessors import Execute
 
-            from .sandbox import sandboxed_execute
+            from .sandbox.execute import SandboxedExecute
 
             steps = Autograde.class_traits()["autograde_preprocessors"].default()
             cfg.Autograde.autograde_preprocessors = [
-                sandboxed_execute() if step is Execute else step for step in steps
+                SandboxedExecute if step is Execute else step for step in steps
             ]
         return cfg
 

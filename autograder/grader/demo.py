@@ -101,12 +101,11 @@ def run_demo(course, assignment=None, out=None, jobs=1, progress=None):
     out = Path(out).resolve() if out else Path(tempfile.mkdtemp(prefix="residual-pack-demo-"))
     out.mkdir(parents=True, exist_ok=True)
     from .course import course_cell_timeout
-    from .sandbox import Limits, Sandbox
+    from .sandbox.limits import Limits
+    from .sandbox.plan import Sandbox
 
     work_root = prepare_out(out / "course")
-    release = Path(course) / "exercises" / assignment
-    box = Sandbox(Limits(cell_timeout=course_cell_timeout(course)),
-                  release_dir=release if release.is_dir() else None)
+    box = Sandbox(Limits(cell_timeout=course_cell_timeout(course)))
     try:
         with tempfile.TemporaryDirectory(prefix="residual-pack-jupyter-") as home, \
                 jupyter_sandbox(home):

@@ -209,11 +209,11 @@ class Grader:
         self.assignment = assignment
         self.sandbox = sandbox
         if sandbox is not None:
-            from . import sandbox as sandbox_module
             from .reference_run import reference_records
+            from .sandbox.channel import CHANNEL
 
             work.use_sandbox()
-            sandbox_module.use(sandbox)
+            CHANNEL.use(sandbox)
             if assignment not in sandbox.references:
                 sandbox.references[assignment] = reference_records(
                     work.path("source", assignment), assignment, work.path(".grading"),
@@ -221,6 +221,8 @@ class Grader:
         if generate:
             work.generate_assignment(assignment)
         self.release = work.path(EXERCISES, assignment)
+        if sandbox is not None:
+            sandbox.add_release(assignment, self.release)
         self.notebooks = [p.stem for p in notebook_paths(self.release)]
         self.autograded = {}  # (notebook, grade_id) -> True for autograder test cells
         self.order = []  # (notebook, grade_id) of graded cells in notebook order
@@ -360,10 +362,10 @@ class Grader:
         return result
 
     def _collect_runs(self, student, result):
-        from .sandbox import RUNS
+        from .sandbox.channel import CHANNEL
 
         for name in self.notebooks:
-            run = RUNS.pop((student, name), None)
+            run = CHANNEL.take(student, name)
             if run is not None:
                 result.runs[name] = run.to_dict()
 
@@ -698,19 +700,18 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
     class report. Returns (grader, results, grades.csv)."""
     import tempfile
 
-    from . import sandbox as sandbox_module
     from .course import WorkCourse, jupyter_sandbox
+    from .sandbox.limits import Limits
+    from .sandbox.plan import Sandbox, remove_stale_roots
 
     say = say or (lambda *_: None)
     sandbox = None
     if isolate:
-        sandbox_module.remove_stale_roots()
+        remove_stale_roots()
     out = prepare_out(out, keep=True)
     _lock(out)
     if isolate:
-        release = Path(course) / EXERCISES / assignment
-        sandbox = sandbox_module.Sandbox(limits or sandbox_module.Limits(),
-                                         release_dir=release if release.is_dir() else None)
+        sandbox = Sandbox(limits or Limits())
     try:
         header = {"assignment": assignment,
                   "fingerprint": run_fingerprint(course, assignment, sandbox)}
@@ -726,8 +727,6 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
         with tempfile.TemporaryDirectory(prefix="residual-pack-jupyter-") as home, \
                 jupyter_sandbox(home):
             work = WorkCourse(course, out, [assignment])
-            if sandbox is not None and sandbox.release_dir is None:
-                sandbox.release_dir = str(work.path(EXERCISES, assignment))
             grader = Grader(work, assignment, generate=not resumed, sandbox=sandbox)
             if sandbox is not None:
                 say(f"isolation: {sandbox.describe()}")

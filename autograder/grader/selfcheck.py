@@ -313,7 +313,8 @@ def selfcheck(course, names=None, *, workdir=None, keep=False, validate=True, fe
     from pathlib import Path
 
     from .course import course_cell_timeout
-    from .sandbox import Limits, Sandbox
+    from .sandbox.limits import Limits
+    from .sandbox.plan import Sandbox
 
     course = Path(course)
     checks = []
@@ -327,8 +328,7 @@ def selfcheck(course, names=None, *, workdir=None, keep=False, validate=True, fe
                 if isolate:
                     limits = Limits(cell_timeout=course_cell_timeout(course),
                                     notebook_timeout=3600)
-                    sandbox = Sandbox(limits, release_dir=course / EXERCISES / assignment
-                                      if (course / EXERCISES / assignment).is_dir() else None)
+                    sandbox = Sandbox(limits)
                 try:
                     checks.append(
                         check_assignment(work, assignment, validate=validate, feedback=feedback,
