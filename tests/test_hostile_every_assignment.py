@@ -28,13 +28,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.grader.cells import nbgrader_meta
 from autograder.grader.course import (
     EXERCISES,
     SOURCE,
     WorkCourse,
     assignments,
     jupyter_sandbox,
-    nbgrader_meta,
     notebook_paths,
     read_notebook,
 )

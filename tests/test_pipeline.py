@@ -23,16 +23,14 @@ import pytest
 
 from autograder import mutants as mutant_registry
 from autograder.grader import course as course_module
+from autograder.grader.cells import is_autograded_test, is_solution, nbgrader_meta
 from autograder.grader.course import (
     CONFIG_FILE,
     EXERCISES,
     SOURCE,
     WorkCourse,
     assignments,
-    is_autograded_test,
-    is_solution,
     jupyter_sandbox,
-    nbgrader_meta,
     notebook_paths,
     read_notebook,
 )

@@ -93,20 +93,6 @@ def read_notebook(path):
     return nbformat.read(str(path), as_version=nbformat.NO_CONVERT)
 
 
-def nbgrader_meta(cell):
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def is_autograded_test(cell):
-    """A code cell of autograder tests that is worth points."""
-    meta = nbgrader_meta(cell)
-    return cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")
-
-
-def is_solution(cell):
-    return bool(nbgrader_meta(cell).get("solution"))
-
-
 @contextlib.contextmanager
 def jupyter_sandbox(folder):
     """Point HOME and the Jupyter, IPython and matplotlib folders at `folder` meanwhile.

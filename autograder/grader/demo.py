@@ -13,6 +13,7 @@ from pathlib import Path
 import nbformat
 
 from .. import mutants as mutant_registry
+from . import cells
 from .course import WorkCourse, assignments, check_assignments, jupyter_sandbox
 from .grading import Grader, grade_folder, prepare_out
 from .report import write_report
@@ -61,7 +62,7 @@ def build_class(grader, folder):
         notebooks = dict(made["solution"][1])
         stub_cell = next(
             c for c in made["stub"][1][nb_name].cells
-            if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id
+            if cells.grade_id(c) == grade_id
         )
         notebooks[nb_name] = with_answer(notebooks[nb_name], grade_id, stub_cell.source)
         handed["partly-wrong"] = notebooks

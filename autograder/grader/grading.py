@@ -38,13 +38,12 @@ from pathlib import Path
 
 import nbformat
 
+from .cells import is_autograded_test, nbgrader_meta
 from .course import (
     EXERCISES,
     SOURCE,
     CourseError,
     failure_reason,
-    is_autograded_test,
-    nbgrader_meta,
     notebook_paths,
     read_notebook,
 )

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from ..policy import ASSIGNMENT_VARIABLE, REFERENCE_VARIABLE, REPORT_KEY, test_cell_code
 from ..testsource import GradedCellError, prepare
-from .course import CourseError, is_autograded_test, nbgrader_meta, notebook_paths, read_notebook
+from .cells import is_autograded_test, nbgrader_meta
+from .course import CourseError, notebook_paths, read_notebook
 
 __all__ = ["ReferenceError", "run_reference", "reference_records", "fingerprint"]
 

@@ -16,14 +16,13 @@ import time
 from dataclasses import dataclass, field
 
 from .. import mutants as mutant_registry
+from .cells import is_solution, nbgrader_meta
 from .course import (
     EXERCISES,
     SOURCE,
     CourseError,
     WorkCourse,
-    is_solution,
     jupyter_sandbox,
-    nbgrader_meta,
     notebook_paths,
     read_notebook,
     work_folder,

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.grader.course import EXERCISES, SOURCE, nbgrader_meta, notebook_paths, read_notebook
+from autograder.grader.cells import nbgrader_meta
+from autograder.grader.course import EXERCISES, SOURCE, notebook_paths, read_notebook
 from autograder.grader.selfcheck import filled_in
 
 ASSIGNMENT = "residual_stack"

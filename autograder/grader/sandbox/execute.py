@@ -30,23 +30,13 @@ from traitlets import Instance, default
 from ...judge import verdict as judge_cell
 from ...policy import OUTPUT_NOTE, REPORT_KEY, test_cell_code
 from ...testsource import GradedCellError, prepare
+from .. import cells
 from ..report import describe_end
 from .channel import CHANNEL, CellRun, Channel, NotebookRun
 from .launcher import launch_command
 from .limits import size_words
 
 __all__ = ["SandboxKernelManager", "SandboxedExecute"]
-
-
-def cell_kind(cell):
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    if not meta.get("grade_id"):
-        return "own"
-    if meta.get("grade") and not meta.get("solution") and cell.cell_type == "code":
-        return "test"
-    if meta.get("solution"):
-        return "answer"
-    return "given"
 
 
 class SandboxKernelManager(AsyncKernelManager):
@@ -143,8 +133,8 @@ class SandboxedExecute(Execute):
                                  store_history=True):
         if cell.cell_type != "code" or not cell.source.strip():
             return cell
-        kind = cell_kind(cell)
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        kind = cells.kind(cell)
+        grade_id = cells.grade_id(cell) or ""
         record = CellRun(cell_index, grade_id, kind, "ok")
         self._run.cells.append(record)
         if not self._stopped and time.monotonic() >= self._deadline:
