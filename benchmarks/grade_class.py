@@ -39,7 +39,7 @@ from autograder.grader.course import (  # noqa: E402
     jupyter_sandbox,
     read_notebook,
 )
-from autograder.grader.selfcheck import filled_in, with_answer  # noqa: E402
+from autograder.grader.madeup import filled_in, with_answer  # noqa: E402
 
 ASSIGNMENT = "residual_stack"
 

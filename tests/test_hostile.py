@@ -26,9 +26,9 @@ from hostile import ASSIGNMENT, FULL, Context, build_class, case_names
 
 from autograder.grader.course import EXERCISES, SOURCE, WorkCourse, jupyter_sandbox, read_notebook
 from autograder.grader.intake import take_in
+from autograder.grader.madeup import filled_in
 from autograder.grader.sandbox.limits import FULL as NAMESPACES
 from autograder.grader.sandbox.limits import isolation_available
-from autograder.grader.selfcheck import filled_in
 
 COURSE = Path(__file__).resolve().parents[1]
 HAVE_ASSIGNMENT = (COURSE / EXERCISES / ASSIGNMENT).is_dir()

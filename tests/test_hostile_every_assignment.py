@@ -38,9 +38,9 @@ from autograder.grader.course import (
     notebook_paths,
     read_notebook,
 )
+from autograder.grader.madeup import filled_in
 from autograder.grader.sandbox.limits import FULL as NAMESPACES
 from autograder.grader.sandbox.limits import isolation_available
-from autograder.grader.selfcheck import filled_in
 
 COURSE = Path(__file__).resolve().parents[1]
 FIRST = "residual_stack"  # the full hostile class covers it

@@ -19,8 +19,8 @@ import pytest
 from hostile import ASSIGNMENT, Context, build_class  # noqa: F401 (the class's notebooks)
 
 from autograder.grader.course import EXERCISES, SOURCE, read_notebook
+from autograder.grader.madeup import filled_in
 from autograder.grader.sandbox.launcher import MODULE as LAUNCHER
-from autograder.grader.selfcheck import filled_in
 
 COURSE = Path(__file__).resolve().parents[1]
 VENV = str(Path(sys.executable).parent)  # this checkout's Python: its processes only

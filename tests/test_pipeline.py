@@ -37,7 +37,8 @@ from autograder.grader.course import (
 from autograder.grader.demo import default_assignment
 from autograder.grader.feedback import HideHiddenTestTracebacks, hidden_test_lines, leaked_lines
 from autograder.grader.grading import Grader, find_submissions, run_grading
-from autograder.grader.selfcheck import filled_in, selfcheck
+from autograder.grader.madeup import filled_in
+from autograder.grader.selfcheck import selfcheck
 
 COURSE = Path(__file__).resolve().parents[1]
 # the torch track's notebooks need the optional torch extra (CI installs it)

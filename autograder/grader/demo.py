@@ -10,16 +10,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import nbformat
-
-from .. import mutants as mutant_registry
-from . import cells
 from .course import WorkCourse, assignments, check_assignments, jupyter_sandbox
 from .grading import Grader, grade_folder, prepare_out
+from .madeup import DEMO_STUDENTS, demo_class
 from .report import write_report
-from .selfcheck import class_of, mutant_notebook_name, with_answer
 
-STUDENTS = ("solution", "stub", "partly-wrong")
 # the demo's assignment unless one is named: the first one, and the quickest to grade
 DEMO_ASSIGNMENT = "residual_stack"
 
@@ -29,59 +24,12 @@ def default_assignment(course):
     return DEMO_ASSIGNMENT if DEMO_ASSIGNMENT in names else (names[0] if names else None)
 
 
-def partial_mutant(grader, registered):
-    """The registered mutant that should cost the fewest autograded cells, but some."""
-    cells = {key for key, auto in grader.autograded.items() if auto}
-    fits = []
-    for mutant in registered:
-        name = mutant_notebook_name(mutant, grader.notebooks)
-        loses = {(name, gid) for gid in mutant.loses}
-        if loses and loses < cells:
-            fits.append((len(loses), mutant))
-    return min(fits, key=lambda f: f[0])[1] if fits else None
-
-
-def build_class(grader, folder):
-    """Write the three submissions into `folder` (<student>/<assignment>/<nb>.ipynb).
-    Returns {student: a few words on what they handed in}."""
-    assignment = grader.assignment
-    registered = mutant_registry.load(assignment)
-    mutant = partial_mutant(grader, registered)
-    made = class_of(grader, assignment, [mutant] if mutant else [])
-    handed = {
-        "solution": made["solution"][1],
-        "stub": made["stub"][1],
-    }
-    if mutant:
-        handed["partly-wrong"] = made["mutant-01"][1]
-        about = {"partly-wrong": f"the solution with a wrong answer: {mutant.name}"}
-    else:
-        # no registered mutant: leave the first answer cell as the stub had it
-        first = next(iter(sorted(grader.answer_cells)))
-        nb_name, grade_id = first
-        notebooks = dict(made["solution"][1])
-        stub_cell = next(
-            c for c in made["stub"][1][nb_name].cells
-            if cells.grade_id(c) == grade_id
-        )
-        notebooks[nb_name] = with_answer(notebooks[nb_name], grade_id, stub_cell.source)
-        handed["partly-wrong"] = notebooks
-        about = {"partly-wrong": f"the solution with {grade_id} left undone"}
-    about.update({"solution": "every answer right", "stub": "the student version, untouched"})
-    for student, notebooks in handed.items():
-        dest = Path(folder) / student / assignment
-        dest.mkdir(parents=True, exist_ok=True)
-        for name, nb in notebooks.items():
-            nbformat.write(nb, str(dest / f"{name}.ipynb"))
-    return about
-
-
 def demo_problems(grader, results):
     """What is wrong with the demo's outcome: [] when the solution has full marks on the
     autograded cells, the stub zero and the partly wrong answer something in between."""
     by_student = {r.student: r for r in results}
     problems = []
-    for student in STUDENTS:
+    for student in DEMO_STUDENTS:
         r = by_student.get(student)
         if r is None or not r.graded:
             problems.append(f"{student} was not graded: {r.reason if r else 'missing'}")
@@ -115,7 +63,7 @@ def run_demo(course, assignment=None, out=None, jobs=1, progress=None):
             submissions = out / "submissions"
             if submissions.exists():
                 shutil.rmtree(submissions)
-            about = build_class(grader, submissions)
+            about = demo_class(grader, submissions)
             results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress)
             write_report(grader, results, work_root, f"{assignment}: the demo class\n"
                          f"isolation: {box.describe()}")

@@ -11,12 +11,10 @@ For each assignment, in a work copy of the course and under the real nbgrader:
 4. the feedback pages of all of these show no line of a hidden test.
 """
 
-import copy
 import time
 from dataclasses import dataclass, field
 
 from .. import mutants as mutant_registry
-from .cells import is_solution, nbgrader_meta
 from .course import (
     EXERCISES,
     SOURCE,
@@ -29,71 +27,8 @@ from .course import (
 )
 from .feedback import hidden_test_lines, leaked_lines
 from .grading import MIN_FOR_WORKERS, Grader, grade_all
+from .madeup import class_of, mutant_notebook_name
 from .report import score_table
-
-SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION")
-
-
-# ---------------------------------------------------------------- made-up submissions
-
-
-def filled_in(release, source):
-    """The release notebook with every answer cell written as the source has it (the
-    solution markers dropped): what a student who got everything right hands in."""
-    answers = {
-        nbgrader_meta(c)["grade_id"]: c.source for c in source.cells if is_solution(c)
-    }
-    nb = copy.deepcopy(release)
-    for cell in nb.cells:
-        if is_solution(cell):
-            text = answers[nbgrader_meta(cell)["grade_id"]]
-            cell.source = "\n".join(
-                line for line in text.split("\n") if not any(m in line for m in SOLUTION_MARKERS)
-            )
-    return nb
-
-
-def with_answer(nb, grade_id, source):
-    """A copy of `nb` whose answer cell `grade_id` holds `source`."""
-    nb = copy.deepcopy(nb)
-    cells = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") == grade_id]
-    if len(cells) != 1 or not is_solution(cells[0]):
-        raise CourseError(f"no answer cell {grade_id!r} in the notebook")
-    cells[0].source = source
-    return nb
-
-
-def mutant_notebook_name(mutant, notebooks):
-    name = mutant.notebook.removesuffix(".ipynb") if mutant.notebook else ""
-    if not name:
-        if len(notebooks) != 1:
-            raise CourseError(f"mutant {mutant.name!r} must name its notebook (one of {notebooks})")
-        return notebooks[0]
-    if name not in notebooks:
-        raise CourseError(f"mutant {mutant.name!r} names {name!r}, not one of {notebooks}")
-    return name
-
-
-def class_of(grader, assignment, mutants):
-    """{student id: (label, {notebook: NotebookNode}, mutant or None)} for the solution,
-    the stub and each mutant."""
-    source_dir = grader.work.path(SOURCE, assignment)
-    releases = {name: grader.release_notebook(name) for name in grader.notebooks}
-    solution = {
-        name: filled_in(releases[name], read_notebook(source_dir / f"{name}.ipynb"))
-        for name in grader.notebooks
-    }
-    made = {
-        "solution": ("solution", solution, None),
-        "stub": ("untouched stub", releases, None),
-    }
-    for i, mutant in enumerate(mutants, 1):
-        name = mutant_notebook_name(mutant, grader.notebooks)
-        notebooks = dict(solution)
-        notebooks[name] = with_answer(solution[name], mutant.cell, mutant.source)
-        made[f"mutant-{i:02d}"] = (f"mutant: {mutant.name}", notebooks, mutant)
-    return made
-
 
 # ---------------------------------------------------------------- the check
 

@@ -22,7 +22,7 @@ import nbformat
 
 from autograder.grader.cells import nbgrader_meta
 from autograder.grader.course import EXERCISES, SOURCE, notebook_paths, read_notebook
-from autograder.grader.selfcheck import filled_in
+from autograder.grader.madeup import filled_in
 
 ASSIGNMENT = "residual_stack"
 NOTEBOOK = "residual_stack"
