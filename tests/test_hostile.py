@@ -256,7 +256,7 @@ CONTROL = ("patched-checks", "patched-builtins", "patched-mid-test", "ipython-ho
 def test_the_attacks_earn_points_in_nbgraders_own_kernel(tmp_path):
     """Control: graded by nbgrader's own Execute (a plain IPython kernel), the attacks that
     the sandboxed run scored 0 earn points, so that run defended something real."""
-    from autograder.grader.grading import Grader
+    from autograder.grader.student import Grader
 
     folder = tmp_path / "submissions"
     cases = build_class(folder, Context(course=COURSE, out=tmp_path / "o", submissions=folder))

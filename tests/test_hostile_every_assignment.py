@@ -175,7 +175,7 @@ CONTROL = "gpt_residual_adds"
 def test_the_attacks_are_real_in_nbgraders_own_kernel(tmp_path):
     """Control: graded by nbgrader's own Execute (a plain IPython kernel that runs the whole
     test cell and is its own judge), the forger earns points."""
-    from autograder.grader.grading import Grader
+    from autograder.grader.student import Grader
 
     students = _class(CONTROL, tmp_path / "submissions")
     with jupyter_sandbox(tmp_path / "home"):

@@ -24,6 +24,7 @@ import pytest
 from autograder import mutants as mutant_registry
 from autograder.grader import course as course_module
 from autograder.grader.cells import is_autograded_test, is_solution, nbgrader_meta
+from autograder.grader.classrun import run_grading
 from autograder.grader.course import (
     CONFIG_FILE,
     EXERCISES,
@@ -36,9 +37,10 @@ from autograder.grader.course import (
 )
 from autograder.grader.demo import default_assignment
 from autograder.grader.feedback import HideHiddenTestTracebacks, hidden_test_lines, leaked_lines
-from autograder.grader.grading import Grader, find_submissions, run_grading
 from autograder.grader.madeup import filled_in
 from autograder.grader.selfcheck import selfcheck
+from autograder.grader.student import Grader
+from autograder.grader.submissions import find_submissions
 
 COURSE = Path(__file__).resolve().parents[1]
 # the torch track's notebooks need the optional torch extra (CI installs it)

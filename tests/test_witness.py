@@ -18,8 +18,8 @@ from autograder.checks import (
     check_values,
     expected,
 )
-from autograder.grader.grading import student_id
 from autograder.grader.report import plain
+from autograder.grader.submissions import student_id
 from autograder.testsource import GradedCellError, prepare
 from microgpt import Value
 

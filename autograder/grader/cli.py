@@ -121,7 +121,7 @@ def _limits(args, course):
 
 
 def cmd_grade(args, course):
-    from .grading import run_grading
+    from .classrun import run_grading
     from .report import score_table
 
     assignment = check_assignments(course, [args.assignment])[0]

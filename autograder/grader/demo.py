@@ -10,10 +10,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from .classrun import grade_folder, prepare_out
 from .course import WorkCourse, assignments, check_assignments, jupyter_sandbox
-from .grading import Grader, grade_folder, prepare_out
 from .madeup import DEMO_STUDENTS, demo_class
 from .report import write_report
+from .student import Grader
 
 # the demo's assignment unless one is named: the first one, and the quickest to grade
 DEMO_ASSIGNMENT = "residual_stack"

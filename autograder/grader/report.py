@@ -16,8 +16,8 @@ from pathlib import Path
 
 from .sandbox.limits import Limits, size_words
 
-__all__ = ["plain", "describe_end", "lost_points", "score_table", "write_report",
-           "WRONG_ANSWER"]
+__all__ = ["plain", "describe_end", "tampering_seen", "lost_points", "score_table",
+           "write_report", "WRONG_ANSWER"]
 
 
 def plain(text, limit=2000):
@@ -64,6 +64,31 @@ def describe_end(ended, limits):
         return f"the kernel ended on {name}: {hint}"
     code = ended.get("code")
     return f"the kernel exited with code {code} (exit(), sys.exit() outside a cell, or os._exit)"
+
+
+# changes the kernel undid before a test that an honest notebook may make
+HARMLESS_CHANGES = ("sys.path",)
+
+
+def tampering_seen(result):
+    """Reasons to withhold a score from what the graded kernels saw: a test during which
+    the code it called changed what the tests rely on, or changes that earlier cells
+    made to the grader's modules, the engine or the interpreter (undone before the test)."""
+    reasons = []
+    for run in result.runs.values():
+        for c in run.get("cells", []):
+            if c.get("kind") != "test":
+                continue
+            changed = [x for x in c.get("changed", []) if not x.startswith(HARMLESS_CHANGES)]
+            restored = [x for x in c.get("restored", []) if not x.startswith(HARMLESS_CHANGES)]
+            if changed:
+                reasons.append(f"while {c['grade_id']} ran, the code it called changed "
+                               + ", ".join(changed[:6]))
+            if restored:
+                reasons.append(f"before {c['grade_id']} ran, the grader undid changes earlier "
+                               f"cells made to " + ", ".join(restored[:6]))
+    seen = set()
+    return [r for r in reasons if not (r in seen or seen.add(r))][:10]
 
 
 WRONG_ANSWER = {"CheckFailed", "NotAnswered", "AssertionError"}

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from .. import mutants as mutant_registry
+from .classrun import MIN_FOR_WORKERS, grade_all
 from .course import (
     EXERCISES,
     SOURCE,
@@ -26,9 +27,9 @@ from .course import (
     work_folder,
 )
 from .feedback import hidden_test_lines, leaked_lines
-from .grading import MIN_FOR_WORKERS, Grader, grade_all
 from .madeup import class_of, mutant_notebook_name
 from .report import score_table
+from .student import Grader
 
 # ---------------------------------------------------------------- the check
 

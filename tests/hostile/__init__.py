@@ -567,7 +567,7 @@ def build_class(folder, context):
 
 
 def _report_id(raw):
-    from autograder.grader.grading import student_id
+    from autograder.grader.submissions import student_id
 
     return student_id(os.fsdecode(raw))[0]
 
