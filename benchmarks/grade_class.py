@@ -36,7 +36,7 @@ from autograder.grader.course import (  # noqa: E402
     EXERCISES,
     SOURCE,
     WorkCourse,
-    jupyter_sandbox,
+    private_jupyter_dirs,
     read_notebook,
 )
 from autograder.grader.madeup import filled_in, with_answer  # noqa: E402
@@ -84,7 +84,7 @@ def ours(submissions, out, jobs, feedback):
 def nbgraders(submissions, folder):
     """One sequential `nbgrader autograde` over the class, in a prepared course copy."""
     home = Path(folder) / "home"
-    with jupyter_sandbox(home):
+    with private_jupyter_dirs(home):
         work = WorkCourse(ROOT, Path(folder) / "course", [ASSIGNMENT])
         work.generate_assignment(ASSIGNMENT)
         env = dict(os.environ)

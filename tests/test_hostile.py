@@ -24,7 +24,13 @@ import nbformat
 import pytest
 from hostile import ASSIGNMENT, FULL, Context, build_class, case_names
 
-from autograder.grader.course import EXERCISES, SOURCE, WorkCourse, jupyter_sandbox, read_notebook
+from autograder.grader.course import (
+    EXERCISES,
+    SOURCE,
+    WorkCourse,
+    private_jupyter_dirs,
+    read_notebook,
+)
 from autograder.grader.intake import take_in
 from autograder.grader.madeup import filled_in
 from autograder.grader.sandbox.limits import FULL as NAMESPACES
@@ -261,7 +267,7 @@ def test_the_attacks_earn_points_in_nbgraders_own_kernel(tmp_path):
     folder = tmp_path / "submissions"
     cases = build_class(folder, Context(course=COURSE, out=tmp_path / "o", submissions=folder))
     chosen = [c for c in cases if c.student in CONTROL]
-    with jupyter_sandbox(tmp_path / "home"):
+    with private_jupyter_dirs(tmp_path / "home"):
         work = WorkCourse(COURSE, tmp_path / "course", [ASSIGNMENT])
         grader = Grader(work, ASSIGNMENT)  # no sandbox: nbgrader's kernel
         for case in chosen:

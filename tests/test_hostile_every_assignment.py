@@ -34,8 +34,8 @@ from autograder.grader.course import (
     SOURCE,
     WorkCourse,
     assignments,
-    jupyter_sandbox,
     notebook_paths,
+    private_jupyter_dirs,
     read_notebook,
 )
 from autograder.grader.madeup import filled_in
@@ -178,7 +178,7 @@ def test_the_attacks_are_real_in_nbgraders_own_kernel(tmp_path):
     from autograder.grader.student import Grader
 
     students = _class(CONTROL, tmp_path / "submissions")
-    with jupyter_sandbox(tmp_path / "home"):
+    with private_jupyter_dirs(tmp_path / "home"):
         work = WorkCourse(COURSE, tmp_path / "course", [CONTROL])
         grader = Grader(work, CONTROL)  # no sandbox: nbgrader's kernel
         [path] = notebook_paths(COURSE / EXERCISES / CONTROL)

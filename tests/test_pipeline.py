@@ -31,8 +31,8 @@ from autograder.grader.course import (
     SOURCE,
     WorkCourse,
     assignments,
-    jupyter_sandbox,
     notebook_paths,
+    private_jupyter_dirs,
     read_notebook,
 )
 from autograder.grader.demo import default_assignment
@@ -222,7 +222,7 @@ def unreached_graded_cells(nb, folder, monkeypatch):
     """Run All on `nb` under NBGRADER_EXECUTION (the small experiments): the graded
     test cells it did not execute, and why it stopped early."""
     monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
-    with jupyter_sandbox(folder / "sandbox"):
+    with private_jupyter_dirs(folder / "sandbox"):
         ran, stopped = run_all(nb, folder / "work")
     graded = [c for c in ran.cells if is_autograded_test(c)]
     missed = [nbgrader_meta(c)["grade_id"] for c in graded if c.get("execution_count") is None]
@@ -319,7 +319,7 @@ def test_without_our_filter_feedback_would_leak_hidden_tests(selfcheck_run):
     check = next(c for c in checks if c.assignment == FIRST)
     hidden = hidden_lines(FIRST)
     leaking = []
-    with jupyter_sandbox(workdir / "sandbox"):
+    with private_jupyter_dirs(workdir / "sandbox"):
         work = WorkCourse(COURSE, workdir / "course", [FIRST], copy=False)
         cfg = work.config()
         cfg.GenerateFeedback.preprocessors = [
@@ -454,7 +454,7 @@ def test_a_shadowing_module_in_the_kernels_folder_is_not_imported(tmp_path, monk
     the kernel keeps its working directory off sys.path. Control: without that, the
     same file makes the untouched stub pass every check."""
     _, _, stub = solution_and_stub(FIRST)
-    with jupyter_sandbox(tmp_path / "sandbox"):
+    with private_jupyter_dirs(tmp_path / "sandbox"):
         work = WorkCourse(COURSE, tmp_path / "course", [FIRST])
         grader = Grader(work, FIRST)
         name = grader.notebooks[0]
@@ -467,7 +467,7 @@ def test_a_shadowing_module_in_the_kernels_folder_is_not_imported(tmp_path, monk
         config = work.root / "nbgrader_config.py"  # the course config asks for it too
         lines = config.read_text().splitlines()
         config.write_text("".join(f"{line}\n" for line in lines if "ignore_cwd" not in line))
-        os.environ.pop("PYTHONSAFEPATH", None)  # jupyter_sandbox puts it back at the end
+        os.environ.pop("PYTHONSAFEPATH", None)  # private_jupyter_dirs puts it back at the end
         unsafe = Grader(WorkCourse(COURSE, work.root, [FIRST], copy=False), FIRST, generate=False)
         undefended = unsafe.grade("undefended", feedback=False)
 

@@ -11,15 +11,13 @@ report.json) beside nbgrader's grades.csv.
 import fcntl
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
-from .course import CONFIG_FILE, EXERCISES, CourseError, WorkCourse, jupyter_sandbox
+from .course import CONFIG_FILE, EXERCISES, CourseError, WorkCourse
 from .journal import Journal, run_fingerprint
 from .report import write_report
-from .sandbox.limits import Limits
-from .sandbox.plan import Sandbox, remove_stale_roots
+from .session import grading_session
 from .student import HANDED_IN, Grader, StudentResult
 from .submissions import find_submissions, submission_hash
 
@@ -189,21 +187,17 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
                 fresh=False, feedback=True, isolate=True, say=None):
     """`residual-pack grade`: grade the folder `submissions` in the work course `out`.
 
-    Every notebook runs in a sandbox (`limits`; see `sandbox`) unless `isolate` is False.
+    Every notebook runs in a sandbox (`limits`, by default the course's: see `session`)
+    unless `isolate` is False.
     A run interrupted earlier in `out` (same assignment, sources and limits) is resumed:
     students graded then are not graded again, unless `fresh`. Writes grades.csv and the
     class report. Returns (grader, results, grades.csv)."""
     say = say or (lambda *_: None)
-    sandbox = None
-    if isolate:
-        remove_stale_roots()
     out = prepare_out(out, keep=True)
     _lock(out)
-    if isolate:
-        sandbox = Sandbox(limits or Limits())
-    try:
+    with grading_session(course, out, [assignment], limits=limits, isolate=isolate) as session:
         header = {"assignment": assignment,
-                  "fingerprint": run_fingerprint(course, assignment, sandbox)}
+                  "fingerprint": run_fingerprint(course, assignment, session.sandbox)}
         journal = Journal(out, header)
         resumed = not fresh and journal.load() and (out / EXERCISES / assignment).is_dir()
         if not resumed:
@@ -213,19 +207,13 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
         elif journal.done:
             say(f"resuming an interrupted run: {len(journal.done)} student(s) already graded "
                 f"are not graded again")
-        with tempfile.TemporaryDirectory(prefix="residual-pack-jupyter-") as home, \
-                jupyter_sandbox(home):
-            work = WorkCourse(course, out, [assignment])
-            grader = Grader(work, assignment, generate=not resumed, sandbox=sandbox)
-            if sandbox is not None:
-                say(f"isolation: {sandbox.describe()}")
-            results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress,
-                                        feedback=feedback, journal=journal)
-            header_text = f"{assignment}: {len(results)} submission(s)"
-            if sandbox is not None:
-                header_text += f"\nisolation: {sandbox.describe()}"
-            write_report(grader, results, out, header_text)
-    finally:
-        if sandbox is not None:
-            sandbox.close()
+        grader = session.grader(assignment, generate=not resumed)
+        if session.sandbox is not None:
+            say(f"isolation: {session.describe()}")
+        results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress,
+                                    feedback=feedback, journal=journal)
+        header_text = f"{assignment}: {len(results)} submission(s)"
+        if session.sandbox is not None:
+            header_text += f"\nisolation: {session.describe()}"
+        write_report(grader, results, out, header_text)
     return grader, results, csv

@@ -94,8 +94,10 @@ def read_notebook(path):
 
 
 @contextlib.contextmanager
-def jupyter_sandbox(folder):
-    """Point HOME and the Jupyter, IPython and matplotlib folders at `folder` meanwhile.
+def private_jupyter_dirs(folder):
+    """Point HOME and the Jupyter, IPython and matplotlib folders at `folder` meanwhile
+    (so that nbgrader and its kernels write nothing under the user's HOME; this isolates
+    nothing: the sandbox is `sandbox`).
 
     Kernels started meanwhile inherit these variables; so does PYTHONSAFEPATH, which
     keeps the working directory off a kernel's sys.path (IPython >= 9.7 honours it; the
@@ -211,7 +213,7 @@ class WorkCourse:
         return cfg
 
     def use_sandbox(self):
-        """From now on, autograde executes notebooks with `sandbox.SandboxedExecute`."""
+        """From now on, autograde executes notebooks with `SandboxedExecute`."""
         if not self.sandboxed:
             self.sandboxed = True
             self._api = None

@@ -11,10 +11,10 @@ import tempfile
 from pathlib import Path
 
 from .classrun import grade_folder, prepare_out
-from .course import WorkCourse, assignments, check_assignments, jupyter_sandbox
+from .course import assignments, check_assignments
 from .madeup import DEMO_STUDENTS, demo_class
 from .report import write_report
-from .student import Grader
+from .session import grading_session
 
 # the demo's assignment unless one is named: the first one, and the quickest to grade
 DEMO_ASSIGNMENT = "residual_stack"
@@ -50,24 +50,14 @@ def run_demo(course, assignment=None, out=None, jobs=1, progress=None):
     assignment = check_assignments(course, [assignment or default_assignment(course)])[0]
     out = Path(out).resolve() if out else Path(tempfile.mkdtemp(prefix="residual-pack-demo-"))
     out.mkdir(parents=True, exist_ok=True)
-    from .course import course_cell_timeout
-    from .sandbox.limits import Limits
-    from .sandbox.plan import Sandbox
-
     work_root = prepare_out(out / "course")
-    box = Sandbox(Limits(cell_timeout=course_cell_timeout(course)))
-    try:
-        with tempfile.TemporaryDirectory(prefix="residual-pack-jupyter-") as home, \
-                jupyter_sandbox(home):
-            work = WorkCourse(course, work_root, [assignment])
-            grader = Grader(work, assignment, sandbox=box)
-            submissions = out / "submissions"
-            if submissions.exists():
-                shutil.rmtree(submissions)
-            about = demo_class(grader, submissions)
-            results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress)
-            write_report(grader, results, work_root, f"{assignment}: the demo class\n"
-                         f"isolation: {box.describe()}")
-    finally:
-        box.close()
+    with grading_session(course, work_root, [assignment]) as session:
+        grader = session.grader(assignment)
+        submissions = out / "submissions"
+        if submissions.exists():
+            shutil.rmtree(submissions)
+        about = demo_class(grader, submissions)
+        results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress)
+        write_report(grader, results, work_root, f"{assignment}: the demo class\n"
+                     f"isolation: {session.describe()}")
     return grader, results, about, csv, out

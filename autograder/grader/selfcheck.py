@@ -20,8 +20,6 @@ from .course import (
     EXERCISES,
     SOURCE,
     CourseError,
-    WorkCourse,
-    jupyter_sandbox,
     notebook_paths,
     read_notebook,
     work_folder,
@@ -29,7 +27,12 @@ from .course import (
 from .feedback import hidden_test_lines, leaked_lines
 from .madeup import class_of, mutant_notebook_name
 from .report import score_table
-from .student import Grader
+from .session import course_limits, grading_session
+
+# the self-check's limit for a whole notebook: it grades the slowest notebooks (the GPT
+# assignments) and every registered wrong answer, several at a time
+NOTEBOOK_TIMEOUT = 3600
+
 
 # ---------------------------------------------------------------- the check
 
@@ -72,18 +75,19 @@ def _registry_problems(grader, mutants):
     return problems
 
 
-def check_assignment(work, assignment, *, validate=True, feedback=True, only=None, jobs=1,
-                     progress=None, sandbox=None):
-    """Self-check one assignment in the work course `work`. `only`: a list of words; when
-    given, only the mutants whose name holds one of them are graded. With a `sandbox`,
-    the made-up class is graded exactly as students are (sandboxed kernels, hardened
-    test runner)."""
+def check_assignment(session, assignment, *, validate=True, feedback=True, only=None, jobs=1,
+                     progress=None):
+    """Self-check one assignment in the grading session `session`. `only`: a list of
+    words; when given, only the mutants whose name holds one of them are graded. When the
+    session isolates, the made-up class is graded exactly as students are (sandboxed
+    kernels, hardened test runner)."""
     from nbgrader.validator import Validator
 
     say = progress or (lambda *_: None)
     check = AssignmentCheck(assignment)
     t = time.perf_counter()
-    grader = Grader(work, assignment, sandbox=sandbox)
+    grader = session.grader(assignment)
+    work = session.work
     check.seconds["generate"] = time.perf_counter() - t
 
     # 1. the committed student version is the generated one
@@ -245,34 +249,17 @@ def selfcheck(course, names=None, *, workdir=None, keep=False, validate=True, fe
     """Self-check `names` (all assignments when empty); returns the AssignmentChecks.
     With `isolate` (the default), submissions are graded in sandboxed kernels, as
     `residual-pack grade` grades students."""
-    from pathlib import Path
-
-    from .course import course_cell_timeout
-    from .sandbox.limits import Limits
-    from .sandbox.plan import Sandbox
-
-    course = Path(course)
     checks = []
-    with work_folder(workdir, prefix="residual-pack-selfcheck-", keep=keep) as tmp:
-        with jupyter_sandbox(tmp / "sandbox"):
-            work = WorkCourse(course, tmp / "course", names)
-            for assignment in work.names:
-                if progress:
-                    progress(f"{assignment}:")
-                sandbox = None
-                if isolate:
-                    limits = Limits(cell_timeout=course_cell_timeout(course),
-                                    notebook_timeout=3600)
-                    sandbox = Sandbox(limits)
-                try:
-                    checks.append(
-                        check_assignment(work, assignment, validate=validate, feedback=feedback,
-                                         only=only, jobs=jobs, progress=progress,
-                                         sandbox=sandbox)
-                    )
-                finally:
-                    if sandbox is not None:
-                        sandbox.close()
+    with work_folder(workdir, prefix="residual-pack-selfcheck-", keep=keep) as tmp, \
+            grading_session(course, tmp / "course", names, isolate=isolate,
+                            limits=course_limits(course, notebook_timeout=NOTEBOOK_TIMEOUT),
+                            jupyter=tmp / "jupyter") as session:
+        for assignment in session.work.names:
+            if progress:
+                progress(f"{assignment}:")
+            checks.append(check_assignment(session, assignment, validate=validate,
+                                           feedback=feedback, only=only, jobs=jobs,
+                                           progress=progress))
     return checks
 
 
