@@ -1,11 +1,12 @@
 """The instructors' pipeline under the real nbgrader and real kernels.
 
-Fast tests cover the pieces (submission layouts, broken notebooks, the feedback filter,
-the mutant registry). The slow ones run what CI must show: the committed generated
-folders are reproduced; the self-check passes (validator on sources and, inverted, on
-exercises; solution full marks, stub zero, every mutant caught; no hidden test in any
-feedback page) and fails once a graded test is weakened; the demo's table; a broken
-notebook or a shadowing `autograder` module handed in among good ones.
+Fast tests cover the mutant registry and the command line (the other pieces have test
+files of their own: test_submissions, test_intake, test_feedback, ...). The slow ones run
+what CI must show: the committed generated folders are reproduced; the self-check passes
+(validator on sources and, inverted, on exercises; solution full marks, stub zero, every
+mutant caught; no hidden test in any feedback page) and fails once a graded test is
+weakened; the demo's table; a broken notebook or a shadowing `autograder` module handed in
+among good ones.
 """
 
 import copy
@@ -36,11 +37,10 @@ from autograder.grader.course import (
     read_notebook,
 )
 from autograder.grader.demo import default_assignment
-from autograder.grader.feedback import HideHiddenTestTracebacks, hidden_test_lines, leaked_lines
+from autograder.grader.feedback import hidden_test_lines, leaked_lines
 from autograder.grader.madeup import filled_in
 from autograder.grader.selfcheck import selfcheck
 from autograder.grader.student import Grader
-from autograder.grader.submissions import find_submissions
 
 COURSE = Path(__file__).resolve().parents[1]
 # the torch track's notebooks need the optional torch extra (CI installs it)
@@ -100,74 +100,6 @@ SHADOW_MODULE = (
 
 
 # ---------------------------------------------------------------- fast: the pieces
-
-
-def test_submission_layouts_and_left_out_files(tmp_path):
-    (tmp_path / "ann" / "a1").mkdir(parents=True)
-    (tmp_path / "ann" / "a1" / "nb.ipynb").write_text("{}")
-    (tmp_path / "bob").mkdir()
-    (tmp_path / "bob" / "nb (1).ipynb").write_text("{}")
-    (tmp_path / "bob" / "autograder.py").write_text("")
-    (tmp_path / "bob" / "microgpt").mkdir()
-    (tmp_path / "bob" / "microgpt" / "__init__.py").write_text("")
-    (tmp_path / "cy.ipynb").write_text("{}")
-    (tmp_path / ".ipynb_checkpoints").mkdir()
-    found = find_submissions(tmp_path, "a1", ["nb"])
-    assert sorted(found) == ["ann", "bob", "cy"]
-    assert found["ann"][0] == {"nb": tmp_path / "ann" / "a1" / "nb.ipynb"}
-    assert found["bob"][0] == {"nb": tmp_path / "bob" / "nb (1).ipynb"}
-    assert found["cy"][0] == {"nb": tmp_path / "cy.ipynb"}
-    notes = " ".join(found["bob"][1])
-    assert "left out 2 file(s)" in notes and "autograder.py" in notes
-    # one file per student cannot say which of two notebooks it is
-    assert find_submissions(tmp_path, "a1", ["nb", "other"])["cy"][0] == {}
-
-
-def test_broken_notebooks_are_named_with_a_reason():
-    from autograder.grader.intake import take_in
-
-    nb = nbformat.v4.new_notebook()
-    cell = nbformat.v4.new_code_cell("x = 1")
-    cell.metadata["nbgrader"] = {"grade_id": "answer", "solution": True, "grade": False,
-                                 "locked": False, "schema_version": 3}
-    nb.cells = [cell]
-    assert "not a readable notebook" in take_in(b'{"cells": [', "bad.ipynb", nb, "a").problem
-    doubled = copy.deepcopy(nb)
-    doubled.cells.append(copy.deepcopy(cell))
-    doubled.cells[1].id = "copied"
-    got = take_in(nbformat.writes(doubled).encode(), "doubled.ipynb", nb, "a")
-    assert not got.problem and any("more than once" in n for n in got.notes)
-    assert [c.metadata.get("nbgrader", {}).get("grade_id") for c in got.notebook.cells] == \
-        ["answer", None]  # the copy runs as a cell of the student's own
-
-
-def test_feedback_filter_keeps_only_the_message_of_hidden_test_errors():
-    hidden = nbformat.v4.new_code_cell(
-        "check(1)\n### BEGIN HIDDEN TESTS\nsecret_check(-2.5)\n### END HIDDEN TESTS"
-    )
-    visible = nbformat.v4.new_code_cell("check(1)")
-    for cell in (hidden, visible):
-        cell.outputs = [nbformat.v4.new_output(
-            "error", ename="CheckFailed", evalue="expected 1, got 2",
-            traceback=["Traceback", "----> 3 secret_check(-2.5)", "CheckFailed: expected 1, got 2"],
-        )]
-    hidden.outputs.append(nbformat.v4.new_output(
-        "stream", name="stderr", text="x.py:3: RuntimeWarning: overflow\n  secret_check(-2.5)\n"
-    ))
-    nb = nbformat.v4.new_notebook(cells=[hidden, visible])
-    nb, _ = HideHiddenTestTracebacks().preprocess(nb, {})
-    assert nb.cells[0].outputs[0].traceback == ["CheckFailed: expected 1, got 2"]
-    assert nb.cells[0].outputs[1].text == "x.py:3: RuntimeWarning: overflow\n"
-    assert len(nb.cells[1].outputs[0].traceback) == 3  # no hidden test there: untouched
-
-
-def test_leak_check_sees_through_syntax_highlighting():
-    line = "check_value(residual_stack(Value(2.5), depth=20), 2.5 * 1.1**20)"
-    html = ('<span class="n">check_value</span><span class="p">(</span>residual_stack(Value('
-            '<span class="mf">2.5</span>), depth=20), 2.5 &#42; 1.1**20)')
-    assert leaked_lines(html, [line]) == [line]
-    assert leaked_lines(html, [line], visible_text=line) == []  # the student saw it anyway
-    assert leaked_lines("<p>nothing</p>", [line]) == []
 
 
 @needs_assignment

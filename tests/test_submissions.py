@@ -75,3 +75,24 @@ def test_the_hash_follows_the_bytes_and_the_names(tmp_path):
     assert submission_hash({"nb": a}) != submission_hash({"other": a})
     b.write_text("two")
     assert submission_hash({"nb": a}) != submission_hash({"nb": b})
+
+
+def test_submission_layouts_and_left_out_files(tmp_path):
+    (tmp_path / "ann" / "a1").mkdir(parents=True)
+    (tmp_path / "ann" / "a1" / "nb.ipynb").write_text("{}")
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / "nb (1).ipynb").write_text("{}")
+    (tmp_path / "bob" / "autograder.py").write_text("")
+    (tmp_path / "bob" / "microgpt").mkdir()
+    (tmp_path / "bob" / "microgpt" / "__init__.py").write_text("")
+    (tmp_path / "cy.ipynb").write_text("{}")
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    found = find_submissions(tmp_path, "a1", ["nb"])
+    assert sorted(found) == ["ann", "bob", "cy"]
+    assert found["ann"][0] == {"nb": tmp_path / "ann" / "a1" / "nb.ipynb"}
+    assert found["bob"][0] == {"nb": tmp_path / "bob" / "nb (1).ipynb"}
+    assert found["cy"][0] == {"nb": tmp_path / "cy.ipynb"}
+    notes = " ".join(found["bob"][1])
+    assert "left out 2 file(s)" in notes and "autograder.py" in notes
+    # one file per student cannot say which of two notebooks it is
+    assert find_submissions(tmp_path, "a1", ["nb", "other"])["cy"][0] == {}
