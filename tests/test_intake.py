@@ -5,7 +5,7 @@ import copy
 
 import nbformat
 
-from autograder.grader.intake import review_flags, take_in
+from autograder.grader.intake import review_flags, take_in, too_big
 
 
 def _release():
@@ -42,6 +42,9 @@ def test_what_cannot_be_graded_says_why():
     assert "not a notebook" in take_in(b"[1, 2]", "l.ipynb", release, "a").problem
     big = take_in(b"x" * 2048, "b.ipynb", release, "a", max_bytes=1024).problem
     assert big == "b.ipynb is 2048 bytes, more than the 1024 bytes a notebook may be"
+    assert too_big("n.ipynb", 70 << 20, 64 << 20) == (
+        "n.ipynb is 70.0 MiB, more than the 64 MiB a notebook may be")
+    assert too_big("n.ipynb", 64 << 20, 64 << 20) == too_big("n.ipynb", 1, None) == ""
 
 
 def test_a_test_cell_is_put_back_as_released():

@@ -40,6 +40,7 @@ from .cells import (
     is_solution,
     nbgrader_meta,
 )
+from .sandbox.limits import size_words
 
 CELL_TYPES = ("code", "markdown", "raw")
 NBGRADER_FIELDS = ("grade", "solution", "locked", "points", "task", "schema_version")
@@ -55,16 +56,19 @@ class Intake:
     withhold: list = field(default_factory=list)  # flags that hold the score back for review
 
 
-def _size(n):
-    return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n} bytes"
+def too_big(name, size, limit):
+    """Why the notebook `name` of `size` bytes is not graded, or "" when it fits `limit`."""
+    if not limit or size <= limit:
+        return ""
+    shown = f"{size / (1 << 20):.1f} MiB" if size >= 1 << 20 else f"{size} bytes"
+    return f"{name} is {shown}, more than the {size_words(limit)} a notebook may be"
 
 
 def take_in(data, name, release, assignment, foreign=None, max_bytes=None):
     """An `Intake` for the bytes `data` of the file `name`, graded as the release notebook
     `release` of `assignment`. `foreign`: {other assignment: set of its grade ids}."""
-    if max_bytes and len(data) > max_bytes:
-        return Intake(problem=f"{name} is {_size(len(data))}, more than the "
-                              f"{_size(max_bytes)} a notebook may be")
+    if too_big(name, len(data), max_bytes):
+        return Intake(problem=too_big(name, len(data), max_bytes))
     if not data.strip():
         return Intake(problem=f"{name} is empty ({len(data)} bytes)")
     notes = []

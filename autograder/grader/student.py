@@ -26,7 +26,7 @@ import nbformat
 
 from .cells import grade_id, is_autograded_test, is_grade, is_solution
 from .course import EXERCISES, SOURCE, assignments, failure_reason, notebook_paths, read_notebook
-from .intake import take_in
+from .intake import take_in, too_big
 from .reference_run import reference_records
 from .report import lost_points, tampering_seen
 from .sandbox.channel import CHANNEL
@@ -186,10 +186,9 @@ class Grader:
         for name, path in handed.items():
             if name not in self.notebooks:
                 continue
-            size = path.stat().st_size
-            if limit and size > limit:
-                problems.append(f"{path.name} is {size / (1 << 20):.1f} MiB, more than the "
-                                f"{limit / (1 << 20):g} MiB a notebook may be")
+            big = too_big(path.name, path.stat().st_size, limit)  # before reading it
+            if big:
+                problems.append(big)
                 continue
             intake = take_in(path.read_bytes(), path.name, self.release_notebook(name),
                              self.assignment, self.foreign_ids(), limit)
