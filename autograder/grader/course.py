@@ -286,8 +286,9 @@ def strip_quote_lists(path):
         nbformat.write(nb, str(path))
 
 
-def course_cell_timeout(course, default=120):
-    """The course config's per-cell time limit (Execute.timeout), in seconds."""
+def course_cell_timeout(course, default):
+    """The course config's per-cell time limit (Execute.timeout), in seconds; `default`
+    when it sets none (see `session.course_limits`)."""
     from traitlets.config.loader import PyFileConfigLoader
 
     try:
