@@ -57,7 +57,7 @@ class StudentResult:
     flags: list = field(default_factory=list)  # code a human should look at
     withheld: list = field(default_factory=list)  # why the autograded score awaits review
     withheld_score: float = 0.0  # what it would have been
-    runs: dict = field(default_factory=dict)  # notebook -> sandbox.NotebookRun as a dict
+    runs: dict = field(default_factory=dict)  # notebook -> sandbox.channel.NotebookRun as a dict
 
     def score(self, autograded_only=True):
         cells = [c for c in self.cells if c.autograded or not autograded_only]
@@ -90,7 +90,7 @@ class Grader:
     """One assignment graded in a work course: release generated once, then each student
     submitted, autograded and given feedback on their own.
 
-    With a `sandbox` (`sandbox.Sandbox`), notebooks run in sandboxed kernels with the
+    With a `sandbox` (`sandbox.plan.Sandbox`), notebooks run in sandboxed kernels with the
     hardened test runner; without one, in nbgrader's own kernels (trusted notebooks only:
     the instructor's, or the control runs of the tests)."""
 
