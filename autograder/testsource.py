@@ -25,7 +25,9 @@ import ast
 import copy
 from dataclasses import dataclass
 
-__all__ = ["JUDGE_ARGUMENTS", "GRADER_ONLY", "GradedCellError", "GradedCell", "prepare"]
+from .policy import KERNEL_SIDE
+
+__all__ = ["JUDGE_ARGUMENTS", "GradedCellError", "GradedCell", "prepare"]
 
 BEGIN_HIDDEN = "BEGIN HIDDEN TESTS"
 END_HIDDEN = "END HIDDEN TESTS"
@@ -42,8 +44,6 @@ JUDGE_ARGUMENTS = {
     "check_tensor": ({1}, {"expected", "rtol", "atol"}),
     "check_module": (set(), {"reference", "rtol", "atol"}),
 }
-# modules a student's kernel never gets: a witness cell that still uses one is a mistake
-GRADER_ONLY = ("autograder.reference",)
 
 
 class GradedCellError(ValueError):
@@ -135,7 +135,18 @@ def _prune_imports(tree):
     Prune().visit(tree)
 
 
+def _grader_only(name):
+    """Whether the dotted `name` (a module, or a name in one) is of `autograder` but not
+    of a module a student's kernel gets (`policy.KERNEL_SIDE`, an allowlist)."""
+    if not (name == "autograder" or name.startswith("autograder.")):
+        return False
+    return name != "autograder" and not any(
+        name == m or name.startswith(m + ".") for m in KERNEL_SIDE if m != "autograder")
+
+
 def _grader_only_uses(tree):
+    """(line, name) of what the witness version imports that only the grader has: a
+    witness cell that still uses one is a mistake."""
     found = []
     for node in ast.walk(tree):
         modules = []
@@ -144,7 +155,7 @@ def _grader_only_uses(tree):
         elif isinstance(node, ast.ImportFrom) and node.module:
             modules = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         for module in modules:
-            if any(module == g or module.startswith(g + ".") for g in GRADER_ONLY):
+            if _grader_only(module):
                 found.append((node.lineno, module))
     return found
 

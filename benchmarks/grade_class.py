@@ -31,15 +31,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder import mutants as mutant_registry  # noqa: E402
-from autograder.cli import default_jobs  # noqa: E402
-from autograder.course import (  # noqa: E402
+from autograder.grader.cli import default_jobs  # noqa: E402
+from autograder.grader.course import (  # noqa: E402
     EXERCISES,
     SOURCE,
     WorkCourse,
-    jupyter_sandbox,
+    private_jupyter_dirs,
     read_notebook,
 )
-from autograder.selfcheck import filled_in, with_answer  # noqa: E402
+from autograder.grader.madeup import filled_in, with_answer  # noqa: E402
 
 ASSIGNMENT = "residual_stack"
 
@@ -65,7 +65,7 @@ def make_class(folder, n):
 
 def ours(submissions, out, jobs, feedback):
     script = Path(sys.executable).parent / "residual-pack"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "autograder.cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "autograder.grader.cli"]
     command += ["grade", ASSIGNMENT, str(submissions), "--out", str(out), "-j", str(jobs),
                 "--fresh"]
     if not feedback:
@@ -84,7 +84,7 @@ def ours(submissions, out, jobs, feedback):
 def nbgraders(submissions, folder):
     """One sequential `nbgrader autograde` over the class, in a prepared course copy."""
     home = Path(folder) / "home"
-    with jupyter_sandbox(home):
+    with private_jupyter_dirs(home):
         work = WorkCourse(ROOT, Path(folder) / "course", [ASSIGNMENT])
         work.generate_assignment(ASSIGNMENT)
         env = dict(os.environ)

@@ -24,9 +24,10 @@ import sys
 from dataclasses import asdict, dataclass
 
 from autograder.reference import highway_layer, highway_params, plain_layer, residual_layer
-from microgpt.deepnet import data_seed, label_entropy, make_net, mean_loss, plain_params, train
+from microgpt.deepnet import label_entropy, make_net, mean_loss, plain_params, train
 from microgpt.engine import cycle_collector_paused
 from microgpt.nn import make_rng
+from microgpt.studies import data_seed
 
 from .common import (
     RunClock,
@@ -60,7 +61,7 @@ FAR_BELOW = 0.5  # (b): a deeper residual net ends at most this times the shallo
 
 @dataclass(frozen=True)
 class DepthConfig:
-    """A depth study's task, nets and training run; the defaults are deepnet.INTERACTIVE's."""
+    """A depth study's task, nets and training run; the defaults are studies.INTERACTIVE's."""
 
     width: int = 8
     d_in: int = 8

@@ -24,11 +24,17 @@ import nbformat
 import pytest
 from hostile import ASSIGNMENT, FULL, Context, build_class, case_names
 
-from autograder.course import EXERCISES, SOURCE, WorkCourse, jupyter_sandbox, read_notebook
-from autograder.intake import take_in
-from autograder.sandbox import FULL as NAMESPACES
-from autograder.sandbox import isolation_available
-from autograder.selfcheck import filled_in
+from autograder.grader.course import (
+    EXERCISES,
+    SOURCE,
+    WorkCourse,
+    private_jupyter_dirs,
+    read_notebook,
+)
+from autograder.grader.intake import take_in
+from autograder.grader.madeup import filled_in
+from autograder.grader.sandbox.limits import FULL as NAMESPACES
+from autograder.grader.sandbox.limits import isolation_available
 
 COURSE = Path(__file__).resolve().parents[1]
 HAVE_ASSIGNMENT = (COURSE / EXERCISES / ASSIGNMENT).is_dir()
@@ -42,7 +48,7 @@ STUDENTS = case_names(COURSE) if HAVE_ASSIGNMENT else []
 
 def _cli():
     script = Path(sys.executable).parent / "residual-pack"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "autograder.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "autograder.grader.cli"]
 
 
 def _journal_entries(out):
@@ -256,12 +262,12 @@ CONTROL = ("patched-checks", "patched-builtins", "patched-mid-test", "ipython-ho
 def test_the_attacks_earn_points_in_nbgraders_own_kernel(tmp_path):
     """Control: graded by nbgrader's own Execute (a plain IPython kernel), the attacks that
     the sandboxed run scored 0 earn points, so that run defended something real."""
-    from autograder.grading import Grader
+    from autograder.grader.student import Grader
 
     folder = tmp_path / "submissions"
     cases = build_class(folder, Context(course=COURSE, out=tmp_path / "o", submissions=folder))
     chosen = [c for c in cases if c.student in CONTROL]
-    with jupyter_sandbox(tmp_path / "home"):
+    with private_jupyter_dirs(tmp_path / "home"):
         work = WorkCourse(COURSE, tmp_path / "course", [ASSIGNMENT])
         grader = Grader(work, ASSIGNMENT)  # no sandbox: nbgrader's kernel
         for case in chosen:
@@ -319,14 +325,15 @@ def _settled(outputs, status, ename=""):
     """A graded test cell after SandboxedExecute settled it, scored by nbgrader."""
     from nbgrader.utils import determine_grade
 
-    from autograder.sandbox import CellRun, sandboxed_execute
+    from autograder.grader.sandbox.channel import CellRun
+    from autograder.grader.sandbox.execute import SandboxedExecute
 
     cell = nbformat.v4.new_code_cell("check()")
     cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True,
                                  "points": 2, "grade_id": "t", "schema_version": 3}
     cell.outputs = [nbformat.from_dict(o) for o in outputs]
     record = CellRun(0, "t", "test", status, ename, "expected 1, got 2")
-    sandboxed_execute()._settle_test_cell(cell, record)
+    SandboxedExecute._settle_test_cell(cell, record)
     return determine_grade(cell)[0]
 
 
@@ -350,7 +357,9 @@ def test_what_a_test_cell_prints_never_counts():
 def test_a_package_that_lives_under_tmp_is_importable_in_the_kernel(tmp_path):
     """A course cloned under /tmp (CI's clean clone may be) must not have its venv and
     packages hidden by the kernel's private /tmp: the read-only binds go on top of it."""
-    from autograder.sandbox import Sandbox, acquire_uid
+    from autograder.grader.sandbox.launcher import launch_command
+    from autograder.grader.sandbox.limits import acquire_uid
+    from autograder.grader.sandbox.plan import Sandbox
 
     _require_isolation()
     package = tmp_path / "shared" / "probe_package"
@@ -365,8 +374,7 @@ def test_a_package_that_lives_under_tmp_is_importable_in_the_kernel(tmp_path):
         plan = box.plan(acquire_uid(), "probe")
         probe = (f"import sys; sys.path.insert(0, {str(package.parent)!r}); "
                  "import probe_package; sys.exit(0 if probe_package.VALUE == 42 else 3)")
-        done = subprocess.run([sys.executable, "-m", "autograder.sandbox", "launch",
-                               str(plan.config), "--", sys.executable, "-c", probe],
+        done = subprocess.run(launch_command(plan.config, [sys.executable, "-c", probe]),
                               capture_output=True, text=True, timeout=120)
     finally:
         box.close()

@@ -28,19 +28,19 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.course import (
+from autograder.grader.cells import nbgrader_meta
+from autograder.grader.course import (
     EXERCISES,
     SOURCE,
     WorkCourse,
     assignments,
-    jupyter_sandbox,
-    nbgrader_meta,
     notebook_paths,
+    private_jupyter_dirs,
     read_notebook,
 )
-from autograder.sandbox import FULL as NAMESPACES
-from autograder.sandbox import isolation_available
-from autograder.selfcheck import filled_in
+from autograder.grader.madeup import filled_in
+from autograder.grader.sandbox.limits import FULL as NAMESPACES
+from autograder.grader.sandbox.limits import isolation_available
 
 COURSE = Path(__file__).resolve().parents[1]
 FIRST = "residual_stack"  # the full hostile class covers it
@@ -137,7 +137,7 @@ def _require_isolation():
 
 def _cli():
     script = Path(sys.executable).parent / "residual-pack"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "autograder.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "autograder.grader.cli"]
 
 
 @pytest.mark.slow
@@ -175,10 +175,10 @@ CONTROL = "gpt_residual_adds"
 def test_the_attacks_are_real_in_nbgraders_own_kernel(tmp_path):
     """Control: graded by nbgrader's own Execute (a plain IPython kernel that runs the whole
     test cell and is its own judge), the forger earns points."""
-    from autograder.grading import Grader
+    from autograder.grader.student import Grader
 
     students = _class(CONTROL, tmp_path / "submissions")
-    with jupyter_sandbox(tmp_path / "home"):
+    with private_jupyter_dirs(tmp_path / "home"):
         work = WorkCourse(COURSE, tmp_path / "course", [CONTROL])
         grader = Grader(work, CONTROL)  # no sandbox: nbgrader's kernel
         [path] = notebook_paths(COURSE / EXERCISES / CONTROL)

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from hostile import ASSIGNMENT, Context, build_class  # noqa: F401 (the class's notebooks)
 
-from autograder.course import EXERCISES, SOURCE, read_notebook
-from autograder.selfcheck import filled_in
+from autograder.grader.course import EXERCISES, SOURCE, read_notebook
+from autograder.grader.madeup import filled_in
+from autograder.grader.sandbox.launcher import MODULE as LAUNCHER
 
 COURSE = Path(__file__).resolve().parents[1]
 VENV = str(Path(sys.executable).parent)  # this checkout's Python: its processes only
@@ -74,9 +75,9 @@ MOMENTS = {
     # while the reference run's kernel runs (no student kernel yet)
     "reference run": lambda before: bool(_processes("autograder.gradekernel", before)),
     # the moment a sandbox launcher exists (its kernel is being started)
-    "kernel start": lambda before: bool(_processes("autograder.sandbox launch", before)),
+    "kernel start": lambda before: bool(_processes(f"{LAUNCHER} launch", before)),
     # a kernel has been running for a while (a notebook is being graded)
-    "mid-notebook": lambda before: len(_processes("autograder.sandbox launch", before)) >= 2,
+    "mid-notebook": lambda before: len(_processes(f"{LAUNCHER} launch", before)) >= 2,
 }
 
 
@@ -113,12 +114,13 @@ def test_a_killed_run_leaves_no_process(tmp_path, moment):
 def test_a_new_run_clears_what_a_killed_one_left(tmp_path):
     from test_hostile import _require_isolation
 
-    from autograder.sandbox import Sandbox, remove_stale_roots
+    from autograder.grader.sandbox.plan import Sandbox, remove_stale_roots
 
     _require_isolation()
     # a run whose grading process is gone: its root, with a socket folder still mounted
     helper = subprocess.run([sys.executable, "-c", (
-        "from autograder.sandbox import Sandbox, acquire_uid; b = Sandbox(); "
+        "from autograder.grader.sandbox.limits import acquire_uid; "
+        "from autograder.grader.sandbox.plan import Sandbox; b = Sandbox(); "
         "b.plan(acquire_uid(), 'x'); print(b.root)")], capture_output=True, text=True,
         timeout=120, cwd=COURSE)
     root = Path(helper.stdout.strip().splitlines()[-1])

@@ -1,5 +1,5 @@
-"""The notebook guard (autograder/notebook_guard.py): each rule fails on a copy of a committed
-solution with one defect put in, and the committed pack passes."""
+"""The notebook guard (autograder/grader/notebook_guard.py): each rule fails on a copy of a
+committed solution with one defect put in, and the committed pack passes."""
 
 import copy
 import shutil
@@ -8,8 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.course import CONFIG_FILE, SOURCE, assignments
-from autograder.notebook_guard import (
+from autograder.grader.course import CONFIG_FILE, SOURCE, assignments
+from autograder.grader.notebook_guard import (
     check_notebook,
     check_readme,
     check_solutions,
@@ -191,8 +191,8 @@ def test_readme_quotes_are_checked(tmp_path):
 def test_check_drift_runs_the_guard(tmp_path):
     """`residual-pack check-drift` reports a defect the guard finds in a committed solution
     that is otherwise up to date."""
-    from autograder.cli import main
-    from autograder.generate import GUARD, drift
+    from autograder.grader.cli import main
+    from autograder.grader.generate import GUARD, drift
 
     course = tmp_path / "course"
     course.mkdir()
@@ -215,7 +215,7 @@ def test_the_student_versions_carry_no_quote_lists(tmp_path):
     """The lists are the instructors' (an answer cell's would list the model answer's
     figures): every generated release lacks them (generate, selfcheck and grading all
     release through WorkCourse.generate_assignment); solutions/ keeps them."""
-    from autograder.course import strip_quote_lists
+    from autograder.grader.course import strip_quote_lists
 
     for name in TORCH_FREE:
         for path in (COURSE / "exercises" / name).glob("*.ipynb"):

@@ -1,11 +1,12 @@
 """The instructors' pipeline under the real nbgrader and real kernels.
 
-Fast tests cover the pieces (submission layouts, broken notebooks, the feedback filter,
-the mutant registry). The slow ones run what CI must show: the committed generated
-folders are reproduced; the self-check passes (validator on sources and, inverted, on
-exercises; solution full marks, stub zero, every mutant caught; no hidden test in any
-feedback page) and fails once a graded test is weakened; the demo's table; a broken
-notebook or a shadowing `autograder` module handed in among good ones.
+Fast tests cover the mutant registry and the command line (the other pieces have test
+files of their own: test_submissions, test_intake, test_feedback, ...). The slow ones run
+what CI must show: the committed generated folders are reproduced; the self-check passes
+(validator on sources and, inverted, on exercises; solution full marks, stub zero, every
+mutant caught; no hidden test in any feedback page) and fails once a graded test is
+weakened; the demo's table; a broken notebook or a shadowing `autograder` module handed in
+among good ones.
 """
 
 import copy
@@ -21,25 +22,25 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import course as course_module
 from autograder import mutants as mutant_registry
-from autograder.course import (
+from autograder.grader import course as course_module
+from autograder.grader.cells import is_autograded_test, is_solution, nbgrader_meta
+from autograder.grader.classrun import run_grading
+from autograder.grader.course import (
     CONFIG_FILE,
     EXERCISES,
     SOURCE,
     WorkCourse,
     assignments,
-    is_autograded_test,
-    is_solution,
-    jupyter_sandbox,
-    nbgrader_meta,
     notebook_paths,
+    private_jupyter_dirs,
     read_notebook,
 )
-from autograder.demo import default_assignment
-from autograder.feedback import HideHiddenTestTracebacks, hidden_test_lines, leaked_lines
-from autograder.grading import Grader, find_submissions, run_grading
-from autograder.selfcheck import filled_in, selfcheck
+from autograder.grader.demo import default_assignment
+from autograder.grader.feedback import hidden_test_lines, leaked_lines
+from autograder.grader.madeup import filled_in
+from autograder.grader.selfcheck import selfcheck
+from autograder.grader.student import Grader
 
 COURSE = Path(__file__).resolve().parents[1]
 # the torch track's notebooks need the optional torch extra (CI installs it)
@@ -101,74 +102,6 @@ SHADOW_MODULE = (
 # ---------------------------------------------------------------- fast: the pieces
 
 
-def test_submission_layouts_and_left_out_files(tmp_path):
-    (tmp_path / "ann" / "a1").mkdir(parents=True)
-    (tmp_path / "ann" / "a1" / "nb.ipynb").write_text("{}")
-    (tmp_path / "bob").mkdir()
-    (tmp_path / "bob" / "nb (1).ipynb").write_text("{}")
-    (tmp_path / "bob" / "autograder.py").write_text("")
-    (tmp_path / "bob" / "microgpt").mkdir()
-    (tmp_path / "bob" / "microgpt" / "__init__.py").write_text("")
-    (tmp_path / "cy.ipynb").write_text("{}")
-    (tmp_path / ".ipynb_checkpoints").mkdir()
-    found = find_submissions(tmp_path, "a1", ["nb"])
-    assert sorted(found) == ["ann", "bob", "cy"]
-    assert found["ann"][0] == {"nb": tmp_path / "ann" / "a1" / "nb.ipynb"}
-    assert found["bob"][0] == {"nb": tmp_path / "bob" / "nb (1).ipynb"}
-    assert found["cy"][0] == {"nb": tmp_path / "cy.ipynb"}
-    notes = " ".join(found["bob"][1])
-    assert "left out 2 file(s)" in notes and "autograder.py" in notes
-    # one file per student cannot say which of two notebooks it is
-    assert find_submissions(tmp_path, "a1", ["nb", "other"])["cy"][0] == {}
-
-
-def test_broken_notebooks_are_named_with_a_reason():
-    from autograder.intake import take_in
-
-    nb = nbformat.v4.new_notebook()
-    cell = nbformat.v4.new_code_cell("x = 1")
-    cell.metadata["nbgrader"] = {"grade_id": "answer", "solution": True, "grade": False,
-                                 "locked": False, "schema_version": 3}
-    nb.cells = [cell]
-    assert "not a readable notebook" in take_in(b'{"cells": [', "bad.ipynb", nb, "a").problem
-    doubled = copy.deepcopy(nb)
-    doubled.cells.append(copy.deepcopy(cell))
-    doubled.cells[1].id = "copied"
-    got = take_in(nbformat.writes(doubled).encode(), "doubled.ipynb", nb, "a")
-    assert not got.problem and any("more than once" in n for n in got.notes)
-    assert [c.metadata.get("nbgrader", {}).get("grade_id") for c in got.notebook.cells] == \
-        ["answer", None]  # the copy runs as a cell of the student's own
-
-
-def test_feedback_filter_keeps_only_the_message_of_hidden_test_errors():
-    hidden = nbformat.v4.new_code_cell(
-        "check(1)\n### BEGIN HIDDEN TESTS\nsecret_check(-2.5)\n### END HIDDEN TESTS"
-    )
-    visible = nbformat.v4.new_code_cell("check(1)")
-    for cell in (hidden, visible):
-        cell.outputs = [nbformat.v4.new_output(
-            "error", ename="CheckFailed", evalue="expected 1, got 2",
-            traceback=["Traceback", "----> 3 secret_check(-2.5)", "CheckFailed: expected 1, got 2"],
-        )]
-    hidden.outputs.append(nbformat.v4.new_output(
-        "stream", name="stderr", text="x.py:3: RuntimeWarning: overflow\n  secret_check(-2.5)\n"
-    ))
-    nb = nbformat.v4.new_notebook(cells=[hidden, visible])
-    nb, _ = HideHiddenTestTracebacks().preprocess(nb, {})
-    assert nb.cells[0].outputs[0].traceback == ["CheckFailed: expected 1, got 2"]
-    assert nb.cells[0].outputs[1].text == "x.py:3: RuntimeWarning: overflow\n"
-    assert len(nb.cells[1].outputs[0].traceback) == 3  # no hidden test there: untouched
-
-
-def test_leak_check_sees_through_syntax_highlighting():
-    line = "check_value(residual_stack(Value(2.5), depth=20), 2.5 * 1.1**20)"
-    html = ('<span class="n">check_value</span><span class="p">(</span>residual_stack(Value('
-            '<span class="mf">2.5</span>), depth=20), 2.5 &#42; 1.1**20)')
-    assert leaked_lines(html, [line]) == [line]
-    assert leaked_lines(html, [line], visible_text=line) == []  # the student saw it anyway
-    assert leaked_lines("<p>nothing</p>", [line]) == []
-
-
 @needs_assignment
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_mutant_registry_names_real_cells(assignment):
@@ -188,7 +121,7 @@ def test_mutant_registry_names_real_cells(assignment):
 
 
 def test_cli_rejects_an_unknown_assignment(capsys):
-    from autograder.cli import main
+    from autograder.grader.cli import main
 
     assert main(["--course", str(COURSE), "selfcheck", "no_such_assignment"]) == 2
     assert "unknown assignment" in capsys.readouterr().err
@@ -221,7 +154,7 @@ def unreached_graded_cells(nb, folder, monkeypatch):
     """Run All on `nb` under NBGRADER_EXECUTION (the small experiments): the graded
     test cells it did not execute, and why it stopped early."""
     monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
-    with jupyter_sandbox(folder / "sandbox"):
+    with private_jupyter_dirs(folder / "sandbox"):
         ran, stopped = run_all(nb, folder / "work")
     graded = [c for c in ran.cells if is_autograded_test(c)]
     missed = [nbgrader_meta(c)["grade_id"] for c in graded if c.get("execution_count") is None]
@@ -266,7 +199,7 @@ def test_generation_reproduces_the_committed_folders():
     byte, solutions/ cell for cell (type, id, source, metadata); and the committed
     solutions pass the notebook guard (no error, timeout, machine path or data fallback
     in an output, every quoted figure printed)."""
-    from autograder.generate import drift
+    from autograder.grader.generate import drift
 
     assert drift(COURSE) == []
 
@@ -281,7 +214,7 @@ def selfcheck_run(tmp_path_factory):
 @needs_assignment
 @pytest.mark.slow
 def test_selfcheck_passes(selfcheck_run):
-    from autograder.selfcheck import report
+    from autograder.grader.selfcheck import report
 
     checks, _ = selfcheck_run
     assert checks and all(c.ok for c in checks), report(checks)
@@ -318,7 +251,7 @@ def test_without_our_filter_feedback_would_leak_hidden_tests(selfcheck_run):
     check = next(c for c in checks if c.assignment == FIRST)
     hidden = hidden_lines(FIRST)
     leaking = []
-    with jupyter_sandbox(workdir / "sandbox"):
+    with private_jupyter_dirs(workdir / "sandbox"):
         work = WorkCourse(COURSE, workdir / "course", [FIRST], copy=False)
         cfg = work.config()
         cfg.GenerateFeedback.preprocessors = [
@@ -381,7 +314,7 @@ def test_demo_prints_the_table_and_writes_clean_feedback(tmp_path):
     """The README's main command: solution full, stub zero, partly wrong in between;
     a feedback page for each, without a hidden test."""
     script = Path(sys.executable).parent / "residual-pack"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "autograder.cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "autograder.grader.cli"]
     out = tmp_path / "demo"
     run = subprocess.run(
         [*command, "demo", "--out", str(out), "--jobs", str(JOBS)],
@@ -453,7 +386,7 @@ def test_a_shadowing_module_in_the_kernels_folder_is_not_imported(tmp_path, monk
     the kernel keeps its working directory off sys.path. Control: without that, the
     same file makes the untouched stub pass every check."""
     _, _, stub = solution_and_stub(FIRST)
-    with jupyter_sandbox(tmp_path / "sandbox"):
+    with private_jupyter_dirs(tmp_path / "sandbox"):
         work = WorkCourse(COURSE, tmp_path / "course", [FIRST])
         grader = Grader(work, FIRST)
         name = grader.notebooks[0]
@@ -466,7 +399,7 @@ def test_a_shadowing_module_in_the_kernels_folder_is_not_imported(tmp_path, monk
         config = work.root / "nbgrader_config.py"  # the course config asks for it too
         lines = config.read_text().splitlines()
         config.write_text("".join(f"{line}\n" for line in lines if "ignore_cwd" not in line))
-        os.environ.pop("PYTHONSAFEPATH", None)  # jupyter_sandbox puts it back at the end
+        os.environ.pop("PYTHONSAFEPATH", None)  # private_jupyter_dirs puts it back at the end
         unsafe = Grader(WorkCourse(COURSE, work.root, [FIRST], copy=False), FIRST, generate=False)
         undefended = unsafe.grade("undefended", feedback=False)
 

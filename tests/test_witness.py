@@ -18,8 +18,8 @@ from autograder.checks import (
     check_values,
     expected,
 )
-from autograder.grading import student_id
-from autograder.report import plain
+from autograder.grader.report import plain
+from autograder.grader.submissions import student_id
 from autograder.testsource import GradedCellError, prepare
 from microgpt import Value
 
@@ -268,7 +268,8 @@ def test_every_handed_in_name_gets_an_id():
 def _graded_code_cells():
     import nbformat
 
-    from autograder.course import SOURCE, assignments, nbgrader_meta, notebook_paths
+    from autograder.grader.cells import nbgrader_meta
+    from autograder.grader.course import SOURCE, assignments, notebook_paths
 
     course = __import__("pathlib").Path(__file__).resolve().parents[1]
     for name in assignments(course):

@@ -11,10 +11,11 @@ Seed `s` shifts every seed of the protocol by `s`: the teacher task, the weights
 batches and (for the LM) the validation batches.
 """
 
-import os
 from dataclasses import dataclass, replace
 
 import torch
+
+from microgpt.studies import grading  # noqa: F401 (the notebooks call studies.grading)
 
 from .data import get_batch, split_ids
 from .mlp import MLPConfig, grad_norm_per_layer, make_mlp, run_variant, teacher_task
@@ -64,11 +65,6 @@ MEDIUM_MLP = MLPConfig(n=2048, steps=400)
 GRADING_MLP = MLPConfig(n=512, width=32, steps=60, batch=64, variants=(
     ("plain", 3), ("plain", 30), ("residual", 30),
 ))
-
-
-def grading():
-    """True while nbgrader validates or autogrades (it sets ``NBGRADER_EXECUTION``)."""
-    return bool(os.environ.get("NBGRADER_EXECUTION"))
 
 
 def mlp_study(seed=0, config=FULL_MLP, progress=None):

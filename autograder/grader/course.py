@@ -93,23 +93,11 @@ def read_notebook(path):
     return nbformat.read(str(path), as_version=nbformat.NO_CONVERT)
 
 
-def nbgrader_meta(cell):
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def is_autograded_test(cell):
-    """A code cell of autograder tests that is worth points."""
-    meta = nbgrader_meta(cell)
-    return cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")
-
-
-def is_solution(cell):
-    return bool(nbgrader_meta(cell).get("solution"))
-
-
 @contextlib.contextmanager
-def jupyter_sandbox(folder):
-    """Point HOME and the Jupyter, IPython and matplotlib folders at `folder` meanwhile.
+def private_jupyter_dirs(folder):
+    """Point HOME and the Jupyter, IPython and matplotlib folders at `folder` meanwhile
+    (so that nbgrader and its kernels write nothing under the user's HOME; this isolates
+    nothing: the sandbox is `sandbox`).
 
     Kernels started meanwhile inherit these variables; so does PYTHONSAFEPATH, which
     keeps the working directory off a kernel's sys.path (IPython >= 9.7 honours it; the
@@ -216,16 +204,16 @@ class WorkCourse:
             from nbgrader.converters import Autograde
             from nbgrader.preprocessors import Execute
 
-            from .sandbox import sandboxed_execute
+            from .sandbox.execute import SandboxedExecute
 
             steps = Autograde.class_traits()["autograde_preprocessors"].default()
             cfg.Autograde.autograde_preprocessors = [
-                sandboxed_execute() if step is Execute else step for step in steps
+                SandboxedExecute if step is Execute else step for step in steps
             ]
         return cfg
 
     def use_sandbox(self):
-        """From now on, autograde executes notebooks with `sandbox.SandboxedExecute`."""
+        """From now on, autograde executes notebooks with `SandboxedExecute`."""
         if not self.sandboxed:
             self.sandboxed = True
             self._api = None
@@ -281,7 +269,7 @@ class WorkCourse:
         return self.path(SOLUTIONS, name)
 
 
-# cell metadata holding the figures a markdown cell quotes (autograder/notebook_guard.py)
+# cell metadata holding the figures a markdown cell quotes (autograder/grader/notebook_guard.py)
 QUOTES_METADATA = "residual_pack"
 
 
@@ -298,8 +286,9 @@ def strip_quote_lists(path):
         nbformat.write(nb, str(path))
 
 
-def course_cell_timeout(course, default=120):
-    """The course config's per-cell time limit (Execute.timeout), in seconds."""
+def course_cell_timeout(course, default):
+    """The course config's per-cell time limit (Execute.timeout), in seconds; `default`
+    when it sets none (see `session.course_limits`)."""
     from traitlets.config.loader import PyFileConfigLoader
 
     try:

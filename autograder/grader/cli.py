@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from .course import CourseError, check_assignments, find_course
+from .sandbox.limits import Limits, SandboxError
 
 
 def _say(text):
@@ -65,7 +66,7 @@ def cmd_check_drift(args, course):
             _say(f"  {p}")
     if guard:
         _say("committed solutions or README fail the notebook guard "
-             "(see autograder/notebook_guard.py):")
+             "(see autograder/grader/notebook_guard.py):")
         for p in guard:
             _say(f"  {p}")
     if problems:
@@ -110,19 +111,15 @@ def _feedback_list(results, root):
 
 
 def _limits(args, course):
-    from .course import course_cell_timeout
-    from .sandbox import Limits
+    from .session import course_limits
 
-    return Limits(
-        cell_timeout=args.cell_timeout or course_cell_timeout(course),
-        notebook_timeout=args.notebook_timeout,
-        memory=args.memory << 20,
-        processes=args.processes,
-    )
+    return course_limits(course, cell_timeout=args.cell_timeout or None,
+                         notebook_timeout=args.notebook_timeout, memory=args.memory << 20,
+                         processes=args.processes)
 
 
 def cmd_grade(args, course):
-    from .grading import run_grading
+    from .classrun import run_grading
     from .report import score_table
 
     assignment = check_assignments(course, [args.assignment])[0]
@@ -170,7 +167,7 @@ def cmd_demo(args, course):
     return 1 if problems else 0
 
 
-def default_jobs(memory=2 << 30):
+def default_jobs(memory=Limits.memory):
     """Submissions graded at a time: one per core, as many as fit in memory when each
     kernel may use `memory` bytes."""
     try:
@@ -258,11 +255,11 @@ def parser():
                     help="grade everyone again, even when --out holds an interrupted run")
     gr.add_argument("--cell-timeout", type=int, metavar="S",
                     help="seconds a cell may run (default: the course config's Execute.timeout)")
-    gr.add_argument("--notebook-timeout", type=int, default=900, metavar="S",
+    gr.add_argument("--notebook-timeout", type=int, default=Limits.notebook_timeout, metavar="S",
                     help="seconds a whole notebook may run (default: %(default)s)")
-    gr.add_argument("--memory", type=int, default=2048, metavar="MiB",
+    gr.add_argument("--memory", type=int, default=Limits.memory >> 20, metavar="MiB",
                     help="memory per kernel process (default: %(default)s)")
-    gr.add_argument("--processes", type=int, default=256, metavar="N",
+    gr.add_argument("--processes", type=int, default=Limits.processes, metavar="N",
                     help="processes and threads per kernel (default: %(default)s)")
     gr.add_argument("--no-feedback", action="store_true", help="skip the feedback pages")
     _jobs_option(gr)
@@ -295,14 +292,7 @@ def main(argv=None):
     try:
         course = find_course(args.course)
         return args.run(args, course)
-    except CourseError as exc:
-        print(f"residual-pack: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:
-        from .sandbox import SandboxError
-
-        if not isinstance(exc, SandboxError):
-            raise
+    except (CourseError, SandboxError) as exc:
         print(f"residual-pack: {exc}", file=sys.stderr)
         return 2
 

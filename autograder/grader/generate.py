@@ -19,8 +19,8 @@ from .course import (
     SOURCE,
     WorkCourse,
     assignments,
-    jupyter_sandbox,
     notebook_paths,
+    private_jupyter_dirs,
     read_notebook,
     work_folder,
 )
@@ -49,7 +49,8 @@ def generate_into(course, target, names=None, solutions=True, execute=True, prog
     say = progress or (lambda *_: None)
     target = Path(target)
     seconds = {}
-    with work_folder(prefix="residual-pack-generate-") as tmp, jupyter_sandbox(tmp / "sandbox"):
+    with work_folder(prefix="residual-pack-generate-") as tmp, \
+            private_jupyter_dirs(tmp / "jupyter"):
         work = WorkCourse(course, tmp / "course", names)
         for name in work.names:
             say(f"{name}: generate_assignment")

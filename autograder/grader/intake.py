@@ -32,6 +32,16 @@ from dataclasses import dataclass, field
 
 import nbformat
 
+from .cells import (
+    grade_id,
+    is_autograded_test,
+    is_grade,
+    is_locked,
+    is_solution,
+    nbgrader_meta,
+)
+from .sandbox.limits import size_words
+
 CELL_TYPES = ("code", "markdown", "raw")
 NBGRADER_FIELDS = ("grade", "solution", "locked", "points", "task", "schema_version")
 ID_PATTERN = re.compile(r"^[a-zA-Z0-9-_]{1,64}$")
@@ -46,26 +56,19 @@ class Intake:
     withhold: list = field(default_factory=list)  # flags that hold the score back for review
 
 
-def _meta(cell):
-    meta = cell.get("metadata", {}).get("nbgrader")
-    return meta if isinstance(meta, dict) else {}
-
-
-def _grade_id(cell):
-    gid = _meta(cell).get("grade_id")
-    return gid if isinstance(gid, str) and gid else None
-
-
-def _size(n):
-    return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n} bytes"
+def too_big(name, size, limit):
+    """Why the notebook `name` of `size` bytes is not graded, or "" when it fits `limit`."""
+    if not limit or size <= limit:
+        return ""
+    shown = f"{size / (1 << 20):.1f} MiB" if size >= 1 << 20 else f"{size} bytes"
+    return f"{name} is {shown}, more than the {size_words(limit)} a notebook may be"
 
 
 def take_in(data, name, release, assignment, foreign=None, max_bytes=None):
     """An `Intake` for the bytes `data` of the file `name`, graded as the release notebook
     `release` of `assignment`. `foreign`: {other assignment: set of its grade ids}."""
-    if max_bytes and len(data) > max_bytes:
-        return Intake(problem=f"{name} is {_size(len(data))}, more than the "
-                              f"{_size(max_bytes)} a notebook may be")
+    if too_big(name, len(data), max_bytes):
+        return Intake(problem=too_big(name, len(data), max_bytes))
     if not data.strip():
         return Intake(problem=f"{name} is empty ({len(data)} bytes)")
     notes = []
@@ -135,20 +138,20 @@ def _new_id():
 
 
 def _label(cell):
-    return _grade_id(cell) or "a cell of your own"
+    return grade_id(cell) or "a cell of your own"
 
 
 def _repair(cells, name, release, assignment, foreign, notes):
     rel_cells = {}
     rel_order = []
     for cell in release.cells:
-        gid = _grade_id(cell)
+        gid = grade_id(cell)
         if gid:
             rel_cells[gid] = cell
             rel_order.append(gid)
     # whose notebook is it? its answer and test cells say (an "intro" may be anyone's)
-    graded = {g for g, c in rel_cells.items() if _is_work(_meta(c))}
-    theirs = {_grade_id(c) for c in cells if _grade_id(c) and _is_work(_meta(c))}
+    graded = {g for g, c in rel_cells.items() if _is_work(c)}
+    theirs = {grade_id(c) for c in cells if grade_id(c) and _is_work(c)}
     if theirs and not theirs & graded:
         guess = ""
         if foreign:
@@ -161,7 +164,7 @@ def _repair(cells, name, release, assignment, foreign, notes):
     seen = set()
     kept = []
     for cell in cells:
-        gid = _grade_id(cell)
+        gid = grade_id(cell)
         meta = cell.metadata.get("nbgrader")
         if meta is not None and gid not in rel_cells:
             del cell.metadata["nbgrader"]
@@ -173,7 +176,7 @@ def _repair(cells, name, release, assignment, foreign, notes):
                              "it was graded as a cell of your own")
             gid = None
         if gid in seen:
-            if _meta(rel_cells[gid]).get("locked"):
+            if is_locked(rel_cells[gid]):
                 notes.append(f"a copy of the locked cell {gid} was removed")
                 continue
             # a copied answer cell: the first copy is the answer, the others run where
@@ -190,7 +193,7 @@ def _repair(cells, name, release, assignment, foreign, notes):
     missing = [g for g in rel_order if g not in seen]
     groups = [[None, []]]  # [anchor grade id, cells], the first group holds leading cells
     for cell in kept:
-        gid = _grade_id(cell)
+        gid = grade_id(cell)
         if gid:
             groups.append([gid, [cell]])
         else:
@@ -223,21 +226,22 @@ def _repair(cells, name, release, assignment, foreign, notes):
     return Intake(notebook=nb, notes=notes)
 
 
-def _is_work(meta):
-    return bool(meta.get("solution") or meta.get("grade"))
+def _is_work(cell):
+    """An answer or test cell: what says whose notebook it is."""
+    return is_solution(cell) or is_grade(cell)
 
 
 def _restore_cell(cell, released, notes):
     """`cell` with the release's nbgrader metadata, type and (when locked) source."""
-    gid = _grade_id(released)
-    theirs, ours = _meta(cell), _meta(released)
+    gid = grade_id(released)
+    theirs, ours = nbgrader_meta(cell), nbgrader_meta(released)
     changed = [f"{k}: {theirs.get(k)!r} -> {ours.get(k)!r}" for k in NBGRADER_FIELDS
                if theirs.get(k) != ours.get(k)]
     if changed:
         notes.append(f"the nbgrader metadata of {gid} had been changed ({'; '.join(changed)});"
                      " it was put back")
-    locked = bool(ours.get("locked"))
-    test = bool(ours.get("grade")) and not ours.get("solution") and released.cell_type == "code"
+    locked = is_locked(released)
+    test = is_autograded_test(released)
     if cell.cell_type != released.cell_type:
         what = "test cell" if test else ("locked cell" if locked else "answer cell")
         notes.append(f"the {what} {gid} had been turned into a {cell.cell_type} cell; it was "
@@ -261,8 +265,7 @@ def _missing_cell(released):
     """A released cell put back: locked cells as released, answers empty (so a definition
     the student wrote elsewhere is not replaced by the stub), written answers as the stub."""
     cell = copy.deepcopy(released)
-    meta = _meta(released)
-    if meta.get("solution") and released.cell_type == "code":
+    if is_solution(released) and released.cell_type == "code":
         cell.source = ""
     if cell.cell_type == "code":
         cell.outputs = []
@@ -303,13 +306,13 @@ def review_flags(nb):
     """Plain-word flags for code the student wrote (answer cells and their own cells)."""
     found = {}
     for cell in nb.cells:
-        if cell.cell_type != "code" or _meta(cell).get("locked"):
+        if cell.cell_type != "code" or is_locked(cell):
             continue
         seen = _names(cell.source)
         if seen is None:
             continue
         names, calls, imports, strings = seen
-        label = _grade_id(cell) or "a cell of your own"
+        label = grade_id(cell) or "a cell of your own"
         hits = {
             "reaches into the interpreter or the kernel":  # getattr(f, "__globals__") too
                 ((names | strings) & INTERPRETER) | (calls & CALLS_INTERPRETER),

@@ -17,6 +17,8 @@ from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 from nbgrader.preprocessors.base import NbGraderPreprocessor
 from traitlets import Unicode
 
+from .cells import is_autograded_test, is_locked, nbgrader_meta
+
 BEGIN_HIDDEN = "BEGIN HIDDEN TESTS"
 END_HIDDEN = "END HIDDEN TESTS"
 
@@ -44,8 +46,7 @@ class HideHiddenTestTracebacks(NbGraderPreprocessor):
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code" or self.begin_test_delimeter not in cell.source:
             return cell, resources
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if meta and not meta.get("locked"):  # a student's cell: their own code, shown as is
+        if nbgrader_meta(cell) and not is_locked(cell):  # an answer: the student's code, as is
             return cell, resources
         hidden = {line.strip() for line in hidden_test_lines(cell.source) if line.strip()}
         for output in cell.get("outputs", []):
@@ -66,8 +67,7 @@ class ClearHiddenTestsInTestCells(ClearHiddenTests):
     preprocessor would refuse the whole page for it."""
 
     def preprocess_cell(self, cell, resources, cell_index):
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if not (meta.get("grade") and meta.get("locked") and not meta.get("solution")):
+        if not is_autograded_test(cell):
             return cell, resources
         return super().preprocess_cell(cell, resources, cell_index)
 

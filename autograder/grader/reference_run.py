@@ -26,9 +26,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .course import CourseError, is_autograded_test, nbgrader_meta, notebook_paths, read_notebook
-from .policy import ASSIGNMENT_VARIABLE, REFERENCE_VARIABLE, REPORT_KEY, test_cell_code
-from .testsource import GradedCellError, prepare
+from ..policy import ASSIGNMENT_VARIABLE, REFERENCE_VARIABLE, REPORT_KEY, test_cell_code
+from ..testsource import GradedCellError, prepare
+from .cells import is_autograded_test, nbgrader_meta
+from .course import CourseError, notebook_paths, read_notebook
 
 __all__ = ["ReferenceError", "run_reference", "reference_records", "fingerprint"]
 
@@ -58,6 +59,7 @@ def fingerprint(source_dir, assignment):
     for package in packages:
         for path in sorted(Path(package.__file__).parent.glob("*.py")):
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    digest.update(Path(__file__).read_bytes())  # how the run is made (grader/, not above)
     return digest.hexdigest()[:20]
 
 

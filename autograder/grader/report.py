@@ -10,10 +10,14 @@ not UTF-8) cannot stop the report from being written for everyone.
 """
 
 import json
+import signal
 import unicodedata
 from pathlib import Path
 
-__all__ = ["plain", "lost_points", "score_table", "write_report", "WRONG_ANSWER"]
+from .sandbox.limits import Limits, size_words
+
+__all__ = ["plain", "describe_end", "tampering_seen", "lost_points", "score_table",
+           "write_report", "WRONG_ANSWER"]
 
 
 def plain(text, limit=2000):
@@ -34,6 +38,59 @@ def plain(text, limit=2000):
     return "".join(out)
 
 
+def _signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def describe_end(ended, limits):
+    """How a kernel ended, in words, from the launcher's exit record."""
+    if not ended:
+        return "the kernel died"
+    sig = ended.get("signal")
+    if sig:
+        name = _signal_name(sig)
+        hint = {
+            "SIGKILL": "killed: most likely it went over the memory limit "
+                       f"({size_words(limits.memory)})",
+            "SIGSEGV": "it crashed (segmentation fault)",
+            "SIGBUS": "it crashed (bus error)",
+            "SIGABRT": "it aborted (often: out of memory inside a library)",
+            "SIGXCPU": "it used up its CPU time",
+            "SIGXFSZ": f"it wrote a file bigger than {size_words(limits.file_size)}",
+        }.get(name, "it was killed")
+        return f"the kernel ended on {name}: {hint}"
+    code = ended.get("code")
+    return f"the kernel exited with code {code} (exit(), sys.exit() outside a cell, or os._exit)"
+
+
+# changes the kernel undid before a test that an honest notebook may make
+HARMLESS_CHANGES = ("sys.path",)
+
+
+def tampering_seen(result):
+    """Reasons to withhold a score from what the graded kernels saw: a test during which
+    the code it called changed what the tests rely on, or changes that earlier cells
+    made to the grader's modules, the engine or the interpreter (undone before the test)."""
+    reasons = []
+    for run in result.runs.values():
+        for c in run.get("cells", []):
+            if c.get("kind") != "test":
+                continue
+            changed = [x for x in c.get("changed", []) if not x.startswith(HARMLESS_CHANGES)]
+            restored = [x for x in c.get("restored", []) if not x.startswith(HARMLESS_CHANGES)]
+            if changed:
+                reasons.append(f"while {c['grade_id']} ran, the code it called changed "
+                               + ", ".join(changed[:6]))
+            if restored:
+                reasons.append(f"before {c['grade_id']} ran, the grader undid changes earlier "
+                               f"cells made to " + ", ".join(restored[:6]))
+    seen = set()
+    return [r for r in reasons if not (r in seen or seen.add(r))][:10]
+
+
 WRONG_ANSWER = {"CheckFailed", "NotAnswered", "AssertionError"}
 
 
@@ -41,8 +98,6 @@ def lost_points(result, limits, autograded):
     """Plain words for what cost `result` points other than a wrong answer: time and
     memory limits, a kernel that died or hung, the process limit, tampering caught, a
     test that wrote to stderr, output left out."""
-    from .sandbox import Limits, _size
-
     limits = limits or Limits()
     problems = []
     many = len(result.runs) > 1
@@ -64,7 +119,7 @@ def lost_points(result, limits, autograded):
                         f"and was stopped")
             elif status == "error":
                 if ename == "MemoryError":
-                    text = f"{label} ran out of memory (the limit is {_size(limits.memory)})"
+                    text = f"{label} ran out of memory (the limit is {size_words(limits.memory)})"
                 elif ename == "SystemExit":
                     text = f"{label} called sys.exit() or exit(); the cell stopped with an error"
                 elif ename == "TamperingDetected":
@@ -75,8 +130,8 @@ def lost_points(result, limits, autograded):
                     text = (f"{label} tried to start more processes than the "
                             f"{limits.processes} allowed")
                 elif "No space left" in evalue or "File too large" in evalue:
-                    text = (f"{label} wrote more than it may ({_size(limits.disk)} in all, "
-                            f"{_size(limits.file_size)} per file)")
+                    text = (f"{label} wrote more than it may ({size_words(limits.disk)} in all, "
+                            f"{size_words(limits.file_size)} per file)")
                 elif ename == "KeyboardInterrupt":
                     text = f"{label} was interrupted"
                 elif ename == "NoReply":
@@ -88,9 +143,9 @@ def lost_points(result, limits, autograded):
                                 f"counts as a failed test")
             if c.get("output_dropped"):
                 more = c["output_dropped"]
-                amount = f"about {_size(more)} more" if more > 1024 else "more"
+                amount = f"about {size_words(more)} more" if more > 1024 else "more"
                 problems.append(
-                    f"{where}{label} printed {amount} than the {_size(limits.output)} of "
+                    f"{where}{label} printed {amount} than the {size_words(limits.output)} of "
                     f"output kept per notebook; the rest was left out")
             if c.get("restored") and c["kind"] == "test":
                 shown = ", ".join(c["restored"][:6]) + (" ..." if len(c["restored"]) > 6 else "")

@@ -11,89 +11,27 @@ For each assignment, in a work copy of the course and under the real nbgrader:
 4. the feedback pages of all of these show no line of a hidden test.
 """
 
-import copy
 import time
 from dataclasses import dataclass, field
 
-from . import mutants as mutant_registry
+from .. import mutants as mutant_registry
+from .classrun import MIN_FOR_WORKERS, grade_all
 from .course import (
     EXERCISES,
     SOURCE,
     CourseError,
-    WorkCourse,
-    is_solution,
-    jupyter_sandbox,
-    nbgrader_meta,
     notebook_paths,
     read_notebook,
     work_folder,
 )
 from .feedback import hidden_test_lines, leaked_lines
-from .grading import MIN_FOR_WORKERS, Grader, grade_all
+from .madeup import class_of, mutant_notebook_name
 from .report import score_table
+from .session import course_limits, grading_session
 
-SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION")
-
-
-# ---------------------------------------------------------------- made-up submissions
-
-
-def filled_in(release, source):
-    """The release notebook with every answer cell written as the source has it (the
-    solution markers dropped): what a student who got everything right hands in."""
-    answers = {
-        nbgrader_meta(c)["grade_id"]: c.source for c in source.cells if is_solution(c)
-    }
-    nb = copy.deepcopy(release)
-    for cell in nb.cells:
-        if is_solution(cell):
-            text = answers[nbgrader_meta(cell)["grade_id"]]
-            cell.source = "\n".join(
-                line for line in text.split("\n") if not any(m in line for m in SOLUTION_MARKERS)
-            )
-    return nb
-
-
-def with_answer(nb, grade_id, source):
-    """A copy of `nb` whose answer cell `grade_id` holds `source`."""
-    nb = copy.deepcopy(nb)
-    cells = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") == grade_id]
-    if len(cells) != 1 or not is_solution(cells[0]):
-        raise CourseError(f"no answer cell {grade_id!r} in the notebook")
-    cells[0].source = source
-    return nb
-
-
-def mutant_notebook_name(mutant, notebooks):
-    name = mutant.notebook.removesuffix(".ipynb") if mutant.notebook else ""
-    if not name:
-        if len(notebooks) != 1:
-            raise CourseError(f"mutant {mutant.name!r} must name its notebook (one of {notebooks})")
-        return notebooks[0]
-    if name not in notebooks:
-        raise CourseError(f"mutant {mutant.name!r} names {name!r}, not one of {notebooks}")
-    return name
-
-
-def class_of(grader, assignment, mutants):
-    """{student id: (label, {notebook: NotebookNode}, mutant or None)} for the solution,
-    the stub and each mutant."""
-    source_dir = grader.work.path(SOURCE, assignment)
-    releases = {name: grader.release_notebook(name) for name in grader.notebooks}
-    solution = {
-        name: filled_in(releases[name], read_notebook(source_dir / f"{name}.ipynb"))
-        for name in grader.notebooks
-    }
-    made = {
-        "solution": ("solution", solution, None),
-        "stub": ("untouched stub", releases, None),
-    }
-    for i, mutant in enumerate(mutants, 1):
-        name = mutant_notebook_name(mutant, grader.notebooks)
-        notebooks = dict(solution)
-        notebooks[name] = with_answer(solution[name], mutant.cell, mutant.source)
-        made[f"mutant-{i:02d}"] = (f"mutant: {mutant.name}", notebooks, mutant)
-    return made
+# the self-check's limit for a whole notebook: it grades the slowest notebooks (the GPT
+# assignments) and every registered wrong answer, several at a time
+NOTEBOOK_TIMEOUT = 3600
 
 
 # ---------------------------------------------------------------- the check
@@ -137,18 +75,19 @@ def _registry_problems(grader, mutants):
     return problems
 
 
-def check_assignment(work, assignment, *, validate=True, feedback=True, only=None, jobs=1,
-                     progress=None, sandbox=None):
-    """Self-check one assignment in the work course `work`. `only`: a list of words; when
-    given, only the mutants whose name holds one of them are graded. With a `sandbox`,
-    the made-up class is graded exactly as students are (sandboxed kernels, hardened
-    test runner)."""
+def check_assignment(session, assignment, *, validate=True, feedback=True, only=None, jobs=1,
+                     progress=None):
+    """Self-check one assignment in the grading session `session`. `only`: a list of
+    words; when given, only the mutants whose name holds one of them are graded. When the
+    session isolates, the made-up class is graded exactly as students are (sandboxed
+    kernels, hardened test runner)."""
     from nbgrader.validator import Validator
 
     say = progress or (lambda *_: None)
     check = AssignmentCheck(assignment)
     t = time.perf_counter()
-    grader = Grader(work, assignment, sandbox=sandbox)
+    grader = session.grader(assignment)
+    work = session.work
     check.seconds["generate"] = time.perf_counter() - t
 
     # 1. the committed student version is the generated one
@@ -310,34 +249,17 @@ def selfcheck(course, names=None, *, workdir=None, keep=False, validate=True, fe
     """Self-check `names` (all assignments when empty); returns the AssignmentChecks.
     With `isolate` (the default), submissions are graded in sandboxed kernels, as
     `residual-pack grade` grades students."""
-    from pathlib import Path
-
-    from .course import course_cell_timeout
-    from .sandbox import Limits, Sandbox
-
-    course = Path(course)
     checks = []
-    with work_folder(workdir, prefix="residual-pack-selfcheck-", keep=keep) as tmp:
-        with jupyter_sandbox(tmp / "sandbox"):
-            work = WorkCourse(course, tmp / "course", names)
-            for assignment in work.names:
-                if progress:
-                    progress(f"{assignment}:")
-                sandbox = None
-                if isolate:
-                    limits = Limits(cell_timeout=course_cell_timeout(course),
-                                    notebook_timeout=3600)
-                    sandbox = Sandbox(limits, release_dir=course / EXERCISES / assignment
-                                      if (course / EXERCISES / assignment).is_dir() else None)
-                try:
-                    checks.append(
-                        check_assignment(work, assignment, validate=validate, feedback=feedback,
-                                         only=only, jobs=jobs, progress=progress,
-                                         sandbox=sandbox)
-                    )
-                finally:
-                    if sandbox is not None:
-                        sandbox.close()
+    with work_folder(workdir, prefix="residual-pack-selfcheck-", keep=keep) as tmp, \
+            grading_session(course, tmp / "course", names, isolate=isolate,
+                            limits=course_limits(course, notebook_timeout=NOTEBOOK_TIMEOUT),
+                            jupyter=tmp / "jupyter") as session:
+        for assignment in session.work.names:
+            if progress:
+                progress(f"{assignment}:")
+            checks.append(check_assignment(session, assignment, validate=validate,
+                                           feedback=feedback, only=only, jobs=jobs,
+                                           progress=progress))
     return checks
 
 

@@ -1,0 +1,317 @@
+"""A grading run's sandbox, as the grading worker plans it: the read-only library every
+kernel sees, and for each kernel a folder, a socket folder and the launcher's config.
+
+`Sandbox` is made once per grading run (by `session.grading_session`) and pickled to the
+worker processes; `Sandbox.plan` writes one kernel's launch config (`launcher` reads it).
+`end_run` and `remove_stale_roots` clear what a run, or a killed one, left behind.
+"""
+
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ...policy import ASSIGNMENT_VARIABLE, KERNEL_SIDE, OUTPUT_VARIABLE
+from .launcher import FULL, is_launcher
+from .limits import Limits, SandboxError, isolation_available
+from .syscalls import MS_NODEV, MS_NOEXEC, MS_NOSUID, mount, umount
+
+CONN_SPACE = 1 << 20  # bytes a kernel may write in its sockets' folder (a tmpfs)
+
+
+@dataclasses.dataclass
+class KernelPlan:
+    """One kernel's sandbox: its launch config and the folders the grading process keeps."""
+
+    folder: Path  # host folder (root only), removed after the kernel
+    config: Path  # the launcher's config
+    conn: Path  # the ZeroMQ sockets and connection file (the kernel's uid only)
+    exit_file: Path  # the launcher writes how the kernel ended
+
+    def ended(self):
+        """How the kernel process ended, as the launcher saw it ({} if unknown)."""
+        try:
+            return json.loads(self.exit_file.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def remove(self):
+        _unmount_under(self.folder)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class Sandbox:
+    """The sandbox settings of one grading run, shared (pickled) with its worker processes.
+
+    `root` is a fresh root-only folder holding the read-only library the kernels see and,
+    per kernel, a folder that is removed when the kernel is done."""
+
+    def __init__(self, limits=None, level=None, root=None):
+        self.limits = limits or Limits()
+        if level is None:
+            level, why = isolation_available()
+        else:
+            why = ""
+        if level != FULL and hasattr(os, "geteuid") and os.geteuid() == 0:
+            # without namespaces the kernel would run as root: no process limit applies,
+            # and a student's os.kill(-1, SIGKILL) ends every process on the machine
+            raise SandboxError(
+                "refusing to run student code as root without the namespace sandbox "
+                f"({why or level}); grade as an unprivileged user, or where root may "
+                "unshare namespaces")
+        self.level = level
+        self.why = why
+        # {assignment: {notebook: {grade_id: {"records", "hidden"}}}}: the reference run's
+        # expected observations, which the graded test cells are judged against
+        self.references = {}
+        # {assignment: [[file, path in the working folder]]}: what is released besides the
+        # notebooks (see add_release)
+        self.support = {}
+        self.root = Path(root) if root else Path(tempfile.mkdtemp(prefix="rp-", dir="/tmp"))
+        os.chmod(self.root, 0o711)
+        (self.root / "owner").write_text(str(os.getpid()))
+        self._prepare()
+
+    def describe(self):
+        if self.level == FULL:
+            return "own uid, private filesystem, no network (namespaces); " + \
+                self.limits.describe()
+        return f"limits only ({self.why}); " + self.limits.describe()
+
+    def _prepare(self):
+        import autograder
+
+        lib = self.root / "lib" / "autograder"
+        lib.mkdir(parents=True)
+        for path in Path(autograder.__file__).parent.glob("*.py"):
+            name = "autograder" if path.stem == "__init__" else f"autograder.{path.stem}"
+            if name in KERNEL_SIDE:
+                shutil.copy2(path, lib / path.name)
+        for p in [lib.parent, lib, *lib.iterdir()]:
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        self.autograder_dir = str(Path(autograder.__file__).resolve().parent)
+        self.packages = _our_packages()  # {name: folder}: microgpt, torchtrack, ...
+        self.lib = str(lib)
+        self.mpl_cache = self._matplotlib_cache()
+        self.binds = self._binds()
+
+    def add_release(self, assignment, folder):
+        """Give the kernels of `assignment` the files released with it besides the
+        notebooks (from its release `folder`), in their working folder. Once per
+        assignment: the grader calls it when the release exists."""
+        if assignment in self.support:
+            return
+        folder = Path(folder)
+        self.support[assignment] = [
+            [str(path), str(path.relative_to(folder))]
+            for path in sorted(folder.rglob("*"))
+            if path.is_file() and path.suffix != ".ipynb"
+            and ".ipynb_checkpoints" not in path.parts
+        ]
+
+    def _matplotlib_cache(self):
+        """matplotlib's font list, built once, so that no kernel spends a second on it."""
+        folder = self.root / "matplotlib"
+        folder.mkdir()
+        env = dict(os.environ, MPLCONFIGDIR=str(folder))
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"],
+                           env=env, capture_output=True, timeout=120)
+        for p in [folder, *folder.iterdir()]:
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        return str(folder)
+
+    def _binds(self):
+        """[source, target] pairs bound read-only into a kernel's root."""
+        binds = []
+        covered = []
+
+        def add(src, dst=None):
+            src = os.path.realpath(src)
+            dst = dst or src
+            if not os.path.exists(src):
+                return
+            if any(dst == c or dst.startswith(c + "/") for c in covered) and dst == src:
+                return
+            binds.append([src, dst])
+            covered.append(dst)
+
+        for top in ("/usr", "/etc"):
+            add(top)
+        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            path = "/" + name
+            if os.path.isdir(path) and not os.path.islink(path):
+                add(path)
+        add(sys.base_prefix)
+        add(sys.prefix)
+        add(str(Path(sys.executable).resolve().parent))
+        for name, folder in sorted(self.packages.items()):
+            if name != "autograder":
+                binds.append([folder, folder])
+        binds.append([self.lib, self.autograder_dir])  # the kernel-side modules only
+        return binds
+
+    def plan(self, uid, label, assignment=""):
+        """Folders and the launch config for one kernel run by `uid` (None: limits only)."""
+        folder = Path(tempfile.mkdtemp(prefix=f"{uid or 'k'}-", dir=self.root))
+        os.chmod(folder, 0o711)
+        conn = folder / "c"
+        conn.mkdir(mode=0o700)
+        if self.level == FULL:
+            # the kernel writes its sockets here, in the host's filesystem: a tmpfs of its
+            # own keeps what else it writes there to CONN_SPACE, not the host's disk
+            mount("tmpfs", str(conn), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  f"size={CONN_SPACE},mode=700")
+        plan = KernelPlan(folder, folder / "launch.json", conn, folder / "exit.json")
+        limits = self.limits
+        env = {
+            "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "USER": "student",
+            "LOGNAME": "student",
+            "PYTHONSAFEPATH": "1",  # the working folder is not on sys.path
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "JUPYTER_PLATFORM_DIRS": "0",
+            ASSIGNMENT_VARIABLE: assignment,
+            OUTPUT_VARIABLE: str(limits.output),
+        }
+        # nbgrader sets these in the grading process while it runs the notebook; the
+        # notebooks read them to pick their small graded configurations
+        for name in ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING"):
+            if name in os.environ:
+                env[name] = os.environ[name]
+        if self.level == FULL:
+            home, work = "/sandbox/home", "/sandbox/work"
+        else:
+            home, work = str(folder / "home"), str(folder / "work")
+        env.update({
+            "HOME": home,
+            "IPYTHONDIR": f"{home}/.ipython",
+            "MPLCONFIGDIR": f"{home}/.config/matplotlib",
+            "JUPYTER_CONFIG_DIR": f"{home}/.jupyter",
+            "JUPYTER_DATA_DIR": f"{home}/.local/share/jupyter",
+            "JUPYTER_RUNTIME_DIR": f"{home}/.local/share/jupyter/runtime",
+            "TMPDIR": "/tmp" if self.level == FULL else str(folder / "tmp"),
+        })
+        config = {
+            "level": self.level,
+            "uid": uid,
+            "label": label,
+            "folder": str(folder),
+            "conn": str(conn),
+            "newroot": str(folder / "r"),
+            "binds": self.binds,
+            "support": self.support.get(assignment, []),
+            "mpl_cache": self.mpl_cache,
+            "home": home,
+            "work": work,
+            "env": env,
+            "exit_file": str(plan.exit_file),
+            "limits": dataclasses.asdict(limits),
+            "parent": os.getpid(),  # the launcher's parent; it stops the kernel if that goes
+        }
+        plan.config.write_text(json.dumps(config))
+        os.chmod(plan.config, 0o600)
+        return plan
+
+    def close(self):
+        end_run(self.root)
+
+
+def _our_packages():
+    """{top-level package: its folder} for the packages this pack installs (the
+    distribution that holds `autograder`): the kernels may import them."""
+    import importlib.metadata
+    import importlib.util
+
+    names = {"autograder", "microgpt"}
+    try:
+        dist = importlib.metadata.packages_distributions().get("autograder", [None])[0]
+        if dist:
+            names |= set((importlib.metadata.distribution(dist).read_text("top_level.txt")
+                          or "").split())
+    except Exception:  # noqa: BLE001 (then the two we know of)
+        pass
+    found = {}
+    for name in sorted(names):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.submodule_search_locations:
+            found[name] = str(Path(list(spec.submodule_search_locations)[0]).resolve())
+    return found
+
+
+def _unmount_under(folder):
+    """Unmount (lazily) every mount at or below `folder` (the sockets' tmpfs)."""
+    folder = os.path.realpath(folder)
+    try:
+        with open("/proc/self/mounts") as f:
+            points = [line.split()[1] for line in f]
+    except OSError:
+        return
+    for point in sorted(points, key=len, reverse=True):
+        point = point.replace("\\040", " ")
+        if point == folder or point.startswith(folder + "/"):
+            with contextlib.suppress(OSError, AttributeError):
+                umount(point)
+
+
+def leftover_launchers(folder):
+    """Pids of sandbox launchers whose config lies in `folder` (a run's root)."""
+    folder = os.path.realpath(folder) + "/"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        args = [a.decode("utf-8", "replace") for a in args]
+        if is_launcher(args):
+            i = args.index("launch")
+            if i + 1 < len(args) and os.path.realpath(args[i + 1]).startswith(folder):
+                found.append(int(entry.name))
+    return found
+
+
+def end_run(folder):
+    """End what a grading run left in its sandbox root `folder`: kill its launchers (their
+    kernels go with them: each namespace's first process dies with its launcher), unmount
+    the sockets' folders, remove the files."""
+    for pid in leftover_launchers(folder):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    _unmount_under(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_stale_roots():
+    """End the leftovers of earlier runs whose grading process is gone (a killed run):
+    their launchers and kernels, mounts and folders."""
+    for folder in Path("/tmp").glob("rp-*"):
+        try:
+            owner = int((folder / "owner").read_text())
+        except (OSError, ValueError):
+            continue
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            end_run(folder)
+        except OSError:
+            pass
+
+

@@ -1,0 +1,78 @@
+"""One grading session, set up in one place for `grade`, `demo` and `selfcheck`.
+
+A session is, in this order: the limits (from the course config, `course_limits`); the
+leftovers of killed runs cleared; the sandbox; private Jupyter and IPython folders; the
+work course; a `Grader` per assignment. Leaving the session closes the sandbox (its
+launchers, kernels, mounts and files) whatever happened inside.
+
+    with grading_session(course, out, [assignment]) as session:
+        grader = session.grader(assignment)
+        ...
+"""
+
+import contextlib
+from pathlib import Path
+
+from .course import WorkCourse, course_cell_timeout, private_jupyter_dirs, work_folder
+from .sandbox.limits import Limits
+from .sandbox.plan import Sandbox, remove_stale_roots
+from .student import Grader
+
+__all__ = ["course_limits", "GradingSession", "grading_session"]
+
+
+def course_limits(course, **overrides):
+    """The limits of a grading run of `course`: the course config's per-cell time limit
+    (`Execute.timeout`), `Limits`' defaults for the rest, then `overrides` (those that
+    are None are left out)."""
+    settings = {"cell_timeout": course_cell_timeout(course, default=Limits.cell_timeout)}
+    settings.update({k: v for k, v in overrides.items() if v is not None})
+    return Limits(**settings)
+
+
+class GradingSession:
+    """What a session holds: the course, the work course's folder, the sandbox (None when
+    not isolating) and the work course itself, made on first use so that a caller may
+    clear the folder first (a run that does not resume)."""
+
+    def __init__(self, course, root, names, sandbox):
+        self.course = Path(course).resolve()
+        self.root = Path(root)
+        self.names = names
+        self.sandbox = sandbox
+        self._work = None
+
+    @property
+    def work(self):
+        if self._work is None:
+            self._work = WorkCourse(self.course, self.root, self.names)
+        return self._work
+
+    def grader(self, assignment, generate=True):
+        """A `Grader` of `assignment` in the work course (its release generated unless
+        `generate` is false: a resumed run has it), grading in the sandbox."""
+        return Grader(self.work, assignment, generate=generate, sandbox=self.sandbox)
+
+    def describe(self):
+        """How the kernels are isolated, in words ("" without a sandbox)."""
+        return self.sandbox.describe() if self.sandbox is not None else ""
+
+
+@contextlib.contextmanager
+def grading_session(course, root, names=None, *, limits=None, isolate=True, jupyter=None):
+    """A `GradingSession` of `course` whose work course is `root` (assignments `names`,
+    all when None). With `isolate` (the default) student code runs in a sandbox with
+    `limits` (default: `course_limits(course)`); the stale roots of killed runs are
+    cleared first. The Jupyter and IPython folders are `jupyter` (kept) or a temporary
+    folder (removed)."""
+    sandbox = None
+    if isolate:
+        remove_stale_roots()
+        sandbox = Sandbox(limits or course_limits(course))
+    try:
+        with work_folder(jupyter, prefix="residual-pack-jupyter-") as folder, \
+                private_jupyter_dirs(folder):
+            yield GradingSession(course, root, names, sandbox)
+    finally:
+        if sandbox is not None:
+            sandbox.close()

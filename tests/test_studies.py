@@ -1,0 +1,100 @@
+"""microgpt.studies: the depth studies' sizes, which one a run takes, and the runs."""
+
+import pytest
+
+from microgpt import deepnet, layernorm, linear
+from microgpt.deepnet import label_entropy, mean_loss, teacher_data
+from microgpt.studies import (
+    GRADING,
+    INTERACTIVE,
+    Config,
+    Variant,
+    data_seed,
+    grading,
+    probe_data,
+    run,
+    smooth,
+    study,
+    study_config,
+)
+
+
+def plain_layer(h, W):
+    return [v.relu() for v in linear(layernorm(h), W)]
+
+
+def test_study_config_follows_nbgrader_execution(monkeypatch):
+    """The decision is the study module's (as torchtrack.studies.grading), not the net's."""
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    assert not grading() and study_config() is INTERACTIVE
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert grading() and study_config() is GRADING
+
+
+def test_the_grading_study_is_smaller():
+    for field in ("depth", "n", "steps", "probe_points"):
+        assert getattr(GRADING, field) <= getattr(INTERACTIVE, field)
+    assert GRADING.budgets[-1] <= INTERACTIVE.budgets[-1]
+    for cfg in (GRADING, INTERACTIVE):  # budgets are step counts read in one run, in order
+        assert list(cfg.budgets) == sorted(set(cfg.budgets)) and cfg.budgets[0] > 0
+    assert len(GRADING.seeds) <= len(INTERACTIVE.seeds) and len(INTERACTIVE.seeds) >= 3
+
+
+def test_run_reports_the_final_loss_on_all_points():
+    cfg = Config(n=24, steps=5, batch=4)
+    r = run(Variant(plain_layer, 2), seed=1, config=cfg)
+    X, Y = teacher_data(cfg.n, seed=data_seed(1))
+    assert r.X == X and len(r.history) == 5
+    assert r.loss == pytest.approx(mean_loss(r.net, X, Y, plain_layer).data, rel=1e-12)
+    assert r.entropy == pytest.approx(label_entropy(Y))
+
+
+def test_checkpoints_read_the_loss_of_a_shorter_run_without_changing_training():
+    cfg = Config(n=24, steps=6, batch=4)
+    r = run(Variant(plain_layer, 2), seed=3, config=cfg, checkpoints=(2, 6))
+    plain = run(Variant(plain_layer, 2), seed=3, config=cfg)
+    assert r.history == plain.history and r.loss == plain.loss
+    assert sorted(r.loss_at) == [2, 6] and r.loss_at[6] == r.loss
+    # the learning rate is constant, so the first 2 steps are a 2-step run's
+    short = run(Variant(plain_layer, 2, steps=2), seed=3, config=cfg)
+    assert r.loss_at[2] == short.loss and r.loss_at[2] != r.loss
+    assert plain.loss_at == {}
+
+
+def test_study_runs_every_variant_for_every_seed():
+    cfg = Config(n=16, steps=3, batch=4, seeds=(0, 1))
+    variants = {"one": Variant(plain_layer, 1), "two": Variant(plain_layer, 2, steps=4)}
+    results = study(variants, cfg, progress=False)
+    assert [r.seed for r in results["one"]] == [0, 1]
+    assert [len(r.history) for r in results["two"]] == [4, 4]
+    again = study(variants, cfg, progress=False)
+    assert [r.loss for r in again["two"]] == [r.loss for r in results["two"]]
+
+
+def test_probe_data_is_the_start_of_the_study_task():
+    X, Y = probe_data(INTERACTIVE, 2)
+    Xs, Ys = teacher_data(INTERACTIVE.n, seed=data_seed(2))
+    assert len(X) == INTERACTIVE.probe_points
+    assert X == Xs[: len(X)] and Y == Ys[: len(Y)]
+
+
+def test_smooth_is_a_running_mean():
+    assert smooth([1.0, 3.0, 5.0, 7.0], k=2) == [1.0, 2.0, 4.0, 6.0]
+    assert smooth([], k=3) == []
+
+
+@pytest.mark.parametrize("name", ["study_config", "Config", "Variant", "run", "study", "smooth",
+                                  "probe_data", "data_seed", "INTERACTIVE", "GRADING"])
+def test_the_notebooks_still_find_the_harness_in_deepnet(name):
+    """Notebooks 2 to 4 and autograder.reference import these from microgpt.deepnet."""
+    from microgpt import studies
+
+    assert getattr(deepnet, name) is getattr(studies, name)
+    with pytest.raises(AttributeError):
+        deepnet.no_such_name  # noqa: B018
+
+
+def test_deepnet_does_not_decide_the_study_size():
+    import inspect
+
+    assert "NBGRADER" not in inspect.getsource(deepnet)
