@@ -12,7 +12,10 @@ ask students to write (`GPT.block` is Task 5.1's answer, `GPT.stream_states` and
 each of them with a guard, before any student code runs: called from the library itself
 (a model's own `step`, a study's training loop) it works as before; called from a notebook
 cell, or from code a cell defined, it raises `AnswerSwitchedOff`, so an answer that hands
-the task to the library earns nothing.
+the task to the library earns nothing. The guard looks through the interpreter's own
+frames (a thread pool, torch's module call) to the code that made the call, refuses a
+method called on a student's subclass whoever calls it, and replaces the answer wherever
+its module keeps it as a default (a dataclass field, a default argument).
 
 The test cells do their part too: they hand a student's code model objects whose classes
 do not carry the reference methods, and never pass one task's model answer as an input to
@@ -101,22 +104,61 @@ class AnswerSwitchedOff(Exception):
         return [f"{type(self).__name__}: {self}"]
 
 
-def _library_folders():
-    folders = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
-    for name in ("autograder", "microgpt", "torchtrack"):
+# the packages whose own calls a guard lets through (the checks' own expected values
+# included), and their files that call what a test hands them, which are not trusted
+LIBRARY = ("microgpt", "torchtrack", "autograder")
+NOT_LIBRARY = ("torchtrack/checks.py", "autograder/checks.py", "autograder/probes.py")
+
+
+CLASSES = ("microgpt", "torchtrack")  # whose objects a switched-off method may serve
+
+
+def _folders():
+    """(library folders, transparent folders): our library's package folders, and the
+    interpreter's (the standard library, site-packages: torch, functools, threads), whose
+    frames a guard looks through to the code that called them."""
+    library = set()
+    for name in LIBRARY:
         module = sys.modules.get(name)
         for path in getattr(module, "__path__", []) or []:
-            folders.add(os.path.realpath(path))
-    return tuple(sorted(folders))
+            library.add(os.path.realpath(path) + os.sep)
+    transparent = {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix)}
+    return tuple(sorted(library)), tuple(sorted(transparent))
 
 
-def _guard(original, label, task, instead, folders):
-    code_file = original.__code__.co_filename
+def _library_call(frame, library, transparent):
+    """Is the nearest caller that is not the interpreter's own code our library's?
+
+    Frames of the standard library and site-packages (a thread pool, torch's module call,
+    functools) are looked through; the first other frame decides. None found (a thread
+    started by student code) is not the library."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith("<frozen"):
+            frame = frame.f_back
+            continue
+        if not name.startswith("/"):
+            return False  # a notebook cell, a test cell, code compiled at run time
+        real = os.path.realpath(name)
+        if real.startswith(library):
+            return not real.endswith(NOT_LIBRARY)
+        if not real.startswith(transparent):
+            return False
+        frame = frame.f_back
+    return False
+
+
+def _guard(original, label, task, instead, owner, folders):
+    library, transparent = folders
 
     def guard(*args, **kwargs):
-        caller = sys._getframe(1).f_code.co_filename
-        if caller == code_file or (caller.startswith("/") and
-                                   os.path.realpath(caller).startswith(folders)):
+        # a method called on an object of a class the library did not define (a student's
+        # subclass that inherits the answer) is refused whoever calls it
+        if owner is not None and args and not type(args[0]).__module__.startswith(CLASSES):
+            allowed = False
+        else:
+            allowed = _library_call(sys._getframe(1), library, transparent)
+        if allowed:
             return original(*args, **kwargs)
         raise AnswerSwitchedOff(
             f"{label} is the model answer to {task}, so it is switched off while this "
@@ -127,6 +169,29 @@ def _guard(original, label, task, instead, folders):
     guard.__doc__ = original.__doc__
     guard.__module__ = original.__module__
     return guard
+
+
+def _replace_references(module, original, guard):
+    """Where the module keeps the original as a default (a function's default argument, a
+    dataclass field's default), put the guard instead, so that no plain attribute read
+    hands a student the unguarded answer."""
+    functions = []
+    for value in list(vars(module).values()):
+        if isinstance(value, type) and value.__module__ == module.__name__:
+            functions += [f for f in vars(value).values() if callable(f)]
+            for field in getattr(value, "__dataclass_fields__", {}).values():
+                if field.default is original:
+                    field.default = guard
+        elif callable(value):
+            functions.append(value)
+    for f in functions:
+        f = getattr(f, "__func__", f)
+        defaults = getattr(f, "__defaults__", None)
+        if defaults and any(d is original for d in defaults):
+            f.__defaults__ = tuple(guard if d is original else d for d in defaults)
+        kw = getattr(f, "__kwdefaults__", None)
+        if kw and any(d is original for d in kw.values()):
+            f.__kwdefaults__ = {k: guard if d is original else d for k, d in kw.items()}
 
 
 def switch_off(assignment):
@@ -142,10 +207,13 @@ def switch_off(assignment):
         except ImportError:  # torch not installed: nothing of torchtrack to switch off
             continue
         if folders is None:
-            folders = _library_folders()
-        owner = getattr(module, owner_name) if owner_name else module
-        original = vars(owner)[name]
+            folders = _folders()
+        owner = getattr(module, owner_name) if owner_name else None
+        home = owner if owner is not None else module
+        original = vars(home)[name]
         label = f"{module_name}.{owner_name + '.' if owner_name else ''}{name}"
-        setattr(owner, name, _guard(original, label, task, instead, folders))
+        guard = _guard(original, label, task, instead, owner, folders)
+        setattr(home, name, guard)
+        _replace_references(module, original, guard)
         done.append(label)
     return done

@@ -7,9 +7,17 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.course import EXERCISES, SOURCE, nbgrader_meta, read_notebook
-from autograder.progress import FAILING, NOT_RUN, NOT_STARTED, PASSED, format_table, progress
-from autograder.selfcheck import filled_in
+from autograder.grader.cells import nbgrader_meta
+from autograder.grader.course import EXERCISES, SOURCE, read_notebook
+from autograder.grader.madeup import filled_in
+from autograder.grader.progress import (
+    FAILING,
+    NOT_RUN,
+    NOT_STARTED,
+    PASSED,
+    format_table,
+    progress,
+)
 
 COURSE = Path(__file__).resolve().parents[1]
 NAME = "residual_stack"

@@ -249,3 +249,12 @@ MUTANTS = [
         loses=(NORMS_TEST,),
     ),
 ]
+
+# the library's forward under the task's name: the training loop (library code) calls it,
+# so only a test that calls it from its own cell refuses it
+MUTANTS.append(Mutant(
+    name="the library's logits under the name mlp_logits (an alias, no code of one's own)",
+    cell=FORWARD,
+    source="from microgpt.deepnet import logits as mlp_logits\n",
+    loses=ALL_FORWARD_TESTS,
+))

@@ -275,3 +275,19 @@ MUTANTS = [
         loses=(NONE_TEST,),
     ),
 ]
+
+# the library's block run where no notebook frame calls it: on a worker thread
+MUTANTS.append(Mutant(
+    name="GPT.block on a worker thread (a thread pool calls it, not the notebook)",
+    cell=PRE,
+    source=("from concurrent.futures import ThreadPoolExecutor\n\n"
+            "from microgpt import GPT\n\n\n"
+            "def pre_norm_block(model, x, layer, cache):\n"
+            "    c = model.config\n"
+            "    ref = GPT(n_layer=c.n_layer, n_embd=c.n_embd, n_head=c.n_head,\n"
+            "              vocab_size=c.vocab_size, block_size=c.block_size)\n"
+            "    ref.state_dict = model.state_dict\n"
+            "    with ThreadPoolExecutor(1) as pool:\n"
+            "        return pool.submit(GPT.block, ref, x, layer, cache).result()\n"),
+    loses=ALL_PRE,
+))

@@ -69,3 +69,15 @@ MUTANTS = [
            _highway("        t = torch.sigmoid(torch.full_like(h, -2.0))\n"
                     "        return t * self.branch(h) + (1 - t) * h\n"), HIGHWAY_TESTS),
 ]
+
+# the library's classes under the tasks' names, and subclasses that inherit their forward
+MUTANTS += [
+    Mutant("the library's ResidualLayer under the task's name", RESIDUAL,
+           "from torchtrack.mlp import ResidualLayer\n", RESIDUAL_TESTS),
+    Mutant("a subclass of the library's ResidualLayer that inherits its forward", RESIDUAL,
+           "from torchtrack import mlp as _library\n\n\n"
+           "class ResidualLayer(_library.ResidualLayer):\n    pass\n", RESIDUAL_TESTS),
+    Mutant("a subclass of the library's HighwayLayer that inherits its forward", HIGHWAY,
+           "from torchtrack import mlp as _library\n\n\n"
+           "class HighwayLayer(_library.HighwayLayer):\n    pass\n", HIGHWAY_TESTS),
+]

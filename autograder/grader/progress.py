@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 
-from .course import nbgrader_meta
+from .cells import is_autograded_test, nbgrader_meta
 
 __all__ = ["TaskStatus", "notebook_progress", "find_notebooks", "progress", "format_table"]
 
@@ -36,8 +36,7 @@ class TaskStatus:
 
 
 def _is_test(cell):
-    meta = nbgrader_meta(cell)
-    return cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")
+    return is_autograded_test(cell)
 
 
 def _status(cell):
