@@ -57,7 +57,8 @@ class GradedCell:
     hidden: frozenset  # line numbers (1-based) of both versions
 
 
-def _hidden_lines(source):
+def hidden_line_numbers(source):
+    """The numbers (1-based) of the lines of `source` between the hidden-test markers."""
     lines, inside = set(), False
     for number, line in enumerate(source.splitlines(), 1):
         if BEGIN_HIDDEN in line:
@@ -170,7 +171,7 @@ def prepare(source):
         original = ast.parse(source)
     except SyntaxError as exc:
         raise GradedCellError(f"the test cell does not parse: {exc}") from None
-    hidden_source = _hidden_lines(source)
+    hidden_source = hidden_line_numbers(source)
     reference = _DropPrints().visit(copy.deepcopy(original))
     witness = _StripJudgeArguments().visit(_DropPrints().visit(copy.deepcopy(original)))
     _prune_imports(witness)

@@ -17,23 +17,14 @@ from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 from nbgrader.preprocessors.base import NbGraderPreprocessor
 from traitlets import Unicode
 
+from ..testsource import BEGIN_HIDDEN, hidden_line_numbers
 from .cells import is_autograded_test, is_locked, nbgrader_meta
-
-BEGIN_HIDDEN = "BEGIN HIDDEN TESTS"
-END_HIDDEN = "END HIDDEN TESTS"
 
 
 def hidden_test_lines(source):
     """The lines of `source` between the hidden-test markers (markers excluded)."""
-    lines, inside = [], False
-    for line in source.splitlines():
-        if BEGIN_HIDDEN in line:
-            inside = True
-        elif END_HIDDEN in line:
-            inside = False
-        elif inside:
-            lines.append(line)
-    return lines
+    lines = source.splitlines()
+    return [lines[n - 1] for n in sorted(hidden_line_numbers(source))]
 
 
 class HideHiddenTestTracebacks(NbGraderPreprocessor):
