@@ -288,7 +288,11 @@ def test_selfcheck_fails_when_a_graded_test_is_weakened(tmp_path):
     path = copy_root / SOURCE / FIRST / f"{name}.ipynb"
     nb = read_notebook(path)
     cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == target)
-    cell.source = '"""Weakened: every check of this cell replaced by a no-op."""\npass'
+    # a check every answer passes (a cell with no check at all is refused sooner: see
+    # the reference run's test below)
+    cell.source = ('"""Weakened: every check of this cell replaced by one that always holds."""\n'
+                   'from autograder.checks import check_same\n'
+                   'check_same(1, 1, "one")')
     nbformat.write(nb, str(path))
 
     checks = selfcheck(copy_root, [FIRST], validate=False, feedback=False,
@@ -296,6 +300,27 @@ def test_selfcheck_fails_when_a_graded_test_is_weakened(tmp_path):
     failures = "\n".join(checks[0].failures)
     assert not checks[0].ok
     assert f"mutant: {mutant.name}: kept" in failures and target in failures, failures
+
+
+@needs_assignment
+@pytest.mark.slow
+def test_selfcheck_refuses_a_graded_cell_that_makes_no_check(tmp_path):
+    """A graded cell whose checks were deleted would pass every answer: the reference run
+    says which cell, before any student is graded."""
+    from autograder.grader.reference_run import ReferenceError
+
+    copy_root = tmp_path / "course"
+    copy_root.mkdir()
+    shutil.copy2(COURSE / CONFIG_FILE, copy_root / CONFIG_FILE)
+    shutil.copytree(COURSE / SOURCE, copy_root / SOURCE)
+    path = copy_root / SOURCE / FIRST / f"{source_notebook(FIRST)[0]}.ipynb"
+    nb = read_notebook(path)
+    cell = next(c for c in nb.cells if nbgrader_meta(c).get("points"))
+    target = nbgrader_meta(cell)["grade_id"]
+    cell.source = '"""Weakened: every check of this cell deleted."""\npass'
+    nbformat.write(nb, str(path))
+    with pytest.raises(ReferenceError, match=f"{target} makes no check"):
+        selfcheck(copy_root, [FIRST], validate=False, feedback=False, only=["(no mutant)"], jobs=JOBS)
 
 
 def _table_scores(output):

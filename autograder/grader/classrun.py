@@ -27,7 +27,7 @@ __all__ = ["MIN_FOR_WORKERS", "grade_all", "grade_folder", "prepare_out", "run_g
 # ---------------------------------------------------------------- students, at once
 
 
-def _quiet_worker():
+def _quiet_worker(coordinator):
     import logging
     import threading
     import warnings
@@ -36,12 +36,16 @@ def _quiet_worker():
     log.propagate = False
     log.addHandler(logging.NullHandler())
     warnings.filterwarnings("ignore", message=".*not in session.*")
-    parent = os.getppid()
+    # the grading run may have been killed while this process was still starting (a
+    # spawned worker takes a second to import): compare with the pid it was started by,
+    # not with whatever parent it has by now
+    if os.getppid() != coordinator:
+        os._exit(1)
 
     def orphaned():  # the grading run was killed: stop, do not finish on our own
         while True:
             time.sleep(0.5)
-            if os.getppid() != parent:
+            if os.getppid() != coordinator:
                 os._exit(1)
 
     threading.Thread(target=orphaned, daemon=True).start()
@@ -88,7 +92,8 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
 
     work = grader.work
     context = multiprocessing.get_context("spawn")  # no forked kernels, loops or sockets
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_quiet_worker) as pool:
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_quiet_worker,
+                             initargs=(os.getpid(),)) as pool:
         futures = {
             pool.submit(_grade_in_worker, work.course, work.root, grader.assignment, s,
                         feedback, grader.sandbox): s
