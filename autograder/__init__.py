@@ -2,10 +2,14 @@
 
 In a student's kernel (the only modules a graded kernel may load: `policy.KERNEL_SIDE`):
 `checks` (what test cells call, and students too), `compare`, `witness`, `probes`,
-`gptchecks`, `policy` and `gradekernel` (the graded kernel itself).
+`gptchecks`, `policy`, `gradekernel` (the graded kernel itself) and `snapshot` (the state
+its tests depend on, recorded before any student code).
+
+In the instructor's reference run only (a kernel of the instructor's solution, never a
+student's): `reference`, the model answers the hidden tests compare with.
 
 In the instructor's process, never in a kernel: `grader/` (the command line, the course
-copies, intake, the sandbox, grading and the report), and, beside it for now, `reference`
-(the model answers), `testsource` (a test cell's witness version) and `judge` (the verdict
-on what a kernel observed). `mutants/` holds the registered wrong answers.
+copies, intake, the sandbox, a test cell's witness version in `grader/testsource`, the
+verdict in `grader/judge`, grading and the report). `mutants/` holds the course's
+registered wrong answers, which the self-check grades.
 """

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from autograder import policy
-from autograder.testsource import GradedCellError, prepare
+from autograder.grader.testsource import GradedCellError, prepare
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("autograder", "microgpt", "torchtrack")

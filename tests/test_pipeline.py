@@ -320,7 +320,8 @@ def test_selfcheck_refuses_a_graded_cell_that_makes_no_check(tmp_path):
     cell.source = '"""Weakened: every check of this cell deleted."""\npass'
     nbformat.write(nb, str(path))
     with pytest.raises(ReferenceError, match=f"{target} makes no check"):
-        selfcheck(copy_root, [FIRST], validate=False, feedback=False, only=["(no mutant)"], jobs=JOBS)
+        selfcheck(copy_root, [FIRST], validate=False, feedback=False, only=["(no mutant)"],
+                  jobs=JOBS)
 
 
 def _table_scores(output):

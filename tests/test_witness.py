@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from autograder import compare, judge, policy, witness
+from autograder import compare, policy, witness
 from autograder.checks import (
     CheckFailed,
     check_gradient,
@@ -18,9 +18,10 @@ from autograder.checks import (
     check_values,
     expected,
 )
+from autograder.grader import judge
 from autograder.grader.report import plain
 from autograder.grader.submissions import student_id
-from autograder.testsource import GradedCellError, prepare
+from autograder.grader.testsource import GradedCellError, prepare
 from microgpt import Value
 
 CELL = textwrap.dedent('''\
@@ -283,7 +284,7 @@ def _graded_code_cells():
 def _check_lines(source):
     import ast
 
-    from autograder.testsource import JUDGE_ARGUMENTS
+    from autograder.grader.testsource import JUDGE_ARGUMENTS
 
     lines = set()
     for node in ast.walk(ast.parse(source)):

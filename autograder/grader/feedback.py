@@ -17,8 +17,8 @@ from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 from nbgrader.preprocessors.base import NbGraderPreprocessor
 from traitlets import Unicode
 
-from ..testsource import BEGIN_HIDDEN, hidden_line_numbers
 from .cells import is_autograded_test, is_locked, nbgrader_meta
+from .testsource import BEGIN_HIDDEN, hidden_line_numbers
 
 
 def hidden_test_lines(source):

@@ -27,9 +27,9 @@ import tempfile
 from pathlib import Path
 
 from ..policy import ASSIGNMENT_VARIABLE, REFERENCE_VARIABLE, REPORT_KEY, test_cell_code
-from ..testsource import GradedCellError, prepare
 from .cells import is_autograded_test, nbgrader_meta
 from .course import CourseError, notebook_paths, read_notebook
+from .testsource import GradedCellError, prepare
 
 __all__ = ["ReferenceError", "run_reference", "reference_records", "fingerprint"]
 

@@ -27,11 +27,11 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Instance, default
 
-from ...judge import verdict as judge_cell
 from ...policy import OUTPUT_NOTE, REPORT_KEY, test_cell_code
-from ...testsource import GradedCellError, prepare
 from .. import cells
+from ..judge import verdict as judge_cell
 from ..report import describe_end
+from ..testsource import GradedCellError, prepare
 from .channel import CHANNEL, CellRun, Channel, NotebookRun
 from .launcher import launch_command
 from .limits import size_words

@@ -15,7 +15,7 @@ without the check's inputs or expected value.
 
 from dataclasses import dataclass
 
-from .compare import compare
+from ..compare import compare
 
 __all__ = ["Verdict", "verdict", "HIDDEN_FAILURE"]
 

@@ -25,7 +25,7 @@ import ast
 import copy
 from dataclasses import dataclass
 
-from .policy import KERNEL_SIDE
+from ..policy import KERNEL_SIDE
 
 __all__ = ["JUDGE_ARGUMENTS", "GradedCellError", "GradedCell", "prepare"]
 
