@@ -186,7 +186,7 @@ def highway_draws(width, seed):
 
 def trained_highway_biases(depth, seed, config):
     """The gate biases, layer by layer, of the reference highway net after a short run."""
-    from microgpt.deepnet import Variant, run
+    from microgpt.studies import Variant, run
 
     done = run(Variant(highway_layer, depth, layer_params=highway_params), seed=seed,
                config=config)
@@ -195,7 +195,7 @@ def trained_highway_biases(depth, seed, config):
 
 def training_loss(layer, depth, seed, config, **variant):
     """The final training loss of the reference run of `layer` nets (microgpt.deepnet.run)."""
-    from microgpt.deepnet import Variant, run
+    from microgpt.studies import Variant, run
 
     return run(Variant(layer, depth, **variant), seed=seed, config=config).loss
 

@@ -27,11 +27,12 @@ sys.path.insert(0, str(HERE))  # benchmarks/textbook.py
 
 import textbook  # noqa: E402
 
-from microgpt import GPT, Adam, CharTokenizer  # noqa: E402
+from microgpt import GPT, Adam, CharTokenizer, Value  # noqa: E402
 from microgpt.data import canonical_names, census_names, load_docs  # noqa: E402
 
 SHARED_NAMES = REPO.parent / "shared" / "data" / "names.txt"
 LOSS_TOLERANCE = 1e-9
+PER_OP_TOLERANCE = 1e-12  # the same graph on both Value classes: the same numbers
 
 
 # ---- the two engines, behind the same interface: Engine(model, total_steps).step(tokens) ----
@@ -64,11 +65,13 @@ class Textbook:
 
     name = "textbook"
     pause_collector = False
+    value_class = textbook.TextbookValue
 
     def __init__(self, model, total_steps):
         c = model.config
         # the same numbers as the GPT's weights, as TextbookValues, in the same order
-        self.sd = {key: [[textbook.TextbookValue(p.data) for p in row] for row in mat]
+        make = self.value_class
+        self.sd = {key: [[make(p.data) for p in row] for row in mat]
                    for key, mat in model.state_dict.items()}
         self.params = [p for mat in self.sd.values() for row in mat for p in row]
         self.m = [0.0] * len(self.params)
@@ -84,7 +87,30 @@ class Textbook:
         return loss.data
 
 
+class PerOperation(Textbook):
+    """The textbook's own step code (`gpt_loss`, `adam_step`: one node per scalar
+    operation, the way students and microgpt's script write it) on `microgpt.Value`.
+
+    The same graph, node for node, as the textbook row, so the difference is the engine
+    alone: node creation, the sort, the gradient accumulation and whether reference
+    counting frees the graph. The collector stays at its defaults, as in the textbook
+    row (a student's script does not pause it)."""
+
+    name = "per-op"
+    value_class = Value
+
+
 ENGINES = (Ours, Textbook)
+class PerOperationPaused(PerOperation):
+    """The same, with the cyclic collector paused during the step, as `microgpt.train`
+    runs. Only an engine whose graphs hold no reference cycles can do that: the
+    textbook's graphs would then never be freed."""
+
+    name = "per-op, paused"
+    pause_collector = True
+
+
+PER_OP_ENGINES = (Textbook, PerOperation, PerOperationPaused)
 
 
 def load(data, seed):
@@ -159,6 +185,31 @@ def timed_run(engines, token_seqs):
     return seconds, losses, collections, gc_seconds
 
 
+def timed_own_garbage(engines, token_seqs):
+    """Alternate the engines step by step, each step timed together with a full collection
+    right after it, so that each engine pays for freeing its own graph and never for the
+    other's (a graph that reference counting frees leaves that collection little to do; a
+    graph held in reference cycles waits for it). The collector is otherwise at its
+    defaults for both, as in a student's script. Returns seconds and losses per engine."""
+    seconds = {e.name: [] for e in engines}
+    losses = {e.name: [] for e in engines}
+    clock, collect = time.perf_counter, gc.collect
+    collector_on = gc.isenabled()
+    collect()
+    for i, tokens in enumerate(token_seqs):
+        for e in engines if i % 2 == 0 else reversed(engines):
+            t0 = clock()
+            if e.pause_collector:
+                gc.disable()
+            loss = e.step(tokens)
+            if collector_on:
+                gc.enable()
+            collect()
+            seconds[e.name].append(clock() - t0)
+            losses[e.name].append(loss)
+    return seconds, losses
+
+
 def peak_memory(engine_cls, model_seed, config, total_steps, token_seqs):
     """Peak traced memory (bytes) of building one engine's model and training it on `token_seqs`."""
     gc.collect()
@@ -214,7 +265,7 @@ def main(argv=None):
              for cls in ENGINES}
 
     print()
-    print(f"{'':34s}{'ours':>16s}{'textbook':>16s}")
+    print(f"{'':34s}" + "".join(f"{cls.name:>16s}" for cls in ENGINES))
     for label, stat in (("seconds per step, median", statistics.median),
                         ("seconds per step, mean", statistics.fmean)):
         row = "".join(f"{stat(seconds[cls.name]):16.4f}" for cls in ENGINES)
@@ -239,6 +290,29 @@ def main(argv=None):
     if not agree:
         print("error: the two engines' losses differ; the timing compares different work",
               file=sys.stderr)
+
+    print()
+    print(f"per-operation code: the textbook's gpt_loss and adam_step on microgpt.Value, "
+          f"against the same code on TextbookValue ({args.steps} steps each, alternating; "
+          f"each step timed with a full collection after it)", flush=True)
+    pair = [cls(GPT(config, seed=args.seed), args.steps) for cls in PER_OP_ENGINES]
+    op_seconds, op_losses = timed_own_garbage(pair, token_seqs)
+    print(f"{'':34s}" + "".join(f"{cls.name:>16s}" for cls in PER_OP_ENGINES))
+    for label, stat in (("seconds per step, median", statistics.median),
+                        ("seconds per step, mean", statistics.fmean)):
+        row = "".join(f"{stat(op_seconds[cls.name]):16.4f}" for cls in PER_OP_ENGINES)
+        print(f"{label:34s}{row}")
+    same = max(abs(a - b) for name in ("per-op", "per-op, paused")
+               for a, b in zip(op_losses[name], op_losses["textbook"], strict=True))
+    same_ok = same < PER_OP_TOLERANCE
+    print(f"per-op (the textbook's code on our Value): max |per-op - textbook| = {same:.2e} "
+          f"({'the same graph' if same_ok else 'DISAGREE'}, tolerance {PER_OP_TOLERANCE:g})")
+    if not same_ok:
+        print("error: the textbook's code gives other losses on our Value", file=sys.stderr)
+    agree = agree and same_ok
+    for name in ("per-op", "per-op, paused"):
+        ratio = statistics.fmean(op_seconds["textbook"]) / statistics.fmean(op_seconds[name])
+        print(f"speedup ({name}: the textbook's code on our Value vs on its own): {ratio:.2f}x")
 
     def without_gc(name):
         return statistics.fmean(seconds[name]) - gc_seconds[name] / args.steps

@@ -255,7 +255,7 @@ def test_depth_search_run_is_deepnet_run():
     """A notebook that takes the chosen configuration through `microgpt.deepnet.run` gets
     the committed numbers: same teacher, net, batches and Adam."""
     from autograder.reference import residual_layer
-    from microgpt.deepnet import Config, Variant, run
+    from microgpt.studies import Config, Variant, run
 
     config = depth_search.DepthConfig(width=6, n=20, steps=5, lr=0.002)
     X, Y = depth_search.task(config, 2)
