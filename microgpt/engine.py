@@ -29,16 +29,18 @@ _EXP_MAX = 709.782712893384
 class Value:
     """A scalar in a computation graph: $data$, $grad = d\\,out/d\\,self$."""
 
-    __slots__ = ("data", "grad", "_children", "_local_grads", "_inner")
+    __slots__ = ("data", "grad", "_children", "_local_grads")
+    # the children that have children of their own, when the maker knows them (`_Linear`
+    # sets it); None: backward's sort looks at every child. A class attribute, not a slot:
+    # a fifth slot and a fourth argument make every node of a per-operation graph (the
+    # way students write their code) a fifth slower to build
+    _inner = None
 
-    def __init__(self, data, children=(), local_grads=(), inner=None):
+    def __init__(self, data, children=(), local_grads=()):
         self.data = data
         self.grad = 0
         self._children = children
         self._local_grads = local_grads
-        # the children that have children of their own, when the maker knows them
-        # (a linear layer's weights are leaves): backward's sort then skips the rest
-        self._inner = inner
 
     def __repr__(self):
         return f"Value(data={self.data!r}, grad={self.grad!r})"
@@ -185,6 +187,20 @@ def _inner_nodes_in_topological_order(root):
     return order
 
 
+class _Linear(Value):
+    """An output of `linear` whose weights are all leaves: `_inner` holds the inputs that
+    have children of their own, so backward's sort skips the weights."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, data, children, local_grads, inner):
+        self.data = data
+        self.grad = 0
+        self._children = children
+        self._local_grads = local_grads
+        self._inner = inner
+
+
 def dot(ws, xs):
     """$f(w, x) = \\sum_i w_i x_i$ as one node; either side may hold plain numbers."""
     if len(ws) != len(xs):
@@ -231,7 +247,10 @@ def linear(x, w, w_data=None, leaf_weights=False):
         w_data = [None] * len(w)
     elif len(w_data) != len(w):
         raise ValueError(f"linear: {len(w_data)} rows of numbers for {len(w)} rows of weights")
-    inner = tuple([v for v in x if v._children]) if leaf_weights else None
+    if leaf_weights:
+        node, extra = _Linear, (tuple([v for v in x if v._children]),)
+    else:
+        node, extra = Value, ()
     out = []
     for row, wd in zip(w, w_data):
         if len(row) != len(x):
@@ -242,7 +261,7 @@ def linear(x, w, w_data=None, leaf_weights=False):
             except AttributeError:  # a row holding plain numbers
                 out.append(dot(row, x))
                 continue
-        out.append(Value(sum(map(operator.mul, wd, xd)), (*row, *x), (*xd, *wd), inner))
+        out.append(node(sum(map(operator.mul, wd, xd)), (*row, *x), (*xd, *wd), *extra))
     return out
 
 
