@@ -152,6 +152,7 @@ class _WorkerCourse:
     def __init__(self, data, digest):
         import atexit
         import logging
+        import multiprocessing.util
         import warnings
 
         from .sandbox.limits import Limits
@@ -163,8 +164,10 @@ class _WorkerCourse:
         log.addHandler(logging.NullHandler())
         warnings.filterwarnings("ignore", message=".*not in session.*")
         self.digest = digest
-        self.folder = Path(tempfile.mkdtemp(prefix="residual-pack-worker-"))
+        _remove_stale_folders()
+        self.folder = Path(tempfile.mkdtemp(prefix=_FOLDER_PREFIX))
         os.chmod(self.folder, 0o700)
+        (self.folder / "owner").write_text(str(os.getpid()))
         course = self.folder / "course"
         _unpack(data, course)
         about = json.loads((course / "bundle.json").read_text())
@@ -191,6 +194,8 @@ class _WorkerCourse:
         work = WorkCourse(course, root, [self.assignment])
         self.grader = Grader(work, self.assignment, generate=True, sandbox=sandbox)
         atexit.register(self.close)
+        # a worker process started by a nanny ends through multiprocessing, not atexit
+        multiprocessing.util.Finalize(self, self.close, exitpriority=10)
 
     def grade(self, task):
         grader = self.grader
@@ -209,6 +214,7 @@ class _WorkerCourse:
             result = grader.grade(student, feedback=task["feedback"])
         except Exception as exc:  # noqa: BLE001 (our failure costs that student only)
             result = StudentResult(student, reason=f"grading failed: {type(exc).__name__}: {exc}")
+        result.graded_by = _where()
         rows = _gradebook_rows(work, self.assignment, student) if result.graded else None
         folders = {"submitted": grader.submission_folder(student),
                    "autograded": work.path("autograded", student, self.assignment),
@@ -233,6 +239,24 @@ class _WorkerCourse:
             self.sandbox = None
         self._env.close()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_FOLDER_PREFIX = "residual-pack-worker-"
+
+
+def _remove_stale_folders():
+    """Remove the scratch courses of worker processes that are gone (killed ones)."""
+    for folder in Path(tempfile.gettempdir()).glob(_FOLDER_PREFIX + "*"):
+        try:
+            owner = int((folder / "owner").read_text())
+        except (OSError, ValueError):
+            continue
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            pass
 
 
 def _where():
