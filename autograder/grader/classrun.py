@@ -162,7 +162,7 @@ def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, jour
 # nbgrader's outputs in a work course, cleared before a new run there
 _RUN_OUTPUTS = ("submitted", "autograded", "feedback", "gradebook.db", "grades.csv",
                 "exercises", "source", HANDED_IN, ".grading/journal.jsonl", "report.txt",
-                "report.csv", "report.json")
+                "report.csv", "report.json", "score_distribution.png")
 
 
 def prepare_out(out, keep=False):
