@@ -57,19 +57,26 @@ def ours(submissions, out, args):
     if run.returncode != 0:
         sys.exit(f"{' '.join(command[1:])} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
     report = json.loads((Path(out) / "report.json").read_text())
+    journal = (Path(out) / ".grading" / "journal.jsonl").read_text().splitlines()[1:]
+    times = sorted(json.loads(line)["at"] for line in journal)
+    # the pace once grading runs: from the first student written to the last
+    pace = (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else None
     scores = {s["student"]: s["autograded_score"] for s in report["students"]}
     autograde = [s["seconds"] for s in report["students"] if s["graded"]]
     level = next((ln for ln in run.stdout.splitlines() if ln.startswith("isolation:")), "")
-    return seconds, scores, autograde, level
+    return seconds, scores, autograde, level, pace
 
 
 def table(rows, n):
-    lines = ["| how | workers | wall (s) | s per submission | median autograde call (s) |",
-             "|---|---|---|---|---|"]
+    lines = ["| how | workers | wall (s) | s per submission (wall / n) | "
+             "s per submission once running | the rest (s) | median autograde call (s) |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         median = f"{r['median_autograde']:.2f}" if r.get("median_autograde") else "-"
+        pace = f"{r['pace']:.2f}" if r.get("pace") else "-"
+        fixed = f"{r['fixed']:.1f}" if r.get("fixed") is not None else "-"
         lines.append(f"| {r['how']} | {r['workers']} | {r['seconds']:.1f} | "
-                     f"{r['seconds'] / n:.2f} | {median} |")
+                     f"{r['seconds'] / n:.2f} | {pace} | {fixed} | {median} |")
     return "\n".join(lines)
 
 
@@ -90,12 +97,15 @@ def main(argv=None):
         reference = None
         level = ""
         for i, (how, extra) in enumerate(RUNS):
-            seconds, scores, autograde, level = ours(submissions, folder / f"ours{i}", extra)
+            seconds, scores, autograde, level, pace = ours(submissions, folder / f"ours{i}",
+                                                           extra)
             workers = int(extra[extra.index("-j") + 1])
             rows.append({"how": how, "workers": workers, "command": "residual-pack grade "
                          + " ".join(extra), "seconds": round(seconds, 2),
                          "median_autograde": round(statistics.median(autograde), 2)
-                         if autograde else None, "load_after": os.getloadavg()[0]})
+                         if autograde else None, "pace": round(pace, 2) if pace else None,
+                         "fixed": round(seconds - pace * (args.n - 1), 1) if pace else None,
+                         "load_after": os.getloadavg()[0]})
             print(f"{how}: {seconds:.1f} s, {seconds / args.n:.2f} s per submission",
                   flush=True)
             if reference is None:
@@ -115,14 +125,22 @@ def main(argv=None):
         shutil.rmtree(folder, ignore_errors=True)
 
     by = {r["how"]: r["seconds"] / args.n for r in rows}
+    pace = {r["how"]: r.get("pace") for r in rows}
+
+    def name(kind, k):
+        return f"{kind}, {k} worker{'s' if k > 1 else ''}"
+
     overhead = {
-        str(k): round(by[f"Dask LocalCluster, {k} worker{'s' if k > 1 else ''}"]
-                      - by[f"local pool, {k} worker{'s' if k > 1 else ''}"], 2)
+        str(k): round(by[name("Dask LocalCluster", k)] - by[name("local pool", k)], 2)
+        for k in (1, 2)}
+    overhead_running = {
+        str(k): round(pace[name("Dask LocalCluster", k)] - pace[name("local pool", k)], 2)
         for k in (1, 2)}
     result = {
         "assignment": ASSIGNMENT, "submissions": args.n, "isolation": level,
         "kinds": sorted(set(made.values())), "runs": rows,
         "dask_overhead_seconds_per_submission": overhead,
+        "dask_overhead_seconds_per_submission_once_running": overhead_running,
         "provenance": record(wall_seconds=time.perf_counter() - started),
     }
     out = Path(args.out)
@@ -133,8 +151,14 @@ def main(argv=None):
             f"untouched stub, registered wrong answers), no feedback pages; every run gave "
             f"every student the same autograded score.\n\n"
             f"{table(rows, args.n)}\n\n"
-            f"Dask against the local pool, per submission (whole command / {args.n}): "
-            f"{overhead['1']:+.2f} s with 1 worker, {overhead['2']:+.2f} s with 2.\n\n"
+            f"'Once running' is the time from the first student written to the gradebook "
+            f"to the last, over {args.n - 1}; 'the rest' is the wall time less {args.n - 1} "
+            f"such intervals: starting up (sandbox, reference run, release, and for Dask the "
+            f"cluster and each worker's scratch course), the first student, and the report.\n\n"
+            f"Dask against the local pool, per submission: {overhead['1']:+.2f} s with 1 "
+            f"worker and {overhead['2']:+.2f} s with 2 over the whole command / {args.n}; "
+            f"{overhead_running['1']:+.2f} s and {overhead_running['2']:+.2f} s once "
+            f"running.\n\n"
             f"Ours: {level}\n\n"
             f"Made by {describe(result['provenance'])}\n")
     (out / "grade_cluster.md").write_text(text)

@@ -3,6 +3,7 @@ fingerprint, the task keys, and a worker's refusals."""
 
 import hashlib
 import io
+import json
 import tarfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,27 +16,26 @@ from autograder.grader.sandbox.limits import Limits
 COURSE = Path(__file__).resolve().parents[1]
 
 
-def _work(tmp_path):
-    (tmp_path / ".grading").mkdir(exist_ok=True)
-    (tmp_path / ".grading" / "reference-residual_stack-abc.json").write_text("{}")
-    (tmp_path / ".grading" / "reference-highway-abc.json").write_text("{}")
-    return SimpleNamespace(path=lambda *parts: tmp_path.joinpath(*parts))
+REFERENCES = {"residual_stack": {"t1": {"records": [1, 2], "hidden": []}}}
 
 
-def test_the_bundle_is_the_same_bytes_every_time(tmp_path):
-    sandbox = SimpleNamespace(limits=Limits(), level="namespaces")
-    one, digest = cluster.make_bundle(COURSE, _work(tmp_path), "residual_stack", sandbox)
-    two, again = cluster.make_bundle(COURSE, _work(tmp_path), "residual_stack", sandbox)
+def _sandbox(**limits):
+    return SimpleNamespace(limits=Limits(**limits), level="namespaces",
+                           references={"residual_stack": REFERENCES, "highway": {"x": 1}})
+
+
+def test_the_bundle_is_the_same_bytes_every_time():
+    one, digest = cluster.make_bundle(COURSE, "residual_stack", _sandbox())
+    two, again = cluster.make_bundle(COURSE, "residual_stack", _sandbox())
     assert one == two and digest == again == hashlib.sha256(one).hexdigest()
-    names = tarfile.open(fileobj=io.BytesIO(one)).getnames()
+    tar = tarfile.open(fileobj=io.BytesIO(one))
+    names = tar.getnames()
     assert "nbgrader_config.py" in names and "bundle.json" in names
     assert "source/residual_stack/residual_stack.ipynb" in names
-    assert ".grading/reference-residual_stack-abc.json" in names
-    assert ".grading/reference-highway-abc.json" not in names  # this assignment's only
+    # the coordinator's expected observations for this assignment, and no other's
+    assert json.loads(tar.extractfile("references.json").read()) == REFERENCES
     assert not any(n.startswith(("/", "..")) or "exercises" in n for n in names)
-    other, other_digest = cluster.make_bundle(
-        COURSE, _work(tmp_path), "residual_stack",
-        SimpleNamespace(limits=Limits(cell_timeout=5), level="namespaces"))
+    _, other_digest = cluster.make_bundle(COURSE, "residual_stack", _sandbox(cell_timeout=5))
     assert other_digest != digest  # the limits are part of what is graded
 
 

@@ -9,10 +9,11 @@ certificates of Dask's own config) uses a running scheduler. Both go through
 What travels, and what does not:
 
 - The coordinator packs what a worker needs to grade the assignment into a *bundle*
-  (`make_bundle`: the course config, `source/`, the reference run's records, the limits
-  and the isolation level, as a deterministic tar) and leaves it on the scheduler under
-  its SHA-256 (`client.set_metadata`), where every worker, including one that joins or
-  is restarted mid-class, can fetch it once. A worker checks the bytes against the hash.
+  (`make_bundle`: the course config, `source/`, the reference run's records that the
+  coordinator judges with, the limits and the isolation level, as a deterministic tar)
+  and leaves it on the scheduler under its SHA-256 (`client.set_metadata`), where every
+  worker, including one that joins or is restarted mid-class, can fetch it once. A worker
+  checks the bytes against the hash.
 - A task (`grade_task`) carries the student's id, the bytes of what they handed in, the
   bundle's hash and the pack's fingerprint (`pack_fingerprint`: version and code); a
   worker running another pack refuses it. No path on the coordinator's disk is sent, nor
@@ -104,10 +105,11 @@ def _add(tar, name, data):
     tar.addfile(info, io.BytesIO(data))
 
 
-def make_bundle(course, work, assignment, sandbox):
+def make_bundle(course, assignment, sandbox):
     """(bytes, sha256) of what a worker needs to grade `assignment`: the course config,
     every assignment's source (intake names another assignment's notebook by its cells),
-    the reference records the coordinator computed, and the run's limits and isolation."""
+    the reference records the coordinator judges with (`sandbox.references`), and the
+    run's limits and isolation."""
     from dataclasses import asdict
 
     course = Path(course)
@@ -116,8 +118,10 @@ def make_bundle(course, work, assignment, sandbox):
         parts = path.relative_to(course).parts
         if path.is_file() and not any(p in ("__pycache__", ".ipynb_checkpoints") for p in parts):
             files["/".join(parts)] = path.read_bytes()
-    for path in sorted(Path(work.path(".grading")).glob(f"reference-{assignment}-*.json")):
-        files[f".grading/{path.name}"] = path.read_bytes()
+    if sandbox is not None and assignment in sandbox.references:
+        # the expected observations this run judges with: the workers judge with the same
+        references = sandbox.references[assignment]
+        files["references.json"] = json.dumps(references, sort_keys=True).encode()
     about = {"assignment": assignment, "pack": pack_fingerprint(),
              "limits": asdict(sandbox.limits) if sandbox is not None else None,
              "level": sandbox.level if sandbox is not None else None}
@@ -187,11 +191,12 @@ class _WorkerCourse:
                     f"this worker isolates at level {sandbox.level!r} ({sandbox.why}); the "
                     f"coordinator graded the reference at {about['level']!r}")
         self.sandbox = sandbox
-        root = self.folder / "work"
-        (root / ".grading").mkdir(parents=True)
-        for path in (course / ".grading").glob("*.json"):
-            shutil.copy2(path, root / ".grading" / path.name)
-        work = WorkCourse(course, root, [self.assignment])
+        if sandbox is not None:  # judge with the coordinator's reference, not a rerun
+            references = course / "references.json"
+            if not references.is_file():
+                raise PackMismatch("the bundle holds no reference records")
+            sandbox.references[self.assignment] = json.loads(references.read_text())
+        work = WorkCourse(course, self.folder / "work", [self.assignment])
         self.grader = Grader(work, self.assignment, generate=True, sandbox=sandbox)
         atexit.register(self.close)
         # a worker process started by a nanny ends through multiprocessing, not atexit
@@ -393,13 +398,20 @@ def connect(cluster, jobs=1):
                               silence_logs=logging.ERROR) as local, Client(local) as client:
                 yield client
         else:
-            with Client(cluster, timeout="30s") as client:
+            try:
+                client = Client(cluster, timeout="30s")
+            except (OSError, TimeoutError) as exc:
+                raise CourseError(f"cannot reach the Dask scheduler at {cluster}: {exc}") from None
+            with client:
                 yield client
 
 
 def check_workers(client, timeout=60):
     """Wait for a worker; fail when one runs another pack than this process."""
-    client.wait_for_workers(1, timeout=timeout)
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except TimeoutError:
+        raise CourseError(f"no worker joined the Dask scheduler within {timeout} s") from None
     mine = pack_fingerprint()
     theirs = client.run(pack_fingerprint)
     other = {addr: fp for addr, fp in theirs.items() if fp != mine}
@@ -419,7 +431,7 @@ def grade_on_cluster(grader, students, cluster, feedback=True, jobs=1, done=None
 
     say = say or (lambda *_: None)
     work = grader.work
-    bundle, digest = make_bundle(work.course, work, grader.assignment, grader.sandbox)
+    bundle, digest = make_bundle(work.course, grader.assignment, grader.sandbox)
     pack = pack_fingerprint()
     with connect(cluster, jobs) as client:
         workers = check_workers(client)
