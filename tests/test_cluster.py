@@ -14,6 +14,7 @@ import time
 import pytest
 from clusterparts import (
     ASSIGNMENT,
+    BIN,
     COURSE,
     DaskCluster,
     children,
@@ -120,3 +121,67 @@ def test_a_killed_worker_loses_no_student(tmp_path):
     assert len(csv_students) == len(CLASS)
     print(f"\n{len(CLASS)} students on 2 workers, one killed mid-class, in {seconds:.1f} s; "
           f"killed while grading {victim['student']}")
+
+
+def _ours(before):
+    """Processes of this checkout's grading (ours, Dask's) not running `before`."""
+    found = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) in before:
+            continue
+        args = b" ".join(cmdline(pid)).decode(errors="replace")
+        if args.startswith(str(BIN)) and any(
+                w in args for w in ("autograder.", "residual-pack", "multiprocessing",
+                                    "distributed")):
+            found[int(pid)] = args[:160]
+    return found
+
+
+def test_a_killed_local_cluster_run_leaves_nothing_and_resumes(tmp_path):
+    """The coordinator of `--cluster local` killed (SIGKILL, alone) after its first
+    student: its LocalCluster's workers and their kernels go too; the next run with the
+    same --out resumes from the journal, and every student is in the gradebook once."""
+    require_dask()
+    from test_hostile import _require_isolation
+
+    _require_isolation()
+    submissions, out = tmp_path / "class", tmp_path / "out"
+    students = {f"s{i}": ("solution" if i % 2 else "stub") for i in range(4)}
+    expected = make_class(submissions, students)
+    command = [*cli(), "grade", ASSIGNMENT, str(submissions), "--out", str(out),
+               "--cluster", "local", "-j", "2", "--no-feedback"]
+    before = set(_ours(set()))
+    run = subprocess.Popen(command, cwd=COURSE, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    journal = out / ".grading" / "journal.jsonl"
+
+    def written():
+        try:
+            return len(journal.read_text().splitlines()) - 1
+        except OSError:
+            return 0
+
+    try:
+        assert wait_for(lambda: written() >= 1, 400), "no student was graded"
+        os.kill(run.pid, 9)  # the coordinator only
+        run.wait(10)
+        assert wait_for(lambda: not _ours(before), 30), _ours(before)
+    finally:
+        if run.poll() is None:
+            kill_group(run)
+    done_before = written()
+    assert done_before < len(students), "the run finished before it was killed"
+    again = subprocess.run(command, cwd=COURSE, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"{done_before} student(s) already graded are not graded again" in again.stdout
+    entries = [json.loads(x) for x in journal.read_text().splitlines()[1:]]
+    assert sorted(e["student"] for e in entries) == sorted(students)
+    db = sqlite3.connect(out / "gradebook.db")
+    rows = db.execute(
+        "SELECT s.student_id, SUM(COALESCE(g.auto_score, 0)) FROM submitted_assignment s "
+        "JOIN submitted_notebook n ON n.assignment_id = s.id "
+        "JOIN grade g ON g.notebook_id = n.id GROUP BY s.id").fetchall()
+    db.close()
+    assert sorted(r[0] for r in rows) == sorted(students)  # one submission each
+    assert dict(rows) == expected
+    assert "grading:" in again.stderr and "student" in again.stderr  # the progress bar
