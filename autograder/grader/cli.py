@@ -165,7 +165,8 @@ def cmd_grade(args, course):
     where = f"on the Dask cluster {args.cluster}" if args.cluster else "in local processes"
     _say(f"grading {args.submissions} for {assignment} in {out} ({args.jobs} at a time, "
          f"{where})")
-    db_url = args.db_url or os.environ.get(DB_URL_VARIABLE) or None
+    # read once, then gone from the environment that workers and launchers inherit
+    db_url = args.db_url or os.environ.pop(DB_URL_VARIABLE, None) or None
     start = time.perf_counter()
     bar = ClassProgress()
     try:
