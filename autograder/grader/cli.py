@@ -166,7 +166,8 @@ def cmd_grade(args, course):
     _say(f"grading {args.submissions} for {assignment} in {out} ({args.jobs} at a time, "
          f"{where})")
     # read once, then gone from the environment that workers and launchers inherit
-    db_url = args.db_url or os.environ.pop(DB_URL_VARIABLE, None) or None
+    from_env = os.environ.pop(DB_URL_VARIABLE, None)
+    db_url = args.db_url or from_env or None
     start = time.perf_counter()
     bar = ClassProgress()
     try:
