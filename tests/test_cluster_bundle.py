@@ -69,3 +69,18 @@ def test_the_fingerprint_names_the_version_and_the_code():
     fp = cluster.pack_fingerprint()
     version, digest = fp.split("+")
     assert version and len(digest) == 16
+
+
+def test_a_worker_that_refuses_a_bundle_leaves_nothing_behind(monkeypatch):
+    import os
+    import tempfile
+
+    monkeypatch.setattr(cluster, "pack_fingerprint", lambda: "0.0.1+elsewhere")
+    data, digest = cluster.make_bundle(COURSE, "residual_stack", _sandbox())
+    monkeypatch.undo()
+    before = set(Path(tempfile.gettempdir()).glob("residual-pack-worker-*"))
+    home = os.environ.get("HOME")
+    with pytest.raises(cluster.PackMismatch, match="the bundle is for pack 0.0.1"):
+        cluster._WorkerCourse(data, digest)
+    assert set(Path(tempfile.gettempdir()).glob("residual-pack-worker-*")) <= before
+    assert os.environ.get("HOME") == home

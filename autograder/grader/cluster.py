@@ -139,7 +139,10 @@ def _unpack(data, folder):
         for member in tar.getmembers():
             if not member.isfile() or member.name.startswith("/") or ".." in member.name.split("/"):
                 raise PackMismatch(f"bad bundle entry {member.name!r}")
-        tar.extractall(folder, filter="data")
+        try:
+            tar.extractall(folder, filter="data")
+        except TypeError:  # a Python without extraction filters: the members were checked
+            tar.extractall(folder)
 
 
 # ---------------------------------------------------------------- the worker's side
@@ -159,10 +162,6 @@ class _WorkerCourse:
         import multiprocessing.util
         import warnings
 
-        from .sandbox.limits import Limits
-        from .sandbox.plan import Sandbox, remove_stale_roots
-        from .student import Grader
-
         log = logging.getLogger("residual_pack.nbgrader")
         log.propagate = False
         log.addHandler(logging.NullHandler())
@@ -172,6 +171,22 @@ class _WorkerCourse:
         self.folder = Path(tempfile.mkdtemp(prefix=_FOLDER_PREFIX))
         os.chmod(self.folder, 0o700)
         (self.folder / "owner").write_text(str(os.getpid()))
+        self._env = contextlib.ExitStack()
+        self.sandbox = None
+        try:
+            self._setup(data)
+        except BaseException:
+            self.close()
+            raise
+        atexit.register(self.close)
+        # a worker process started by a nanny ends through multiprocessing, not atexit
+        multiprocessing.util.Finalize(self, self.close, exitpriority=10)
+
+    def _setup(self, data):
+        from .sandbox.limits import Limits
+        from .sandbox.plan import Sandbox, remove_stale_roots
+        from .student import Grader
+
         course = self.folder / "course"
         _unpack(data, course)
         about = json.loads((course / "bundle.json").read_text())
@@ -179,7 +194,6 @@ class _WorkerCourse:
             raise PackMismatch(f"the bundle is for pack {about['pack']}, this worker runs "
                                f"{pack_fingerprint()}")
         self.assignment = about["assignment"]
-        self._env = contextlib.ExitStack()
         self._env.enter_context(private_jupyter_dirs(self.folder / "jupyter"))
         sandbox = None
         if about["level"] is not None:
@@ -198,9 +212,6 @@ class _WorkerCourse:
             sandbox.references[self.assignment] = json.loads(references.read_text())
         work = WorkCourse(course, self.folder / "work", [self.assignment])
         self.grader = Grader(work, self.assignment, generate=True, sandbox=sandbox)
-        atexit.register(self.close)
-        # a worker process started by a nanny ends through multiprocessing, not atexit
-        multiprocessing.util.Finalize(self, self.close, exitpriority=10)
 
     def grade(self, task):
         grader = self.grader
