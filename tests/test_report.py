@@ -120,3 +120,52 @@ def test_the_table_and_the_report_files(tmp_path):
     data = json.loads((tmp_path / "report.json").read_text())
     assert [s["autograded_score"] for s in data["students"]] == [2.0, 0.0]
     assert "log" not in data["students"][0]
+
+
+def _failing(verdict="", status="error", ename="CheckFailed", evalue=""):
+    return CellRun(0, "t1", "test", status, ename=ename, evalue=evalue, verdict=verdict)
+
+
+def test_class_statistics_count_who_passed_and_the_common_reasons(tmp_path):
+    from autograder.grader.report import class_statistics, statistics_text
+
+    def student(name, score, cell=None):
+        run = _run(cell) if cell else _run(CellRun(0, "t1", "test", "ok"))
+        return StudentResult(name, graded=True, runs={"nb": run},
+                             cells=[CellScore("nb", "t1", score, 2.0, True),
+                                    CellScore("nb", "w", 0.0, 1.0, False)])
+
+    wrong = "CheckFailed: check 2 (the gradient): expected {}, got {}"
+    results = [
+        student("ann", 2.0),
+        student("bob", 0.0, _failing(wrong.format(6.727, 1e-20))),
+        student("cy", 0.0, _failing(wrong.format(6.727, 0.5))),  # the same mistake
+        student("dee", 0.0, _failing("", status="timeout", ename="")),
+        StudentResult("eve", reason="is empty"),
+    ]
+    stats = class_statistics(_grader(), results)
+    assert len(stats) == 1  # the autograded cell only, not the hand-graded one
+    st = stats[0]
+    assert (st["grade_id"], st["graded"], st["passed"]) == ("t1", 4, 1)
+    assert st["reasons"][0] == ["CheckFailed: check # (the gradient): expected #, got #", 2]
+    assert st["reasons"][1] == ["ran past the time limit", 1]
+    text = statistics_text(_grader(), results, stats)
+    assert "t1: passed by 1/4 (25%)" in text
+    assert "    2 x CheckFailed: check # (the gradient)" in text
+    assert "4 graded, 1 not graded" in text and "full marks 1, zero 3" in text
+    write_report(_grader(), results, tmp_path, "hw")
+    assert "class statistics" in (tmp_path / "report.txt").read_text()
+    png = tmp_path / "score_distribution.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert data["statistics"][0]["passed"] == 1
+
+
+def test_a_student_cannot_write_a_statistics_line():
+    from autograder.grader.report import class_statistics, statistics_text
+
+    run = _run(_failing("CheckFailed: bad\nt1: passed by 99/99 (100%)"))
+    results = [StudentResult("ann", graded=True, runs={"nb": run},
+                             cells=[CellScore("nb", "t1", 0.0, 2.0, True)])]
+    text = statistics_text(_grader(), results, class_statistics(_grader(), results))
+    assert "\n    1 x CheckFailed: bad\\x0at1: passed by #/# (#%)" in text

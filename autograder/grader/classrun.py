@@ -51,8 +51,8 @@ def _quiet_worker(coordinator):
     threading.Thread(target=orphaned, daemon=True).start()
 
 
-def _grade_in_worker(course, root, assignment, student, feedback, sandbox=None):
-    work = WorkCourse(course, root, [assignment], copy=False)
+def _grade_in_worker(course, root, assignment, student, feedback, sandbox=None, db_url=None):
+    work = WorkCourse(course, root, [assignment], copy=False, db_url=db_url)
     grader = Grader(work, assignment, generate=False, sandbox=sandbox)
     return grader.grade(student, feedback=feedback)
 
@@ -62,10 +62,13 @@ def _grade_in_worker(course, root, assignment, student, feedback, sandbox=None):
 MIN_FOR_WORKERS = 6
 
 
-def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=None):
+def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=None,
+              cluster=None, say=None):
     """Grade the handed-in `students`, each on their own, `jobs` at a time (in separate
-    processes sharing the gradebook). Results come back in the order of `students`;
-    `on_result(result)` is called in this process as each one is done."""
+    processes sharing the gradebook), or as tasks on the Dask `cluster` ("local" or a
+    scheduler's address; see `cluster.py`: there only this process writes the gradebook).
+    Results come back in the order of `students`; `on_result(result)` is called in this
+    process as each one is done."""
     students = list(students)
     results = {}
 
@@ -75,6 +78,14 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
             on_result(result)
         if progress:
             progress(result)
+
+    if cluster:
+        from .cluster import grade_on_cluster
+
+        if students:
+            grade_on_cluster(grader, students, cluster, feedback=feedback, jobs=jobs,
+                             done=done, say=say)
+        return [results[s] for s in students]
 
     if jobs <= 1 or len(students) < MIN_FOR_WORKERS:
         for student in students:
@@ -96,7 +107,7 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
                              initargs=(os.getpid(),)) as pool:
         futures = {
             pool.submit(_grade_in_worker, work.course, work.root, grader.assignment, s,
-                        feedback, grader.sandbox): s
+                        feedback, grader.sandbox, work.db_url): s
             for s in students
         }
         for future in as_completed(futures):
@@ -114,7 +125,8 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
 # ---------------------------------------------------------------- a whole folder
 
 
-def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, journal=None):
+def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, journal=None,
+                 cluster=None, say=None):
     """Grade every student in the folder `submissions` with `grader`, each on their own,
     and export nbgrader's grades.csv into the work course. Returns (results, csv path).
     With a `journal`, students it has as done (same submission) are not graded again."""
@@ -135,8 +147,11 @@ def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, jour
         if journal is not None:
             journal.append(result, digests[result.student])
 
+    start = getattr(progress, "start", None)
+    if start:  # a progress bar: how many there are to grade
+        start(len(todo), len(earlier))
     fresh = grade_all(grader, todo, feedback=feedback, jobs=jobs, progress=progress,
-                      on_result=record)
+                      on_result=record, cluster=cluster, say=say)
     by_student = {r.student: r for r in fresh}
     by_student.update(earlier)
     results = [by_student[s] for s in found]
@@ -147,7 +162,7 @@ def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, jour
 # nbgrader's outputs in a work course, cleared before a new run there
 _RUN_OUTPUTS = ("submitted", "autograded", "feedback", "gradebook.db", "grades.csv",
                 "exercises", "source", HANDED_IN, ".grading/journal.jsonl", "report.txt",
-                "report.csv", "report.json")
+                "report.csv", "report.json", "score_distribution.png")
 
 
 def prepare_out(out, keep=False):
@@ -189,18 +204,22 @@ _LOCKS = []
 
 
 def run_grading(course, assignment, submissions, out, jobs=1, progress=None, limits=None,
-                fresh=False, feedback=True, isolate=True, say=None):
+                fresh=False, feedback=True, isolate=True, say=None, cluster=None,
+                db_url=None):
     """`residual-pack grade`: grade the folder `submissions` in the work course `out`.
 
     Every notebook runs in a sandbox (`limits`, by default the course's: see `session`)
     unless `isolate` is False.
     A run interrupted earlier in `out` (same assignment, sources and limits) is resumed:
     students graded then are not graded again, unless `fresh`. Writes grades.csv and the
-    class report. Returns (grader, results, grades.csv)."""
+    class report. With `cluster` the students are graded on Dask (see `cluster.py`);
+    `db_url` is the gradebook's (default: SQLite in `out`). Returns (grader, results,
+    grades.csv)."""
     say = say or (lambda *_: None)
     out = prepare_out(out, keep=True)
     _lock(out)
-    with grading_session(course, out, [assignment], limits=limits, isolate=isolate) as session:
+    with grading_session(course, out, [assignment], limits=limits, isolate=isolate,
+                         db_url=db_url) as session:
         header = {"assignment": assignment,
                   "fingerprint": run_fingerprint(course, assignment, session.sandbox)}
         journal = Journal(out, header)
@@ -216,7 +235,8 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
         if session.sandbox is not None:
             say(f"isolation: {session.describe()}")
         results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress,
-                                    feedback=feedback, journal=journal)
+                                    feedback=feedback, journal=journal, cluster=cluster,
+                                    say=say)
         header_text = f"{assignment}: {len(results)} submission(s)"
         if session.sandbox is not None:
             header_text += f"\nisolation: {session.describe()}"

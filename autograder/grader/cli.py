@@ -23,6 +23,8 @@ from pathlib import Path
 from .course import CourseError, check_assignments, find_course
 from .sandbox.limits import Limits, SandboxError
 
+DB_URL_VARIABLE = "RESIDUAL_PACK_DB_URL"
+
 
 def _say(text):
     print(text, flush=True)
@@ -104,6 +106,42 @@ def _progress(result):
         _say(f"  {result.student}: not graded: {result.reason}")
 
 
+class ClassProgress:
+    """`residual-pack grade`'s progress: a tqdm bar over the students to grade (rate and
+    time left), with a line per student above it. `start(total, done_before)` is called
+    once the class is known."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.bar = None
+
+    def start(self, total, done_before=0):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit="student", desc="grading", file=self.stream,
+                        dynamic_ncols=True, mininterval=0.5, smoothing=0.1)
+        if done_before:
+            self.bar.write(f"  {done_before} student(s) already graded (resumed)",
+                           file=sys.stdout)
+
+    def __call__(self, result):
+        if self.bar is None:
+            _progress(result)
+            return
+        if result.graded:
+            got, top = result.score()
+            line = f"  {result.student}: {got:g}/{top:g} ({result.seconds:.1f} s)"
+        else:
+            line = f"  {result.student}: not graded: {result.reason}"
+        self.bar.write(line, file=sys.stdout)
+        sys.stdout.flush()
+        self.bar.update(1)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
 def _feedback_list(results, root):
     for r in results:
         for page in r.feedback:
@@ -124,19 +162,29 @@ def cmd_grade(args, course):
 
     assignment = check_assignments(course, [args.assignment])[0]
     out = Path(args.out or Path("runs") / f"grade-{assignment}").resolve()
-    _say(f"grading {args.submissions} for {assignment} in {out} ({args.jobs} at a time)")
+    where = f"on the Dask cluster {args.cluster}" if args.cluster else "in local processes"
+    _say(f"grading {args.submissions} for {assignment} in {out} ({args.jobs} at a time, "
+         f"{where})")
+    # read once, then gone from the environment that workers and launchers inherit
+    from_env = os.environ.pop(DB_URL_VARIABLE, None)
+    db_url = args.db_url or from_env or None
     start = time.perf_counter()
-    grader, results, csv = run_grading(
-        course, assignment, args.submissions, out, jobs=args.jobs, progress=_progress,
-        limits=_limits(args, course), fresh=args.fresh, feedback=not args.no_feedback,
-        say=_say,
-    )
+    bar = ClassProgress()
+    try:
+        grader, results, csv = run_grading(
+            course, assignment, args.submissions, out, jobs=args.jobs, progress=bar,
+            limits=_limits(args, course), fresh=args.fresh, feedback=not args.no_feedback,
+            say=_say, cluster=args.cluster, db_url=db_url,
+        )
+    finally:
+        bar.close()
     _say("")
     _say(score_table(grader, results))
     seconds = time.perf_counter() - start
     _say(f"\n{len(results)} submission(s) in {seconds:.1f} s "
          f"({seconds / max(1, len(results)):.2f} s per submission)")
-    _say(f"report: {out / 'report.txt'} (and report.csv, report.json)")
+    _say(f"report: {out / 'report.txt'} (and report.csv, report.json, "
+         f"score_distribution.png)")
     _say(f"grades: {csv}\nfeedback (under {out}):")
     _feedback_list(results, out)
     ungraded = [r.student for r in results if not r.graded]
@@ -262,6 +310,16 @@ def parser():
     gr.add_argument("--processes", type=int, default=Limits.processes, metavar="N",
                     help="processes and threads per kernel (default: %(default)s)")
     gr.add_argument("--no-feedback", action="store_true", help="skip the feedback pages")
+    gr.add_argument("--cluster", metavar="local|ADDRESS",
+                    help="grade on Dask distributed (the 'dask' extra): 'local' starts a "
+                         "LocalCluster of -j worker processes; tcp://HOST:8786 or "
+                         "tls://HOST:8786 uses a running scheduler (default: local processes, "
+                         "no Dask)")
+    gr.add_argument("--db-url", metavar="URL",
+                    help="the gradebook, as nbgrader's db_url, e.g. "
+                         "postgresql+psycopg2://USER@HOST/DB (default: SQLite in --out; also "
+                         f"read from ${DB_URL_VARIABLE}, which keeps a password off the "
+                         "command line). Only this process writes it on a cluster")
     _jobs_option(gr)
     gr.set_defaults(run=cmd_grade)
 

@@ -158,9 +158,11 @@ class WorkCourse:
     course's `nbgrader_config.py` plus the few overrides in `config()`.
     """
 
-    def __init__(self, course, root, names=None, copy=True):
+    def __init__(self, course, root, names=None, copy=True, db_url=None):
         self.course = Path(course).resolve()
         self.root = Path(root).resolve()
+        # the gradebook: nbgrader's db_url (SQLite in the work course unless given)
+        self.db_url = db_url or f"sqlite:///{self.root / 'gradebook.db'}?timeout=120"
         self.names = check_assignments(self.course, names or [])
         self._api = None
         self.sandboxed = False  # autograde runs kernels in a sandbox (see use_sandbox)
@@ -199,7 +201,7 @@ class WorkCourse:
         cfg.Execute.record_timing = False  # no run timings in the committed solutions
         cfg.GenerateFeedback.preprocessors = list(FEEDBACK_PREPROCESSORS)
         # parallel graders share one SQLite gradebook: wait for a lock rather than fail
-        cfg.CourseDirectory.db_url = f"sqlite:///{self.root / 'gradebook.db'}?timeout=120"
+        cfg.CourseDirectory.db_url = self.db_url
         if self.sandboxed:
             from nbgrader.converters import Autograde
             from nbgrader.preprocessors import Execute

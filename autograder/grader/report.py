@@ -10,14 +10,17 @@ not UTF-8) cannot stop the report from being written for everyone.
 """
 
 import json
+import re
 import signal
 import unicodedata
+from collections import Counter
 from pathlib import Path
 
 from .sandbox.limits import Limits, size_words
 
 __all__ = ["plain", "describe_end", "tampering_seen", "lost_points", "score_table",
-           "write_report", "WRONG_ANSWER"]
+           "class_statistics", "statistics_text", "plot_scores", "write_report",
+           "WRONG_ANSWER"]
 
 
 def plain(text, limit=2000):
@@ -193,6 +196,113 @@ def _num(x):
     return f"{x:g}"
 
 
+# a number standing on its own (not the digits of a name such as task1_2)
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w])")
+
+
+def _reason_kind(cell):
+    """Why a test cell failed, with its numbers taken out, so that the same mistake with
+    other values counts as one: the grader's verdict (which check, what it diagnosed),
+    else how the cell ended."""
+    text = cell.get("verdict") or ""
+    if not text:
+        status = cell.get("status", "")
+        if status in ("timeout", "died", "stuck", "not run"):
+            text = {"timeout": "ran past the time limit", "died": "the kernel died",
+                    "stuck": "the kernel stopped answering",
+                    "not run": "did not run (the kernel had stopped)"}[status]
+        else:
+            text = ": ".join(x for x in (cell.get("ename", ""), cell.get("evalue", "")) if x)
+    text = plain(_NUMBER.sub("#", text[:400]), 400)
+    return text[:160] + ("..." if len(text) > 160 else "") if text else "failed"
+
+
+def class_statistics(grader, results, top=3):
+    """Per autograded cell, over the students graded: how many passed (full points), and
+    the `top` most common reasons of the failures, as
+    [{"notebook", "grade_id", "graded", "passed", "share", "reasons": [[reason, count]]}]."""
+    graded = [r for r in results if r.graded]
+    stats = []
+    for nb, gid in grader.order:
+        if not grader.autograded[(nb, gid)]:
+            continue
+        passed, reasons = 0, Counter()
+        for r in graded:
+            c = next((c for c in r.cells if (c.notebook, c.cell) == (nb, gid)), None)
+            if c is not None and c.max_score and c.score >= c.max_score:
+                passed += 1
+                continue
+            run = r.runs.get(nb, {})
+            cell = next((x for x in run.get("cells", []) if x.get("grade_id") == gid), None)
+            if cell is None:
+                reasons["not run (notebook not graded to this cell)"] += 1
+            elif r.withheld and cell.get("status") == "ok" and not cell.get("verdict"):
+                reasons["withheld for review"] += 1
+            else:
+                reasons[_reason_kind(cell)] += 1
+        stats.append({"notebook": nb, "grade_id": gid, "graded": len(graded),
+                      "passed": passed, "share": passed / len(graded) if graded else 0.0,
+                      "reasons": [[k, n] for k, n in reasons.most_common(top)]})
+    return stats
+
+
+def statistics_text(grader, results, stats=None):
+    """The class statistics as text for report.txt."""
+    stats = class_statistics(grader, results) if stats is None else stats
+    scores = [r.score()[0] for r in results if r.graded]
+    top = max((r.score()[1] for r in results if r.graded), default=0)
+    lines = ["class statistics", "----------------"]
+    ungraded = sum(1 for r in results if not r.graded)
+    if scores:
+        ordered = sorted(scores)
+        mid = len(ordered) // 2
+        median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+        lines.append(f"{len(scores)} graded, {ungraded} not graded; autograded score out of "
+                     f"{_num(top)}: mean {sum(scores) / len(scores):.2f}, median "
+                     f"{_num(median)}, full marks {sum(1 for x in scores if x >= top)}, "
+                     f"zero {sum(1 for x in scores if x == 0)}")
+    else:
+        lines.append(f"nobody graded ({ungraded} not graded)")
+    many = len(grader.notebooks) > 1
+    for st in stats:
+        name = f"{st['notebook']}:{st['grade_id']}" if many else st["grade_id"]
+        lines.append(f"{plain(name, 200)}: passed by {st['passed']}/{st['graded']} "
+                     f"({100 * st['share']:.0f}%)")
+        for reason, count in st["reasons"]:
+            lines.append(f"    {count} x {reason}")
+    return "\n".join(lines)
+
+
+def plot_scores(results, path, title=""):
+    """A histogram of the class's autograded scores (graded students), saved as PNG at
+    `path`; None when nobody was graded or matplotlib is missing."""
+    scores = [r.score()[0] for r in results if r.graded]
+    if not scores:
+        return None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg", force=True)
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    top = max(r.score()[1] for r in results if r.graded)
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+    step = 1.0 if top <= 40 else top / 40
+    edges = [i * step - step / 2 for i in range(int(top / step) + 2)]
+    ax.hist(scores, bins=edges, color="#4477aa", edgecolor="white")
+    ax.set_xlabel(f"autograded score (out of {_num(top)})")
+    ax.set_ylabel("students")
+    ungraded = sum(1 for r in results if not r.graded)
+    ax.set_title(f"{title}: {len(scores)} graded" + (f", {ungraded} not graded" if ungraded
+                                                     else ""))
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+    return Path(path)
+
+
 def write_report(grader, results, out, header=""):
     """The class report in `out`: report.txt (the table, then per student what cost
     points besides wrong answers, what was repaired, what to review), report.csv (one row
@@ -200,7 +310,10 @@ def write_report(grader, results, out, header=""):
     import csv
 
     out = Path(out)
-    text = (header + "\n\n" if header else "") + score_table(grader, results) + "\n"
+    stats = class_statistics(grader, results)
+    text = (header + "\n\n" if header else "") + score_table(grader, results) + "\n\n" + \
+        statistics_text(grader, results, stats) + "\n"
+    plot_scores(results, out / "score_distribution.png", grader.assignment)
     (out / "report.txt").write_text(text, encoding="utf-8", errors="backslashreplace")
     keys = list(grader.order)
     many = len(grader.notebooks) > 1
@@ -227,6 +340,7 @@ def write_report(grader, results, out, header=""):
         "header": header,
         "cells": [{"notebook": nb, "grade_id": gid, "autograded": grader.autograded[(nb, gid)]}
                   for nb, gid in keys],
+        "statistics": stats,
         "students": [r.to_dict() | {"autograded_score": r.score()[0],
                                     "autograded_max": r.score()[1]} for r in results],
     }

@@ -35,7 +35,8 @@ class GradingSession:
     not isolating) and the work course itself, made on first use so that a caller may
     clear the folder first (a run that does not resume)."""
 
-    def __init__(self, course, root, names, sandbox):
+    def __init__(self, course, root, names, sandbox, db_url=None):
+        self.db_url = db_url
         self.course = Path(course).resolve()
         self.root = Path(root)
         self.names = names
@@ -45,7 +46,7 @@ class GradingSession:
     @property
     def work(self):
         if self._work is None:
-            self._work = WorkCourse(self.course, self.root, self.names)
+            self._work = WorkCourse(self.course, self.root, self.names, db_url=self.db_url)
         return self._work
 
     def grader(self, assignment, generate=True):
@@ -59,12 +60,13 @@ class GradingSession:
 
 
 @contextlib.contextmanager
-def grading_session(course, root, names=None, *, limits=None, isolate=True, jupyter=None):
+def grading_session(course, root, names=None, *, limits=None, isolate=True, jupyter=None,
+                    db_url=None):
     """A `GradingSession` of `course` whose work course is `root` (assignments `names`,
     all when None). With `isolate` (the default) student code runs in a sandbox with
     `limits` (default: `course_limits(course)`); the stale roots of killed runs are
     cleared first. The Jupyter and IPython folders are `jupyter` (kept) or a temporary
-    folder (removed)."""
+    folder (removed). The gradebook is nbgrader's `db_url` (default: SQLite in `root`)."""
     sandbox = None
     if isolate:
         remove_stale_roots()
@@ -72,7 +74,7 @@ def grading_session(course, root, names=None, *, limits=None, isolate=True, jupy
     try:
         with work_folder(jupyter, prefix="residual-pack-jupyter-") as folder, \
                 private_jupyter_dirs(folder):
-            yield GradingSession(course, root, names, sandbox)
+            yield GradingSession(course, root, names, sandbox, db_url=db_url)
     finally:
         if sandbox is not None:
             sandbox.close()

@@ -58,6 +58,7 @@ class StudentResult:
     withheld: list = field(default_factory=list)  # why the autograded score awaits review
     withheld_score: float = 0.0  # what it would have been
     runs: dict = field(default_factory=dict)  # notebook -> sandbox.channel.NotebookRun as a dict
+    graded_by: str = ""  # the Dask worker (host:pid) that graded it, on a cluster
 
     def score(self, autograded_only=True):
         cells = [c for c in self.cells if c.autograded or not autograded_only]
