@@ -31,14 +31,16 @@ __all__ = ["fingerprint", "canonical", "diagnose", "diagnose_raised", "known_hin
 VERSION = 1  # of the fingerprint: a change here makes every committed one stale
 DIGITS = 4  # significant digits an observed number keeps in a fingerprint
 LEAD = "This looks like a known mistake: "
-MAX_SHOWN = 2  # hints shown when several known mistakes observe the same
+MAX_SHOWN = 3  # hints shown when several known mistakes observe the same
 # set (to a file path) only by `residual-pack fingerprints`, in the kernels it starts:
 # each failing check then appends its fingerprint and message to that file
 RECORD_VARIABLE = "RESIDUAL_PACK_FINGERPRINT_LOG"
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
-_LEFT_OUT = ("hint", "repr")  # words for the student, not what was observed
+# the repr of a returned Value (its grad and data in another form) is left out; a check's
+# own hint (such as "no path leads back to the input") is kept: it tells two mistakes apart
+_LEFT_OUT = ("repr",)
 
 
 def _round(x):
@@ -62,8 +64,8 @@ def _text(s):
 
 
 def canonical(item):
-    """An observation with its numbers rounded, its texts made stable and the words meant
-    for the student left out: what a fingerprint hashes."""
+    """An observation with its numbers rounded, its texts made stable and a Value's repr
+    left out: what a fingerprint hashes."""
     if isinstance(item, dict):
         return {str(k): canonical(v) for k, v in sorted(item.items(), key=lambda kv: str(kv[0]))
                 if k not in _LEFT_OUT}

@@ -10,8 +10,68 @@ its mutants), which `residual-pack check-drift` compares.
 
 TABLES = {
     "residual_stack": {
-        "digest": "8bdb7cf4630de7bb",
-        "hints": [],
-        "known": {}
+        "digest": "97805ba487ecd84b",
+        "hints": [
+            "an input Value seems to be reused between calls, so each backward() adds to the .grad left by the previous one: make a fresh Value for every call.",
+            "each layer's output replaces x instead of being added to it: that is the plain stack, whose gradient vanishes. Where does the skip path go?",
+            "the function returns the input Value itself; the task asks for the number held in its .grad.",
+            "the input seems to be added twice per layer (once before the layer's output, once after). Count how many times x appears in one step.",
+            "the input's .grad is read before backward() has run, so it is still 0: call backward() on the output first.",
+            "the numbers are right but they were computed on plain floats (.data), so the output is a new Value with no path back to the input: backward() cannot reach x.",
+            "the output is a constant number, not a Value computed from the input: nothing in it depends on x, so there is nothing for backward() to follow.",
+            "the output is a constant worked out for one input and one depth, not built from x by the layers: other inputs and depths get the same number.",
+            "the shortcut seems to be added once around all the layers instead of around each layer: the inner layers are still a plain stack.",
+            "the shortcut seems to be added twice in each layer, so every layer doubles x. Count how many times x appears in one step.",
+            "the stack seems to have one layer more than depth asks for: check where the loop starts and stops.",
+            "this is the output's own .grad, which backward() sets to 1; the gradient asked for is on the input Value."
+        ],
+        "known": {
+            "04611955b6820379": [
+                4
+            ],
+            "128292e4b9ec77e8": [
+                3,
+                9
+            ],
+            "1ad9f6364249c88b": [
+                10
+            ],
+            "20948614204c86a2": [
+                0
+            ],
+            "38471996a50069b1": [
+                1,
+                6,
+                7
+            ],
+            "5216035a50a737a9": [
+                3,
+                9
+            ],
+            "670f66234c5d2ae3": [
+                5
+            ],
+            "71ec0a360f906c3b": [
+                1
+            ],
+            "91b33a72d64d1e71": [
+                10
+            ],
+            "95ffedcee7cfdec7": [
+                8
+            ],
+            "a9daa2d0374fa1a1": [
+                6
+            ],
+            "d35fd9c9b5004c23": [
+                11
+            ],
+            "de23d4eeedaba1a9": [
+                8
+            ],
+            "efa3229c78210ccb": [
+                2
+            ]
+        }
     }
 }

@@ -63,7 +63,8 @@ def cmd_check_drift(args, course):
     stale = [p for p in problems if not p.startswith(GUARD)]
     guard = [p.removeprefix(GUARD) for p in problems if p.startswith(GUARD)]
     if stale:
-        _say("generated folders are out of date (run `residual-pack generate`):")
+        _say("generated folders or fingerprints are out of date (run `residual-pack "
+             "generate` or `residual-pack fingerprints`):")
         for p in stale:
             _say(f"  {p}")
     if guard:
@@ -251,7 +252,8 @@ def parser():
 
     d = sub.add_parser(
         "check-drift",
-        help="regenerate in a temporary copy; fail if exercises/ or solutions/ differ, or "
+        help="regenerate in a temporary copy; fail if exercises/ or solutions/ differ, if "
+             "autograder/fingerprints.py was made from other mutants or notebooks, or "
              "a committed solution fails the notebook guard (errors, timeouts, machine "
              "paths, data fallbacks, quoted figures no output shows)",
     )

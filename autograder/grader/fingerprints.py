@@ -151,6 +151,18 @@ def _run_notebook(nb_json, folder, timeout):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _end_with_parent():
+    """In a worker: die with the process that started it (Linux), so that a killed run
+    leaves no worker behind (a kernel ends by itself when its parent is gone)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 @dataclass
 class Outcome:
     """A mutant's run on the visible tests, and what the table makes of it."""
@@ -216,7 +228,8 @@ def observe(course, assignment, jobs=1, say=None, only=None):
     say(f"{assignment}: running the visible tests of the solution and "
         f"{len(registered)} mutant(s), {jobs} at a time")
     context = get_context("spawn")
-    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context,
+                             initializer=_end_with_parent) as pool:
         futures = [
             pool.submit(_run_notebook, nbformat.writes(nb), str(releases[name].parent),
                         CELL_TIMEOUT)
@@ -287,8 +300,25 @@ def read_tables():
 
 
 def render(tables):
-    body = json.dumps({a: tables[a] for a in sorted(tables)}, indent=4, ensure_ascii=False)
-    return f"{HEADER}TABLES = {body}\n"
+    """The module's text: one line per hint and per fingerprint."""
+
+    def q(x):
+        return json.dumps(x, ensure_ascii=False)
+
+    lines = [f"{HEADER}TABLES = {{"]
+    for a in sorted(tables):
+        t = tables[a]
+        lines.append(f"    {q(a)}: {{")
+        lines.append(f"        \"digest\": {q(t['digest'])},")
+        lines.append("        \"hints\": [")
+        lines += [f"            {q(h)}," for h in t["hints"]]
+        lines.append("        ],")
+        lines.append("        \"known\": {")
+        lines += [f"            {q(k)}: {q(v)}," for k, v in sorted(t["known"].items())]
+        lines.append("        },")
+        lines.append("    },")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
 
 def write_table(course, tables, path=TABLE_FILE):
