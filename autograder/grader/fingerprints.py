@@ -6,7 +6,8 @@
 
 1. the release notebook (`exercises/<assignment>/`: the visible tests only, as students
    have it) with every answer filled in from the source is run once (every visible test
-   must pass), then once per registered mutant with that mutant's answer in its cell;
+   must pass), then once per registered mutant with that mutant's answer in its cell,
+   each time up to its last graded test cell;
 2. each run is a fresh kernel at the graded sizes (`NBGRADER_EXECUTION=validate`), with
    `diagnosis.RECORD_VARIABLE` set, so every failing check writes the fingerprint of what
    it observed, and the message it raised, to a log;
@@ -163,6 +164,14 @@ def _end_with_parent():
         pass
 
 
+def _up_to_the_last_test(nb):
+    """`nb` without the cells after its last graded test (the closing experiments): they
+    cannot change what a test observed."""
+    last = max((i for i, c in enumerate(nb.cells) if is_autograded_test(c)), default=-1)
+    nb.cells = nb.cells[: last + 1]
+    return nb
+
+
 @dataclass
 class Outcome:
     """A mutant's run on the visible tests, and what the table makes of it."""
@@ -214,8 +223,8 @@ def observe(course, assignment, jobs=1, say=None, only=None):
     names = sorted(releases)
     source_dir = course / SOURCE / assignment
     solution = {
-        name: filled_in(read_notebook(releases[name]),
-                        read_notebook(source_dir / f"{name}.ipynb"))
+        name: _up_to_the_last_test(filled_in(read_notebook(releases[name]),
+                                             read_notebook(source_dir / f"{name}.ipynb")))
         for name in names
     }
     registered = mutant_registry.load(assignment)
