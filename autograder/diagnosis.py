@@ -115,13 +115,19 @@ def diagnose(kind, observed, params, message):
         return message
     text = _words(known_hints(key))
     if text:
-        message = f"{message}. {text}"
+        message = _joined(message, text)
     _record(key, kind, what, f"{FAILED}: {message}")
     return message
 
 
 FAILED = "CheckFailed"  # the name of the exception a failing check raises (`witness`)
 RAISED = "raised"  # the kind of fingerprint an error raised in a task's test has
+
+
+def _joined(message, text):
+    """`message`, then `text` as a sentence of its own."""
+    message = message.rstrip()
+    return f"{message} {text}" if message.endswith((".", "?", "!")) else f"{message}. {text}"
 
 
 def _words(hints):
@@ -141,7 +147,7 @@ def diagnose_raised(task_id, exc, in_message=False):
         return ""
     text = _words(known_hints(key))
     if text and in_message and len(exc.args) == 1:
-        exc.args = (f"{exc.args[0]}. {text}",)
+        exc.args = (_joined(str(exc.args[0]), text),)
         error = f"{type(exc).__name__}: {exc}"
     elif text and hasattr(exc, "add_note"):
         exc.add_note(text)
