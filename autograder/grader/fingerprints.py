@@ -32,6 +32,7 @@ says when the mutants, the release or the solution changed since (`stale`).
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
@@ -103,6 +104,12 @@ class Run:
     cells: dict = field(default_factory=dict)  # grade_id -> (status, message)
     records: list = field(default_factory=list)
     stopped: str = ""
+    # grade_id -> what the student sees of the error: the traceback as text, with the notes
+    # an error raised in the student's code carries (`diagnosis.diagnose_raised`)
+    shown: dict = field(default_factory=dict)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 def _run_notebook(nb_json, folder, timeout):
@@ -143,6 +150,8 @@ def _run_notebook(nb_json, folder, timeout):
                     if out.get("output_type") == "error":
                         status = "failed"
                         message = f"{out.get('ename', '')}: {out.get('evalue', '')}"
+                        run.shown[grade_id(cell)] = _ANSI.sub(
+                            "", "\n".join(out.get("traceback", [])))
                         break
             run.cells[grade_id(cell)] = (status, message)
         if log.exists():
