@@ -2,8 +2,9 @@
 
 In a student's kernel (the only modules a graded kernel may load: `policy.KERNEL_SIDE`):
 `checks` (what test cells call, and students too), `compare`, `witness`, `probes`,
-`gptchecks`, `policy`, `gradekernel` (the graded kernel itself) and `snapshot` (the state
-its tests depend on, recorded before any student code).
+`gptchecks`, `diagnosis` with its generated table `fingerprints` (a failing check named
+after the known mistake it looks like), `policy`, `gradekernel` (the graded kernel itself)
+and `snapshot` (the state its tests depend on, recorded before any student code).
 
 In the instructor's reference run only (a kernel of the instructor's solution, never a
 student's): `reference`, the model answers the hidden tests compare with.

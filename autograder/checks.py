@@ -20,6 +20,7 @@ import numbers
 from microgpt.engine import Value
 
 from .compare import MAX_ITEMS, encode, short_repr
+from .diagnosis import diagnose_raised
 from .witness import CheckFailed, Expected, NotAnswered, expected, resolve, settle
 
 __all__ = [
@@ -68,6 +69,9 @@ class task:
                 f"{task_id} is not done yet: the code still raises NotImplementedError ({exc}). "
                 f"Replace the stub in the {task_id} cell with your code and run that cell."
             ) from None
+        if isinstance(exc, Exception) and not getattr(exc, "from_check", False):
+            # the known mistake it looks like, if any
+            diagnose_raised(task_id, exc, in_message=isinstance(exc, CheckFailed))
         return False
 
 

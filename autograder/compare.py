@@ -14,10 +14,14 @@ Observations are JSON-ready dicts: ``{"number": x}``, ``{"numbers": [...]}`` (ne
 lists), ``{"tensor": {"shape": [...], "data": [...]}}``, ``{"tensors": [[name, tensor], ...]}``,
 or ``{"problem": "..."}``.
 Numbers that JSON cannot hold (nan, inf) travel as the strings "nan", "inf", "-inf".
-`compare(kind, observed, expected, params)` returns None when they agree, else the message.
+`compare(kind, observed, expected, params)` returns None when they agree, else the message,
+with the known mistake it looks like when the observation has a known fingerprint
+(`diagnosis`).
 """
 
 import math
+
+from .diagnosis import diagnose
 
 __all__ = ["encode", "decode", "compare", "number_text", "pair_text", "short_repr",
            "KINDS", "MAX_ITEMS"]
@@ -308,7 +312,7 @@ def compare(kind, observed, expected, params):
     """None when `observed` agrees with `expected` for a check of `kind`, else the message."""
     problem = _problem(observed)
     if problem is not None:
-        return problem
+        return diagnose(kind, observed, params, problem)
     how = KINDS.get(kind)
     if how is None:
         return f"{params.get('what', 'a check')}: unknown kind of check {kind!r}"
@@ -316,7 +320,9 @@ def compare(kind, observed, expected, params):
         message = how(observed, expected or {}, params or {})
     except Exception as exc:  # noqa: BLE001 (malformed data is a failed check, never a crash)
         return f"{params.get('what', 'a check')}: the observation could not be compared ({exc})"
-    hint = observed.get("hint") if isinstance(observed, dict) else None
-    if message is not None and isinstance(hint, str) and hint:
+    if message is None:
+        return None
+    hint = observed.get("hint")
+    if isinstance(hint, str) and hint:
         message = f"{message}. {hint[:MAX_HINT]}"
-    return message
+    return diagnose(kind, observed, params, message)

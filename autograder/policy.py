@@ -53,9 +53,9 @@ def test_cell_code(source, grade_id, mode, nonce):
 
 
 KERNEL_SIDE = frozenset({
-    "autograder", "autograder.checks", "autograder.compare", "autograder.gptchecks",
-    "autograder.gradekernel", "autograder.policy", "autograder.probes", "autograder.snapshot",
-    "autograder.witness",
+    "autograder", "autograder.checks", "autograder.compare", "autograder.diagnosis",
+    "autograder.fingerprints", "autograder.gptchecks", "autograder.gradekernel",
+    "autograder.policy", "autograder.probes", "autograder.snapshot", "autograder.witness",
 })
 
 # assignment -> [(module, class or None, name, task, what to do instead)]

@@ -38,6 +38,14 @@ class CheckFailed(AssertionError):
         return [f"{type(self).__name__}: {self}"]
 
 
+def _failed(message):
+    """The CheckFailed a check raises, marked as a check's verdict (its message already
+    names a known mistake when there is one, see `diagnosis`)."""
+    failure = CheckFailed(message)
+    failure.from_check = True
+    return failure
+
+
 class NotAnswered(CheckFailed):
     """The answer a check needs is missing: its cell was not run or still holds the stub."""
 
@@ -117,7 +125,11 @@ def settle(kind, observed, make_expected, params, result=None):
     elif current == REFERENCE and problem is not None:
         _append({"line": _line(), "kind": kind, "failed": str(problem)})
     if problem is not None:  # it fails whatever was expected: stop, as the check would
-        raise CheckFailed(str(problem))
+        if current == CHECK:
+            from .diagnosis import diagnose
+
+            raise _failed(diagnose(kind, observed, params, str(problem)))
+        raise _failed(str(problem))
     if current == WITNESS:
         return result
     wanted = make_expected()
@@ -129,5 +141,5 @@ def settle(kind, observed, make_expected, params, result=None):
         _append({"line": _line(), "kind": kind, "expected": wanted, "params": params})
         return result
     if message is not None:
-        raise CheckFailed(message)
+        raise _failed(message)
     return result

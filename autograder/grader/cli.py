@@ -7,6 +7,8 @@
     residual-pack grade ASSIGNMENT SUBMISSIONS  grade a class: scores, grades.csv, feedback
     residual-pack demo [ASSIGNMENT]             grade a made-up class of three and show it
     residual-pack progress [FOLDER]             a student's visible tests, task by task
+    residual-pack fingerprints [ASSIGNMENT ...] the mutants' fingerprints on the visible
+                                                tests: a failing check names the mistake
 
 Every command finds the course from the working directory (or --course) and runs nbgrader
 in a work copy of it, never in the repository.
@@ -63,7 +65,8 @@ def cmd_check_drift(args, course):
     stale = [p for p in problems if not p.startswith(GUARD)]
     guard = [p.removeprefix(GUARD) for p in problems if p.startswith(GUARD)]
     if stale:
-        _say("generated folders are out of date (run `residual-pack generate`):")
+        _say("generated folders or fingerprints are out of date (run `residual-pack "
+             "generate` or `residual-pack fingerprints`):")
         for p in stale:
             _say(f"  {p}")
     if guard:
@@ -250,6 +253,37 @@ def cmd_progress(args, course):
     return 0
 
 
+def cmd_fingerprints(args, course):
+    from .fingerprints import UNNAMED, observe, summary, table_of, write_table
+
+    names = check_assignments(course, args.assignments)
+    start = time.perf_counter()
+    tables, failed = {}, []
+    for name in names:
+        solution, outcomes = observe(course, name, jobs=args.jobs, say=_say)
+        for line in summary(name, solution, outcomes):
+            _say(line)
+        if any(s != "passed" for s, _ in solution.cells.values()) or any(
+                o.verdict == UNNAMED for o in outcomes):
+            failed.append(name)
+        tables[name] = table_of(course, name, outcomes)
+    if not args.check:
+        write_table(course, tables)
+        _say(f"wrote autograder/fingerprints.py for {', '.join(names)}")
+    else:
+        from .fingerprints import read_tables
+
+        committed = read_tables()
+        for name in names:
+            if committed.get(name) != tables[name]:
+                _say(f"{name}: autograder/fingerprints.py differs from a fresh run "
+                     f"(run `residual-pack fingerprints {name}`)")
+                failed.append(name)
+    _say(f"fingerprints {'FAILED for ' + ', '.join(sorted(set(failed))) if failed else 'ok'} "
+         f"in {time.perf_counter() - start:.1f} s")
+    return 1 if failed else 0
+
+
 def parser():
     p = argparse.ArgumentParser(
         prog="residual-pack",
@@ -266,7 +300,8 @@ def parser():
 
     d = sub.add_parser(
         "check-drift",
-        help="regenerate in a temporary copy; fail if exercises/ or solutions/ differ, or "
+        help="regenerate in a temporary copy; fail if exercises/ or solutions/ differ, if "
+             "autograder/fingerprints.py was made from other mutants or notebooks, or "
              "a committed solution fails the notebook guard (errors, timeouts, machine "
              "paths, data fallbacks, quoted figures no output shows)",
     )
@@ -341,6 +376,20 @@ def parser():
     pr.add_argument("--timeout", type=int, default=300, metavar="S",
                     help="seconds a cell may run (default: %(default)s)")
     pr.set_defaults(run=cmd_progress)
+
+    fp = sub.add_parser(
+        "fingerprints", help="run each mutant on the visible tests; write the table that "
+                             "names a known mistake in a failing check's message",
+        description="Run the solution and every registered mutant of each ASSIGNMENT (all "
+                    "by default) on the visible tests (the release notebook) and write "
+                    "autograder/fingerprints.py: for each check a mutant fails, the "
+                    "fingerprint of what it observed, with the mutant's hint. Fails when a "
+                    "mutant fails a visible test that names no mistake.")
+    fp.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    fp.add_argument("--check", action="store_true",
+                    help="write nothing; fail when the committed table differs from this run")
+    _jobs_option(fp)
+    fp.set_defaults(run=cmd_fingerprints)
     return p
 
 

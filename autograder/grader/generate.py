@@ -140,9 +140,11 @@ GUARD = "guard: "  # the start of a problem the notebook guard found
 
 
 def drift(course, names=None, progress=None):
-    """What `residual-pack generate` would change in the committed folders, and what the
-    notebook guard finds in the committed solutions (those start with GUARD): [] if
-    nothing."""
+    """What `residual-pack generate` would change in the committed folders, a table of
+    fingerprints made from other mutants or notebooks than the committed ones
+    (`fingerprints.stale`), and what the notebook guard finds in the committed solutions
+    (those start with GUARD): [] if nothing."""
+    from .fingerprints import stale as stale_fingerprints
     from .notebook_guard import check_readme, check_solutions
 
     course = Path(course)
@@ -170,6 +172,8 @@ def drift(course, names=None, progress=None):
             f"{p.relative_to(course)} has no source" for p in stale_folders(course)
         ]
     checked = names or assignments(course)
+    problems += [f"{p} (run `residual-pack fingerprints`)" for p in stale_fingerprints(course,
+                                                                                      checked)]
     guarded = check_solutions(course, checked) + check_readme(course, checked)
     problems += [GUARD + p for p in guarded]
     return problems

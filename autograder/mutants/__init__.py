@@ -3,7 +3,8 @@
 One module per assignment, named like the assignment's folder in `source/`, defines
 `MUTANTS`, a list of `Mutant`s. The pack's self-check puts each mutant's source in place
 of the solution cell it names, grades the notebook, and fails unless every cell in
-`loses` scores zero.
+`loses` scores zero. Each mutant's `hint` names its mistake for a student whose answer
+fails a visible test the same way (`residual-pack fingerprints`, `autograder.diagnosis`).
 """
 
 from dataclasses import dataclass
@@ -16,6 +17,9 @@ class Mutant:
     source: str  # the wrong answer: the whole new source of that cell
     loses: tuple  # grade_ids of the graded test cells that must score zero
     notebook: str = ""  # notebook file name in the assignment; "" when it has only one
+    # the mistake in words for the student, shown when a visible check fails the way this
+    # answer fails it (`autograder.diagnosis`): name the mistake, do not give the answer
+    hint: str = ""
 
 
 def load(assignment):

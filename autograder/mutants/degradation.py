@@ -35,18 +35,30 @@ MUTANTS = [
         cell=LAYER,
         source=_layer("    return [v.relu() for v in linear(h, W)]\n"),
         loses=ALL_LAYER_TESTS,
+        hint=(
+            "the layer seems to skip the LayerNorm: the matrix is applied to h itself, not to "
+            "LayerNorm(h)."
+        ),
     ),
     Mutant(
         name="norm after the relu: LayerNorm(relu(W h))",
         cell=LAYER,
         source=_layer("    return layernorm([v.relu() for v in linear(h, W)])\n"),
         loses=ALL_LAYER_TESTS,
+        hint=(
+            "the LayerNorm seems to come last, after the relu: in this layer it normalises the "
+            "input, before the matrix."
+        ),
     ),
     Mutant(
         name="norm after the matrix: relu(LayerNorm(W h))",
         cell=LAYER,
         source=_layer("    return [v.relu() for v in layernorm(linear(h, W))]\n"),
         loses=ALL_LAYER_TESTS,
+        hint=(
+            "the LayerNorm seems to sit between the matrix and the relu: in this layer it "
+            "normalises the input, before the matrix."
+        ),
     ),
     Mutant(
         name="RMSNorm instead of LayerNorm (keeps the mean)",
@@ -54,6 +66,7 @@ MUTANTS = [
         source="from microgpt import rmsnorm\n\n\n"
         + _layer("    return [v.relu() for v in linear(rmsnorm(h), W)]\n"),
         loses=ALL_LAYER_TESTS,
+        hint="the norm seems to be RMSNorm, which keeps the mean: LayerNorm also subtracts it.",
     ),
     Mutant(
         name="a shortcut slipped in: h + relu(W LayerNorm(h))",
@@ -62,6 +75,10 @@ MUTANTS = [
             "    return [a + v.relu() for a, v in zip(h, linear(layernorm(h), W))]\n"
         ),
         loses=ALL_LAYER_TESTS,
+        hint=(
+            "the layer seems to add its input to its output: that is a residual layer, and this "
+            "task is the plain one."
+        ),
     ),
     Mutant(
         name="right numbers on floats, graph cut from h and W",
@@ -73,6 +90,10 @@ MUTANTS = [
             "for row in rows]\n"
         ),
         loses=(GRADIENTS_TEST, TRAINING_TEST),
+        hint=(
+            "the values are right but were computed on floats (.data): the outputs are new Values "
+            "with no path back to h or W, so no gradient reaches them."
+        ),
     ),
     # ---- Task 2.2: the forward pass ----
     Mutant(
@@ -85,6 +106,7 @@ MUTANTS = [
             "    return linear(h, net.w_out)\n"
         ),
         loses=ALL_FORWARD_TESTS,
+        hint="the logits seem to skip the norm between the last layer and the output matrix.",
     ),
     Mutant(
         name="passes only W to the layer (fails on layers with more parameters)",
@@ -96,6 +118,10 @@ MUTANTS = [
             "    return linear(layernorm(h), net.w_out)\n"
         ),
         loses=(LOGITS_TEST,),
+        hint=(
+            "the layer gets only W: other layers take more parameters (a gate's, say), so pass "
+            "each layer all of its own parameters."
+        ),
     ),
     Mutant(
         name="skips the first layer",
@@ -107,6 +133,10 @@ MUTANTS = [
             "    return linear(layernorm(h), net.w_out)\n"
         ),
         loses=ALL_FORWARD_TESTS,
+        hint=(
+            "the forward pass seems to run one layer fewer than the net has: is the first layer "
+            "skipped?"
+        ),
     ),
     Mutant(
         name="adds a shortcut around every layer",
@@ -118,6 +148,10 @@ MUTANTS = [
             "    return linear(layernorm(h), net.w_out)\n"
         ),
         loses=ALL_FORWARD_TESTS,
+        hint=(
+            "the forward pass seems to add a shortcut around each layer: the layer handed in "
+            "decides what one layer does, the forward pass only chains them."
+        ),
     ),
     # ---- Task 2.3: the gradient norm per layer ----
     Mutant(
@@ -129,6 +163,10 @@ MUTANTS = [
             "             for params in net.layers]\n" + _ZERO + "    return norms\n"
         ),
         loses=(NORMS_TEST,),
+        hint=(
+            "these look like the norms of the weights themselves, not of their gradients after "
+            "backward()."
+        ),
     ),
     Mutant(
         name="squared norm (no square root)",
@@ -139,6 +177,7 @@ MUTANTS = [
             "             for params in net.layers]\n" + _ZERO + "    return norms\n"
         ),
         loses=(NORMS_TEST,),
+        hint="these look like squared norms: the norm takes the square root of the sum of squares.",
     ),
     Mutant(
         name="leaves the gradients behind (never set back to 0)",
@@ -149,6 +188,10 @@ MUTANTS = [
             "            for params in net.layers]\n"
         ),
         loses=(NORMS_TEST,),
+        hint=(
+            "the gradients seem to be left on the parameters after the call, so the next "
+            "backward() adds to them: set them back to 0 before returning."
+        ),
     ),
     Mutant(
         name="last layer first",
@@ -159,6 +202,7 @@ MUTANTS = [
             "             for params in reversed(net.layers)]\n" + _ZERO + "    return norms\n"
         ),
         loses=(NORMS_TEST,),
+        hint="the norms seem to come in reverse order: the first entry should be the first layer.",
     ),
     Mutant(
         name="counts w_in and w_out as layers too",
@@ -170,6 +214,10 @@ MUTANTS = [
             + _ZERO + "    return norms\n"
         ),
         loses=(NORMS_TEST,),
+        hint=(
+            "the list seems to include the input and output matrices: only the hidden layers count "
+            "here."
+        ),
     ),
     Mutant(
         name="reads the gradients without calling backward",
@@ -179,6 +227,7 @@ MUTANTS = [
             "             for params in net.layers]\n" + _ZERO + "    return norms\n"
         ),
         loses=(NORMS_TEST,),
+        hint="the gradients are read before backward() has run on the loss, so they are all 0.",
     ),
     Mutant(
         name="hands the task to the library: microgpt.deepnet.logits",
@@ -186,6 +235,10 @@ MUTANTS = [
         source=("from microgpt.deepnet import logits as _library_logits\n\n\n"
                 + _forward("    return _library_logits(net, x, layer)\n")),
         loses=ALL_FORWARD_TESTS,
+        hint=(
+            "the forward pass is handed to the library's own version, which the graded run "
+            "switches off: write it yourself from the net's matrices and the layer."
+        ),
     ),
     # ---- what a test hands in, or what is out of reach, used as the answer ----
     Mutant(
@@ -209,36 +262,60 @@ MUTANTS = [
             )
         ),
         loses=(TRAINING_TEST,),
+        hint=(
+            "the cell changes plain_layer as a side effect of mlp_logits: a function should not "
+            "redefine another task's answer."
+        ),
     ),
     Mutant(
         name="hands Task 2.1 to the tests' probe layer (autograder.probes.probe_layer)",
         cell=LAYER,
         source="from autograder.probes import probe_layer as plain_layer\n",
         loses=ALL_LAYER_TESTS,
+        hint=(
+            "the layer is the tests' own probe layer, not yours: the probes compute something else "
+            "on purpose. Write the plain layer yourself."
+        ),
     ),
     Mutant(
         name="hands Task 2.2 to the tests' probe forward (autograder.probes.probe_forward)",
         cell=FORWARD,
         source="from autograder.probes import probe_forward as mlp_logits\n",
         loses=ALL_FORWARD_TESTS,
+        hint=(
+            "the forward pass is the tests' own probe, not yours: the probes compute something "
+            "else on purpose. Write it yourself."
+        ),
     ),
     Mutant(
         name="imports the model answer of Task 2.1 from autograder.reference (grader-side only)",
         cell=LAYER,
         source="from autograder.reference import plain_layer\n",
         loses=ALL_LAYER_TESTS,
+        hint=(
+            "the answer is imported from autograder.reference, which only the grader has: a graded "
+            "run cannot load it. Write your own."
+        ),
     ),
     Mutant(
         name="imports the model answer of Task 2.2 from autograder.reference (grader-side only)",
         cell=FORWARD,
         source="from autograder.reference import mlp_logits\n",
         loses=ALL_FORWARD_TESTS,
+        hint=(
+            "the answer is imported from autograder.reference, which only the grader has: a graded "
+            "run cannot load it. Write your own."
+        ),
     ),
     Mutant(
         name="imports the model answer of Task 2.3 from autograder.reference (grader-side only)",
         cell=NORMS,
         source="from autograder.reference import layer_gradient_norms\n",
         loses=(NORMS_TEST,),
+        hint=(
+            "the answer is imported from autograder.reference, which only the grader has: a graded "
+            "run cannot load it. Write your own."
+        ),
     ),
     Mutant(
         name="microgpt.deepnet.gradient_norms on the notebook's points, the loss handed in unused",
@@ -247,6 +324,10 @@ MUTANTS = [
                 + _norms("    return _library_norms(net, X, Y, plain_layer,\n"
                          "                          forward=mlp_logits)\n")),
         loses=(NORMS_TEST,),
+        hint=(
+            "the norms seem to come from a loss of your own (the library's on the notebook's data) "
+            "instead of the loss handed in: run backward() on that loss."
+        ),
     ),
 ]
 
@@ -257,4 +338,8 @@ MUTANTS.append(Mutant(
     cell=FORWARD,
     source="from microgpt.deepnet import logits as mlp_logits\n",
     loses=ALL_FORWARD_TESTS,
+    hint=(
+        "mlp_logits is the library's own function under another name, which the graded run "
+        "switches off: write the forward pass yourself."
+    ),
 ))

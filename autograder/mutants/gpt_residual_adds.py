@@ -43,6 +43,10 @@ MUTANTS = [
             "    return [xi + xi + mi for xi, mi in zip(x, m)]\n"
         ),
         loses=ALL_PRE,
+        hint=(
+            "the stream seems to be added twice at each residual add: count how many times x "
+            "appears in the sum."
+        ),
     ),
     Mutant(
         name="norm on the main path: x = norm(x) + f(norm(x))",
@@ -55,6 +59,10 @@ MUTANTS = [
             "    return [xi + mi for xi, mi in zip(x, m)]\n"
         ),
         loses=ALL_PRE,
+        hint=(
+            "the stream itself seems to be normalised: in pre-norm, only what a sublayer reads is "
+            "normalised, and the stream is carried on unchanged."
+        ),
     ),
     Mutant(
         name="pre-norm keeps only the attention shortcut",
@@ -65,6 +73,7 @@ MUTANTS = [
             "    return model.mlp(rmsnorm(x), layer)\n"
         ),
         loses=ALL_PRE,
+        hint="the MLP's output seems to replace the stream instead of being added to it.",
     ),
     Mutant(
         name="pre-norm keeps only the MLP shortcut",
@@ -75,6 +84,7 @@ MUTANTS = [
             "    return [xi + mi for xi, mi in zip(x, m)]\n"
         ),
         loses=ALL_PRE,
+        hint="the attention's output seems to replace the stream instead of being added to it.",
     ),
     Mutant(
         name="parallel sublayers: the MLP reads the stream before the attention add",
@@ -86,6 +96,10 @@ MUTANTS = [
             "    return [xi + ai + mi for xi, ai, mi in zip(x, a, m)]\n"
         ),
         loses=ALL_PRE,
+        hint=(
+            "the MLP seems to read the block's input, before the attention's output was added: the "
+            "sublayers run one after the other."
+        ),
     ),
     Mutant(
         name="sublayer outputs normalised before the add: x + norm(f(norm(x)))",
@@ -97,6 +111,10 @@ MUTANTS = [
             "    return [xi + mi for xi, mi in zip(x, m)]\n"
         ),
         loses=ALL_PRE,
+        hint=(
+            "the sublayers' outputs seem to be normalised before they are added: in pre-norm, only "
+            "their inputs are."
+        ),
     ),
     Mutant(
         name="weights of block 0 used in every block",
@@ -108,6 +126,10 @@ MUTANTS = [
             "    return [xi + mi for xi, mi in zip(x, m)]\n"
         ),
         loses=ALL_PRE,
+        hint=(
+            "every block seems to use the first block's weights: pass the block's own layer index "
+            "to the sublayers."
+        ),
     ),
     Mutant(
         name="MLP reads the raw stream: no norm before the MLP",
@@ -119,6 +141,7 @@ MUTANTS = [
             "    return [xi + mi for xi, mi in zip(x, m)]\n"
         ),
         loses=ALL_PRE,
+        hint="the MLP seems to read the stream without a norm in front of it.",
     ),
     Mutant(
         name="right numbers, shortcut cut from the graph (adds .data)",
@@ -130,12 +153,20 @@ MUTANTS = [
             "    return [Value(xi.data) + mi for xi, mi in zip(x, m)]\n"
         ),
         loses=(PRE_GRADIENTS, PRE_TRAINING),
+        hint=(
+            "the values are right but the shortcut adds copies made from .data, so no gradient "
+            "flows back along the stream."
+        ),
     ),
     Mutant(
         name="calls the model's own block instead of writing one",
         cell=PRE,
         source=_pre("    return model.block(x, layer, cache)\n"),
         loses=ALL_PRE,
+        hint=(
+            "the block calls model.block, the library's own block, instead of building one from "
+            "the sublayers and the norm."
+        ),
     ),
     # ---- Task 5.2: the post-norm block ----
     Mutant(
@@ -148,6 +179,7 @@ MUTANTS = [
             "    return [xi + mi for xi, mi in zip(x, m)]\n"
         ),
         loses=(POST_TEST,),
+        hint="this is the pre-norm block: in post-norm, where does the norm go?",
     ),
     Mutant(
         name="post-norm with the norm inside the branch: x + norm(f(x))",
@@ -159,6 +191,10 @@ MUTANTS = [
             "    return [xi + mi for xi, mi in zip(x, m)]\n"
         ),
         loses=(POST_TEST,),
+        hint=(
+            "the norm seems to sit on the sublayer's output before the add: in post-norm it comes "
+            "after the add."
+        ),
     ),
     Mutant(
         name="post-norm with only the last norm",
@@ -170,6 +206,10 @@ MUTANTS = [
             "    return rmsnorm([xi + mi for xi, mi in zip(x, m)])\n"
         ),
         loses=(POST_TEST,),
+        hint=(
+            "only the block's end seems to be normalised: post-norm normalises after each of the "
+            "two adds."
+        ),
     ),
     Mutant(
         name="post-norm whose sublayers also read a normed copy: norm(x + f(norm(x)))",
@@ -181,6 +221,10 @@ MUTANTS = [
             "    return rmsnorm([xi + mi for xi, mi in zip(x, m)])\n"
         ),
         loses=(POST_TEST,),
+        hint=(
+            "the sublayers seem to read a normalised copy too: in post-norm, they read the stream "
+            "itself."
+        ),
     ),
     # ---- Task 5.3: no residual ----
     Mutant(
@@ -192,6 +236,7 @@ MUTANTS = [
             "    return [xi + mi for xi, mi in zip(x, m)]\n"
         ),
         loses=(NONE_TEST,),
+        hint="the block still adds a shortcut around the MLP: this block has none.",
     ),
     Mutant(
         name="no-residual block that silently keeps the attention shortcut",
@@ -202,18 +247,24 @@ MUTANTS = [
             "    return model.mlp(rmsnorm(x), layer)\n"
         ),
         loses=(NONE_TEST,),
+        hint="the block still adds a shortcut around the attention: this block has none.",
     ),
     Mutant(
         name="no-residual block with the norms dropped too",
         cell=NONE,
         source=_none("    return model.mlp(model.attention(x, layer, cache), layer)\n"),
         loses=(NONE_TEST,),
+        hint="the norms in front of the sublayers seem to be dropped too: only the shortcuts go.",
     ),
     Mutant(
         name="no-residual block that returns its input (both sublayers skipped)",
         cell=NONE,
         source=_none("    model.attention(rmsnorm(x), layer, cache)\n    return x\n"),
         loses=(NONE_TEST,),
+        hint=(
+            "the block returns its input unchanged: the sublayers' outputs must become the new "
+            "stream."
+        ),
     ),
     # ---- handing the task to the library ----
     Mutant(
@@ -222,6 +273,10 @@ MUTANTS = [
         source="from microgpt import GPT\n\n\n" + _pre(
             "    return GPT.block(model, x, layer, cache)\n"),
         loses=ALL_PRE,
+        hint=(
+            "the block is microgpt's own GPT.block, which the graded run switches off: build it "
+            "from the sublayers and the norm yourself."
+        ),
     ),
     Mutant(
         name="microgpt's own block through a fresh GPT of the model's sizes",
@@ -233,6 +288,10 @@ MUTANTS = [
             "    ref.state_dict = model.state_dict\n"
             "    return ref.block(x, layer, cache)\n"),
         loses=ALL_PRE,
+        hint=(
+            "the block borrows microgpt's own GPT.block through a model of your own, which the "
+            "graded run switches off: build it yourself."
+        ),
     ),
     Mutant(
         name="microgpt's own block laundered through BlockGPT(GPT.block, ...)",
@@ -245,12 +304,20 @@ MUTANTS = [
             "    ref.state_dict = model.state_dict\n"
             "    return ref.block(x, layer, cache)\n"),
         loses=ALL_PRE,
+        hint=(
+            "the block borrows microgpt's own GPT.block through BlockGPT, which the graded run "
+            "switches off: build it yourself."
+        ),
     ),
     Mutant(
         name="post-norm block that calls the model's own block",
         cell=POST,
         source=_post("    return model.block(x, layer, cache)\n"),
         loses=(POST_TEST,),
+        hint=(
+            "the block calls model.block, the library's own block, instead of building the "
+            "post-norm block from the sublayers and the norm."
+        ),
     ),
     Mutant(
         name="microgpt's own block through a post-norm GPT of the model's sizes and weights",
@@ -262,6 +329,10 @@ MUTANTS = [
             "    ref.state_dict = model.state_dict\n"
             "    return GPT.block(ref, x, layer, cache)\n"),
         loses=(POST_TEST,),
+        hint=(
+            "the block borrows microgpt's own GPT.block through a post-norm model of your own, "
+            "which the graded run switches off: build it yourself."
+        ),
     ),
     Mutant(
         name="microgpt's own block through a no-residual GPT of the model's sizes and weights",
@@ -273,6 +344,10 @@ MUTANTS = [
             "    ref.state_dict = model.state_dict\n"
             "    return GPT.block(ref, x, layer, cache)\n"),
         loses=(NONE_TEST,),
+        hint=(
+            "the block borrows microgpt's own GPT.block through a model of your own, which the "
+            "graded run switches off: build it yourself."
+        ),
     ),
 ]
 
@@ -290,4 +365,8 @@ MUTANTS.append(Mutant(
             "    with ThreadPoolExecutor(1) as pool:\n"
             "        return pool.submit(GPT.block, ref, x, layer, cache).result()\n"),
     loses=ALL_PRE,
+    hint=(
+        "the block borrows microgpt's own GPT.block (on a worker thread), which the graded run "
+        "switches off: build it yourself."
+    ),
 ))

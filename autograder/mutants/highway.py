@@ -55,6 +55,7 @@ MUTANTS = [
         cell=GATE,
         source=_gate("    return [z.sigmoid() for z in linear(h, W_gate)]\n"),
         loses=(GATE_TEST, TRAINING_TEST),
+        hint="the gate seems to leave out its bias b_gate.",
     ),
     Mutant(
         name="gate reads LayerNorm(h)",
@@ -63,12 +64,14 @@ MUTANTS = [
             "    return [(z + b).sigmoid() for z, b in zip(linear(layernorm(h), W_gate), b_gate)]\n"
         ),
         loses=(GATE_TEST, TRAINING_TEST),
+        hint="the gate seems to read a normalised copy of h: it reads h itself.",
     ),
     Mutant(
         name="tanh instead of sigmoid",
         cell=GATE,
         source=_gate("    return [(z + b).tanh() for z, b in zip(linear(h, W_gate), b_gate)]\n"),
         loses=(GATE_TEST, TRAINING_TEST),
+        hint="the gate's values go below 0, which a sigmoid never gives: is it a tanh?",
     ),
     # ---- Task 3.2: the layer ----
     Mutant(
@@ -79,6 +82,7 @@ MUTANTS = [
             "    return [ti * hi + (1 - ti) * fi for ti, fi, hi in zip(t, plain_layer(h, W), h)]\n"
         ),
         loses=ALL_LAYER_TESTS,
+        hint="the gate and the carry seem swapped: which of the two paths does T open?",
     ),
     Mutant(
         name="carry not gated: T*H + h",
@@ -88,6 +92,10 @@ MUTANTS = [
             "    return [ti * fi + hi for ti, fi, hi in zip(t, plain_layer(h, W), h)]\n"
         ),
         loses=ALL_LAYER_TESTS,
+        hint=(
+            "the input seems to pass through at full weight whatever the gate says: the carry path "
+            "is gated too."
+        ),
     ),
     Mutant(
         name="H without its norm: T*relu(W h) + (1-T)*h",
@@ -98,6 +106,7 @@ MUTANTS = [
             "    return [ti * fi + (1 - ti) * hi for ti, fi, hi in zip(t, f, h)]\n"
         ),
         loses=ALL_LAYER_TESTS,
+        hint="the transform path seems to skip the LayerNorm: it is the plain layer of Task 2.1.",
     ),
     Mutant(
         name="gate cut from the graph (T.data)",
@@ -107,6 +116,10 @@ MUTANTS = [
             "    return [ti * fi + (1 - ti) * hi for ti, fi, hi in zip(t, plain_layer(h, W), h)]\n"
         ),
         loses=(GRADIENTS_TEST, TRAINING_TEST),
+        hint=(
+            "the gate's numbers are right but were taken as floats (.data), so no gradient flows "
+            "into W_gate and b_gate."
+        ),
     ),
     # ---- Task 3.3: the parameters ----
     Mutant(
@@ -114,18 +127,27 @@ MUTANTS = [
         cell=PARAMS,
         source=_params(bias="Value(2.0) for _ in range(width)]"),
         loses=(PARAMS_TEST, TRAINING_TEST),
+        hint="the gate bias seems to have the wrong sign, so the gates start mostly open.",
     ),
     Mutant(
         name="one bias Value shared by every unit",
         cell=PARAMS,
         source=_params(bias="Value(-2.0)] * width"),
         loses=(PARAMS_TEST, TRAINING_TEST),
+        hint=(
+            "every unit seems to share one bias Value ([v] * width repeats the same object): each "
+            "unit needs a Value of its own."
+        ),
     ),
     Mutant(
         name="W_gate drawn before W",
         cell=PARAMS,
         source=_params(first="W_gate", second="W"),
         loses=(PARAMS_TEST, TRAINING_TEST),
+        hint=(
+            "the matrices seem to be drawn in the other order from the random generator: the order "
+            "in the task fixes which numbers each gets."
+        ),
     ),
     Mutant(
         name="keys named after the equation: W, W_T, b_T",
@@ -138,6 +160,7 @@ MUTANTS = [
             "            'b_T': [Value(-2.0) for _ in range(width)]}\n"
         ),
         loses=(PARAMS_TEST, TRAINING_TEST),
+        hint="the parameter names do not match the ones the layer takes (W, W_gate, b_gate).",
     ),
     # ---- Task 3.4: reading the gates ----
     Mutant(
@@ -145,24 +168,31 @@ MUTANTS = [
         cell=READING,
         source=_reading(_STEP + _GATE_HERE + _ADD),
         loses=(READING_TEST,),
+        hint="the gate seems to be read after the layer has run: read it on the layer's input.",
     ),
     Mutant(
         name="every layer's gate read on the first layer's input",
         cell=READING,
         source=_reading(_GATE_HERE + _ADD),
         loses=(READING_TEST,),
+        hint=(
+            "every layer's gate seems to be read on the same input: h must move on through each "
+            "layer."
+        ),
     ),
     Mutant(
         name="reads the carry 1 - T",
         cell=READING,
         source=_reading(_GATE_HERE + _ADD + _STEP, "[1 - total / len(X) for total in totals]"),
         loses=(READING_TEST,),
+        hint="the values look like 1 - T, the carry, instead of the gate T itself.",
     ),
     Mutant(
         name="sums over the inputs instead of averaging",
         cell=READING,
         source=_reading(_GATE_HERE + _ADD + _STEP, "totals"),
         loses=(READING_TEST,),
+        hint="the values grow with the number of inputs: average over them rather than summing.",
     ),
     # ---- what a test hands in, used as the answer ----
     Mutant(
@@ -173,6 +203,10 @@ MUTANTS = [
             + _ADD + "            h = highway_layer(h, **params)\n"
         ),
         loses=(READING_TEST,),
+        hint=(
+            "your own gate and layer seem to be used instead of the gate and layer handed in as "
+            "arguments."
+        ),
     ),
     # the probes of autograder.probes, written out (importing them is flagged for review,
     # which would zero the score before the tests had their say)
@@ -183,6 +217,10 @@ MUTANTS = [
             "    return [(2 * (z + b)).sigmoid() for z, b in zip(linear(h, W_gate), b_gate)]\n"
         ),
         loses=(GATE_TEST, TRAINING_TEST),
+        hint=(
+            "the gate seems to scale its input before the sigmoid, as the tests' probe gate does: "
+            "the highway gate is the plain sigmoid of W_gate h + b_gate."
+        ),
     ),
     Mutant(
         name="the tests' probe layer as the layer: T' tanh(W h) + (1 - T') h",
@@ -193,11 +231,19 @@ MUTANTS = [
             "    return [ti * fi + (1 - ti) * hi for ti, fi, hi in zip(t, f, h)]\n"
         ),
         loses=ALL_LAYER_TESTS,
+        hint=(
+            "the layer seems to be the tests' probe layer (a tanh path, a scaled gate): write the "
+            "highway layer from your own gate and the plain layer."
+        ),
     ),
     Mutant(
         name="the tests' probe parameters: W_gate drawn first, gate bias -1",
         cell=PARAMS,
         source=_params(bias="Value(-1.0) for _ in range(width)]", first="W_gate", second="W"),
         loses=(PARAMS_TEST, TRAINING_TEST),
+        hint=(
+            "the parameters seem to follow the tests' probe (W_gate drawn first, another gate "
+            "bias): follow the order and the bias the task gives."
+        ),
     ),
 ]

@@ -27,6 +27,7 @@ MUTANTS = [
         cell=LAYER,
         source=_layer("    return [a + a + b for a, b in zip(h, plain_layer(h, W))]\n"),
         loses=ALL_LAYER_TESTS,
+        hint="the input seems to be added twice: count how many times h appears in the sum.",
     ),
     Mutant(
         name="residual added twice: f(h + f(h)) + h + f(h), the layer applied on top",
@@ -36,24 +37,40 @@ MUTANTS = [
             "    return [a + b for a, b in zip(y, plain_layer(y, W))]\n"
         ),
         loses=ALL_LAYER_TESTS,
+        hint=(
+            "the layer seems to run twice, once more on its own output: one residual layer applies "
+            "f once."
+        ),
     ),
     Mutant(
         name="no shortcut: the plain layer",
         cell=LAYER,
         source=_layer("    return plain_layer(h, W)\n"),
         loses=ALL_LAYER_TESTS,
+        hint=(
+            "the output is the plain layer's: the shortcut that carries h past f seems to be "
+            "missing."
+        ),
     ),
     Mutant(
         name="norm on the shortcut: LayerNorm(h) + f(h)",
         cell=LAYER,
         source=_layer("    return [a + b for a, b in zip(layernorm(h), plain_layer(h, W))]\n"),
         loses=ALL_LAYER_TESTS,
+        hint=(
+            "the shortcut seems to carry a normalised copy of h: an identity shortcut carries h "
+            "unchanged."
+        ),
     ),
     Mutant(
         name="post-norm: LayerNorm(h + f(h))",
         cell=LAYER,
         source=_layer("    return layernorm([a + b for a, b in zip(h, plain_layer(h, W))])\n"),
         loses=ALL_LAYER_TESTS,
+        hint=(
+            "the sum seems to be normalised after the add: that changes the shortcut, which should "
+            "stay the identity."
+        ),
     ),
     Mutant(
         name="relu on the sum: relu(h + W LayerNorm(h))",
@@ -62,18 +79,27 @@ MUTANTS = [
             "    return [(a + b).relu() for a, b in zip(h, linear(layernorm(h), W))]\n"
         ),
         loses=ALL_LAYER_TESTS,
+        hint=(
+            "the relu seems to act on the sum, so negative parts of h are cut off: the shortcut "
+            "should carry h unchanged."
+        ),
     ),
     Mutant(
         name="branch without its norm: h + relu(W h)",
         cell=LAYER,
         source=_layer("    return [a + b.relu() for a, b in zip(h, linear(h, W))]\n"),
         loses=ALL_LAYER_TESTS,
+        hint="the branch seems to skip its LayerNorm: f is the plain layer of Task 2.1.",
     ),
     Mutant(
         name="shortcut cut from the graph: h.data + f(h)",
         cell=LAYER,
         source=_layer("    return [a.data + b for a, b in zip(h, plain_layer(h, W))]\n"),
         loses=(GRADIENTS_TEST, TRAINING_TEST),
+        hint=(
+            "the values are right but the shortcut adds floats (.data), so no gradient flows back "
+            "along it."
+        ),
     ),
     # ---- Task 4.2: the first/last ratio ----
     Mutant(
@@ -82,6 +108,7 @@ MUTANTS = [
         source=_ratio("    norms = gradient_norms(net, X, Y, layer)\n"
                       "    return norms[-1] / norms[0]\n"),
         loses=(RATIO_TEST,),
+        hint="the ratio seems upside down: the first layer's gradient norm over the last one's.",
     ),
     Mutant(
         name="ratio of the weights' norms, not the gradients'",
@@ -92,6 +119,7 @@ MUTANTS = [
             "    return size(net.layers[0]['W']) / size(net.layers[-1]['W'])\n"
         ),
         loses=(RATIO_TEST,),
+        hint="the ratio seems to compare the weights' norms, not the norms of their gradients.",
     ),
     Mutant(
         name="largest over smallest layer",
@@ -99,6 +127,10 @@ MUTANTS = [
         source=_ratio("    norms = gradient_norms(net, X, Y, layer)\n"
                       "    return max(norms) / min(norms)\n"),
         loses=(RATIO_TEST,),
+        hint=(
+            "the ratio seems to be the largest norm over the smallest: the task asks for the first "
+            "layer's over the last layer's."
+        ),
     ),
     Mutant(
         name="always measures the plain layer",
@@ -106,6 +138,10 @@ MUTANTS = [
         source=_ratio("    norms = gradient_norms(net, X, Y, plain_layer)\n"
                       "    return norms[0] / norms[-1]\n"),
         loses=(RATIO_TEST,),
+        hint=(
+            "the layer handed in seems to be ignored (the plain layer is always used): measure "
+            "with the layer given as an argument."
+        ),
     ),
     # ---- what a test hands in, or what is out of reach, used as the answer ----
     Mutant(
@@ -114,23 +150,39 @@ MUTANTS = [
         source=_ratio("    norms = gradient_norms(net, X, Y, residual_layer)\n"
                       "    return norms[0] / norms[-1]\n"),
         loses=(RATIO_TEST,),
+        hint=(
+            "the layer handed in seems to be ignored (your residual layer is always used): measure "
+            "with the layer given as an argument."
+        ),
     ),
     Mutant(
         name="hands Task 4.1 to the tests' probe layer (autograder.probes.probe_residual_layer)",
         cell=LAYER,
         source="from autograder.probes import probe_residual_layer as residual_layer\n",
         loses=ALL_LAYER_TESTS,
+        hint=(
+            "the layer is the tests' own probe, not yours: the probes compute something else on "
+            "purpose. Write the residual layer yourself."
+        ),
     ),
     Mutant(
         name="imports the model answer of Task 4.1 from autograder.reference (grader-side only)",
         cell=LAYER,
         source="from autograder.reference import residual_layer\n",
         loses=ALL_LAYER_TESTS,
+        hint=(
+            "the answer is imported from autograder.reference, which only the grader has: a graded "
+            "run cannot load it. Write your own."
+        ),
     ),
     Mutant(
         name="imports the model answer of Task 4.2 from autograder.reference (grader-side only)",
         cell=RATIO,
         source="from autograder.reference import first_last_ratio\n",
         loses=(RATIO_TEST,),
+        hint=(
+            "the answer is imported from autograder.reference, which only the grader has: a graded "
+            "run cannot load it. Write your own."
+        ),
     ),
 ]

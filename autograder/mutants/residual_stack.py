@@ -27,30 +27,50 @@ MUTANTS = [
         cell=STACK,
         source=_stack("    for _ in range(depth):\n        x = layer(x)\n    return x\n"),
         loses=BOTH_TASK_1_1_TESTS,
+        hint=(
+            "each layer's output replaces x instead of being added to it: that is the plain stack, "
+            "whose gradient vanishes. Where does the skip path go?"
+        ),
     ),
     Mutant(
         name="shortcut added twice per layer",
         cell=STACK,
         source=_stack("    for _ in range(depth):\n        x = x + x + layer(x)\n    return x\n"),
         loses=BOTH_TASK_1_1_TESTS,
+        hint=(
+            "the shortcut seems to be added twice in each layer, so every layer doubles x. Count "
+            "how many times x appears in one step."
+        ),
     ),
     Mutant(
         name="shortcut added again after the layer",
         cell=STACK,
         source=_stack("    for _ in range(depth):\n        x = x + layer(x) + x\n    return x\n"),
         loses=BOTH_TASK_1_1_TESTS,
+        hint=(
+            "the input seems to be added twice per layer (once before the layer's output, once "
+            "after). Count how many times x appears in one step."
+        ),
     ),
     Mutant(
         name="hard-coded 6.727, no graph",
         cell=STACK,
         source=_stack("    return Value(6.727)\n"),
         loses=BOTH_TASK_1_1_TESTS,
+        hint=(
+            "the output is a constant number, not a Value computed from the input: nothing in it "
+            "depends on x, so there is nothing for backward() to follow."
+        ),
     ),
     Mutant(
         name="hard-coded 1.1**20, no graph (passes the visible output check)",
         cell=STACK,
         source=_stack("    return Value(1.1**20)\n"),
         loses=BOTH_TASK_1_1_TESTS,
+        hint=(
+            "the output is a constant worked out for one input and one depth, not built from x by "
+            "the layers: other inputs and depths get the same number."
+        ),
     ),
     Mutant(
         name="shortcut added only once, around the whole plain stack",
@@ -59,24 +79,40 @@ MUTANTS = [
             "    h = x\n    for _ in range(depth):\n        h = layer(h)\n    return x + h\n"
         ),
         loses=BOTH_TASK_1_1_TESTS,
+        hint=(
+            "the shortcut seems to be added once around all the layers instead of around each "
+            "layer: the inner layers are still a plain stack."
+        ),
     ),
     Mutant(
         name="depth ignored: always 20 layers",
         cell=STACK,
         source=_stack("    for _ in range(20):\n        x = x + layer(x)\n    return x\n"),
         loses=BOTH_TASK_1_1_TESTS,
+        hint=(
+            "the number of layers does not follow the depth argument: is a fixed count written in "
+            "the loop?"
+        ),
     ),
     Mutant(
         name="one layer too many",
         cell=STACK,
         source=_stack("    for _ in range(depth + 1):\n        x = x + layer(x)\n    return x\n"),
         loses=BOTH_TASK_1_1_TESTS,
+        hint=(
+            "the stack seems to have one layer more than depth asks for: check where the loop "
+            "starts and stops."
+        ),
     ),
     Mutant(
         name="multiplies by 1.1 instead (forgets the relu)",
         cell=STACK,
         source=_stack("    for _ in range(depth):\n        x = x * 1.1\n    return x\n"),
         loses=BOTH_TASK_1_1_TESTS,
+        hint=(
+            "the result behaves like x * 1.1 per layer, which matches only while x is positive: "
+            "the layer is relu(0.1 x), so negative inputs must go through the relu."
+        ),
     ),
     Mutant(
         name="relu applied to the sum instead of inside the layer",
@@ -85,6 +121,10 @@ MUTANTS = [
             "    for _ in range(depth):\n        x = (x + 0.1 * x).relu()\n    return x\n"
         ),
         loses=BOTH_TASK_1_1_TESTS,
+        hint=(
+            "the relu seems to be applied to the sum instead of inside the layer: the shortcut "
+            "must carry x through unchanged, negative values included."
+        ),
     ),
     Mutant(
         name="right numbers on floats, graph cut from the input",
@@ -94,6 +134,10 @@ MUTANTS = [
             "    return Value(h)\n"
         ),
         loses=(GRADIENT_TEST,),
+        hint=(
+            "the numbers are right but they were computed on plain floats (.data), so the output "
+            "is a new Value with no path back to the input: backward() cannot reach x."
+        ),
     ),
     # ---- Task 1.2: input_gradient ----
     Mutant(
@@ -101,6 +145,10 @@ MUTANTS = [
         cell=GRADIENT,
         source=_gradient("    return stack(Value(float(x)), depth=depth).data\n"),
         loses=(INPUT_GRADIENT_TEST,),
+        hint=(
+            "the function returns the stack's output value, not the gradient of the output with "
+            "respect to the input."
+        ),
     ),
     Mutant(
         name="reads the gradient without calling backward",
@@ -109,6 +157,10 @@ MUTANTS = [
             "    v = Value(float(x))\n    stack(v, depth=depth)\n    return v.grad\n"
         ),
         loses=(INPUT_GRADIENT_TEST,),
+        hint=(
+            "the input's .grad is read before backward() has run, so it is still 0: call "
+            "backward() on the output first."
+        ),
     ),
     Mutant(
         name="returns the output's gradient (always 1)",
@@ -118,12 +170,20 @@ MUTANTS = [
             "    return out.grad\n"
         ),
         loses=(INPUT_GRADIENT_TEST,),
+        hint=(
+            "this is the output's own .grad, which backward() sets to 1; the gradient asked for is "
+            "on the input Value."
+        ),
     ),
     Mutant(
         name="formula of the plain stack, 0.1**depth, for every stack",
         cell=GRADIENT,
         source=_gradient("    return 0.1**depth\n"),
         loses=(INPUT_GRADIENT_TEST,),
+        hint=(
+            "the gradient comes from a formula for one particular stack instead of from backward() "
+            "through the stack you are given: a different stack gets the same number."
+        ),
     ),
     Mutant(
         name="returns the input Value itself instead of its .grad",
@@ -132,6 +192,10 @@ MUTANTS = [
             "    v = Value(float(x))\n    stack(v, depth=depth).backward()\n    return v\n"
         ),
         loses=(INPUT_GRADIENT_TEST,),
+        hint=(
+            "the function returns the input Value itself; the task asks for the number held in its "
+            ".grad."
+        ),
     ),
     Mutant(
         name="one input Value per x, reused across calls: gradients pile up",
@@ -144,6 +208,10 @@ MUTANTS = [
             )
         ),
         loses=(INPUT_GRADIENT_TEST,),
+        hint=(
+            "an input Value seems to be reused between calls, so each backward() adds to the .grad "
+            "left by the previous one: make a fresh Value for every call."
+        ),
     ),
     # ---- shortcuts that give the right numbers on the visible inputs ----
     Mutant(
@@ -151,6 +219,10 @@ MUTANTS = [
         cell=STACK,
         source=_stack("    return x * 1.1**depth if x.data > 0 else x\n"),
         loses=BOTH_TASK_1_1_TESTS,
+        hint=(
+            "the output comes from a closed-form formula instead of applying the layer depth "
+            "times: it matches the stack on some inputs only, and other layers would break it."
+        ),
     ),
     Mutant(
         name="central differences instead of backward()",
@@ -162,6 +234,10 @@ MUTANTS = [
             "    return (up - down) / (2 * h)\n"
         ),
         loses=(INPUT_GRADIENT_TEST,),
+        hint=(
+            "the gradient is estimated with finite differences instead of being read from .grad "
+            "after backward(): close, but not what the task asks for."
+        ),
     ),
     Mutant(
         name="abs() of the gradient (right whenever the slope is positive)",
@@ -171,5 +247,6 @@ MUTANTS = [
             "    return abs(v.grad)\n"
         ),
         loses=(INPUT_GRADIENT_TEST,),
+        hint="the gradient's sign seems to be dropped (abs): gradients can be negative.",
     ),
 ]

@@ -95,12 +95,17 @@ MUTANTS = [
         cell=STATES,
         source=_states_loop(first="x = model.embed(tok, pos)\n        states = []"),
         loses=BOTH_6_1,
+        hint="each position seems to miss the first state, the embedding before any block.",
     ),
     Mutant(
         name="a fresh cache at every position: attention sees only the current token",
         cell=STATES,
         source=_states_loop(cache_line="        cache = model.new_cache()\n"),
         loses=BOTH_6_1,
+        hint=(
+            "the cache seems to start empty at every position, so attention sees only the current "
+            "token: keep one cache for the whole sequence."
+        ),
     ),
     Mutant(
         name="one cache shared by all layers",
@@ -109,6 +114,10 @@ MUTANTS = [
             before="    shared = {'k': [], 'v': []}\n", inner_cache="shared"
         ),
         loses=BOTH_6_1,
+        hint=(
+            "all layers seem to share one cache, so each layer's attention reads keys of other "
+            "layers: each layer has its own."
+        ),
     ),
     Mutant(
         name="states copied out of the graph (Value(v.data))",
@@ -118,6 +127,10 @@ MUTANTS = [
             store="states.append([Value(v.data) for v in x])",
         ),
         loses=(STATES_GRADIENTS,),
+        hint=(
+            "the states are right but were copied from .data, so gradients do not flow back "
+            "through them."
+        ),
     ),
     Mutant(
         name="states normalised before they are stored",
@@ -127,6 +140,7 @@ MUTANTS = [
             store="states.append(rmsnorm(x))",
         ).replace("def stream_states", "from microgpt import rmsnorm\n\n\ndef stream_states"),
         loses=BOTH_6_1,
+        hint="the stored states seem normalised: the stream's states are stored as they are.",
     ),
     Mutant(
         name="one list of states shared by all positions",
@@ -136,18 +150,29 @@ MUTANTS = [
             before="    states = []\n",
         ),
         loses=BOTH_6_1,
+        hint=(
+            "one list of states seems to collect every position: each position needs its own list."
+        ),
     ),
     Mutant(
         name="positions not cut at block_size",
         cell=STATES,
         source=_states_loop(cut="tokens"),
         loses=(STATES_VALUES,),
+        hint=(
+            "more positions than the model's block_size seem to be processed: stop at the context "
+            "length."
+        ),
     ),
     Mutant(
         name="calls the model's own stream_states",
         cell=STATES,
         source=_states("    return model.stream_states(tokens)\n"),
         loses=BOTH_6_1,
+        hint=(
+            "the answer calls the model's own stream_states, which the graded run switches off: "
+            "collect the states with model.embed and model.block."
+        ),
     ),
     # ---- Task 6.2: the probes ----
     Mutant(
@@ -155,6 +180,7 @@ MUTANTS = [
         cell=PROBES,
         source=_rms("    return dot(x, x) * (1 / len(x))\n"),
         loses=(RMS_TEST,),
+        hint="this looks like the mean square: the RMS takes its square root.",
     ),
     Mutant(
         name="rms with the mean subtracted (a standard deviation)",
@@ -165,42 +191,61 @@ MUTANTS = [
             "    return (dot(d, d) * (1 / len(x))) ** 0.5\n"
         ),
         loses=(RMS_TEST,),
+        hint=(
+            "this looks like a standard deviation, with the mean subtracted: the RMS does not "
+            "subtract it."
+        ),
     ),
     Mutant(
         name="rms as the Euclidean norm (no mean)",
         cell=PROBES,
         source=_rms("    return dot(x, x) ** 0.5\n"),
         loses=(RMS_TEST,),
+        hint=(
+            "this looks like the length of the vector: the RMS averages the squares over the "
+            "components."
+        ),
     ),
     Mutant(
         name="rms with RMSNorm's epsilon inside",
         cell=PROBES,
         source=_rms("    return (dot(x, x) * (1 / len(x)) + 1e-5) ** 0.5\n"),
         loses=(RMS_TEST,),
+        hint=(
+            "a small epsilon seems to be added inside the root: that is RMSNorm's guard, not part "
+            "of the RMS."
+        ),
     ),
     Mutant(
         name="rms computed on floats, returned as a plain number",
         cell=PROBES,
         source=_rms("    return (sum(v.data ** 2 for v in x) / len(x)) ** 0.5\n"),
         loses=(RMS_TEST,),
+        hint=(
+            "the RMS comes back as a float computed from .data: return a Value built from the "
+            "inputs so gradients can flow."
+        ),
     ),
     Mutant(
         name="cosine divided by the length of u only",
         cell=PROBES,
         source=_cosine("    return dot(u, v) * dot(u, u) ** -0.5\n"),
         loses=(COSINE_TEST,),
+        hint="the cosine seems to divide by the length of only one of the two vectors.",
     ),
     Mutant(
         name="cosine as the plain dot product",
         cell=PROBES,
         source=_cosine("    return dot(u, v)\n"),
         loses=(COSINE_TEST,),
+        hint="this looks like the plain dot product: the cosine divides by both lengths.",
     ),
     Mutant(
         name="cosine divided by the squared lengths",
         cell=PROBES,
         source=_cosine("    return dot(u, v) * (dot(u, u) * dot(v, v)) ** -1\n"),
         loses=(COSINE_TEST,),
+        hint="the cosine seems to divide by the squared lengths instead of the lengths.",
     ),
     Mutant(
         name="cosine made positive (abs)",
@@ -210,6 +255,9 @@ MUTANTS = [
             "    return c if c.data >= 0 else -c\n"
         ),
         loses=(COSINE_TEST,),
+        hint=(
+            "the cosine's sign seems to be dropped: vectors pointing apart give a negative cosine."
+        ),
     ),
     # ---- Task 6.3: the logit lens ----
     Mutant(
@@ -219,6 +267,10 @@ MUTANTS = [
             "cross_entropy(linear(states[p][k], model.state_dict['lm_head']), tokens[p + 1])"
         ).replace("def logit_lens", "from microgpt import linear\n\n\ndef logit_lens"),
         loses=BOTH_6_3,
+        hint=(
+            "the states seem to go to the output head without the final norm the model applies "
+            "first."
+        ),
     ),
     Mutant(
         name="logit lens decoding with the token embedding (wte) as the head",
@@ -229,12 +281,20 @@ MUTANTS = [
         ).replace("def logit_lens",
                   "from microgpt import linear, rmsnorm\n\n\ndef logit_lens"),
         loses=BOTH_6_3,
+        hint=(
+            "the states seem to be decoded with the token embedding matrix instead of the model's "
+            "output head."
+        ),
     ),
     Mutant(
         name="logit lens scoring the current token instead of the next one",
         cell=LENS,
         source=_lens_loop("cross_entropy(model.head(states[p][k]), tokens[p])"),
         loses=BOTH_6_3,
+        hint=(
+            "each position seems to be scored against its own token: the model predicts the next "
+            "one."
+        ),
     ),
     Mutant(
         name="logit lens summing over positions instead of averaging",
@@ -242,6 +302,7 @@ MUTANTS = [
         source=_lens_loop("cross_entropy(model.head(states[p][k]), tokens[p + 1])",
                           mean="Value.sum(terms)"),
         loses=BOTH_6_3,
+        hint="the losses grow with the number of positions: average over them rather than summing.",
     ),
     Mutant(
         name="logit lens dividing by the number of tokens",
@@ -249,6 +310,10 @@ MUTANTS = [
         source=_lens_loop("cross_entropy(model.head(states[p][k]), tokens[p + 1])",
                           mean="Value.sum(terms) * (1 / len(tokens))"),
         loses=BOTH_6_3,
+        hint=(
+            "the average seems to divide by the number of tokens, not by the number of positions "
+            "scored."
+        ),
     ),
     Mutant(
         name="logit lens without the embedding state",
@@ -256,6 +321,7 @@ MUTANTS = [
         source=_lens_loop("cross_entropy(model.head(states[p][k]), tokens[p + 1])",
                           depths="range(1, len(states[0]))"),
         loses=BOTH_6_3,
+        hint="the losses seem to start after the first block: the embedding state gets a loss too.",
     ),
     Mutant(
         name="logit lens scoring every position, the last one too",
@@ -263,12 +329,14 @@ MUTANTS = [
         source=_lens_loop("cross_entropy(model.head(states[p][k]), tokens[(p + 1) % len(tokens)])",
                           n="len(states)"),
         loses=BOTH_6_3,
+        hint="the last position seems to be scored too, though no next token follows it.",
     ),
     Mutant(
         name="logit lens that returns the model's own loss at every depth",
         cell=LENS,
         source=_lens("    return [model.loss(tokens) for _ in states[0]]\n"),
         loses=BOTH_6_3,
+        hint="every depth gets the same loss, the full model's: decode each depth's own state.",
     ),
     Mutant(
         name="logit lens on floats: right numbers, no gradient",
@@ -276,6 +344,10 @@ MUTANTS = [
         source=_lens_loop("cross_entropy(model.head(states[p][k]), tokens[p + 1]).data",
                           mean="Value(sum(terms) / n)"),
         loses=(LENS_GRADIENTS,),
+        hint=(
+            "the losses are right but were computed on floats (.data) and wrapped in new Values, "
+            "so no gradient flows back."
+        ),
     ),
     Mutant(
         name="microgpt's own stream: GPT.stream_states(model, tokens)",
@@ -283,6 +355,10 @@ MUTANTS = [
         source="from microgpt import GPT\n\n\n" + _states(
             "    return GPT.stream_states(model, tokens)\n"),
         loses=BOTH_6_1,
+        hint=(
+            "the answer borrows microgpt's own GPT.stream_states, which the graded run switches "
+            "off: collect the states yourself."
+        ),
     ),
     Mutant(
         name="microgpt's own stream of a GPT with the pieces' weights and layout",
@@ -290,6 +366,10 @@ MUTANTS = [
         source=_SAME_GPT + "\n\n" + _states(
             "    return GPT.stream_states(_same_gpt(model), tokens)\n"),
         loses=BOTH_6_1,
+        hint=(
+            "the answer borrows microgpt's own stream_states through a model of your own, which "
+            "the graded run switches off: collect the states yourself."
+        ),
     ),
     Mutant(
         name="microgpt's own step collects the states (GPT.step(..., states))",
@@ -304,6 +384,10 @@ MUTANTS = [
             "        out.append(states)\n"
             "    return out\n"),
         loses=BOTH_6_1,
+        hint=(
+            "the answer lets microgpt's own step collect the states, which the graded run switches "
+            "off: collect them yourself."
+        ),
     ),
     Mutant(
         name="logit lens from microgpt's own loss of the first k blocks (GPT.loss)",
@@ -317,5 +401,9 @@ MUTANTS = [
             "        losses.append(ref.loss(tokens))\n"
             "    return losses\n"),
         loses=BOTH_6_3,
+        hint=(
+            "the losses come from microgpt's own model loss of truncated models, not from decoding "
+            "the states handed in: decode each state."
+        ),
     ),
 ]
