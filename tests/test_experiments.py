@@ -287,10 +287,10 @@ def test_committed_results_carry_provenance_and_their_tables_match():
     markdown table is the one its JSON renders to (no hand-edited numbers)."""
     from pathlib import Path
 
-    from experiments import collapse_probe
+    from experiments import collapse_probe, deletion_probe
 
     renderers = {"depth_search": depth_search.render, "lr_stress": lr_stress.render,
-                 "collapse_probe": collapse_probe.render}
+                 "collapse_probe": collapse_probe.render, "deletion_probe": deletion_probe.render}
     folder = Path(__file__).resolve().parents[1] / "results" / "pure_python"
     found = sorted(folder.glob("*.json"))
     if not found:
