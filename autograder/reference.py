@@ -217,3 +217,35 @@ def central_gradient_norms(net, X, Y, layer, h=1e-6, forward=logits):
                 total.append(((up - down) / (2 * h)) ** 2)
         norms.append(math.sqrt(math.fsum(total)))
     return norms
+
+
+# ---------------------------------------------------------------- Task 4.3: deleting a layer
+
+
+def f_mean_loss(net, X, Y, f_layer):
+    """The mean cross-entropy of the net's logits on floats (`f_logits`) over X, Y."""
+    total = []
+    for x, y in zip(X, Y):
+        z = f_logits(net, x, f_layer)
+        top = max(z)
+        log_norm = top + math.log(math.fsum(math.exp(a - top) for a in z))
+        total.append(log_norm - z[y])
+    return math.fsum(total) / len(total)
+
+
+def f_deletion_losses(net, X, Y, f_layer):
+    """Task 4.3 on floats: for each layer l, the mean loss of the net without layer l."""
+    from microgpt.deepnet import Net
+
+    return [f_mean_loss(Net(net.w_in, net.layers[:i] + net.layers[i + 1:], net.w_out),
+                        X, Y, f_layer)
+            for i in range(net.depth)]
+
+
+def deletion_losses(net, X, Y, layer):
+    """Task 4.3, the model answer: the mean loss (a number) with each layer left out in turn."""
+    from microgpt.deepnet import Net
+
+    return [mean_loss(Net(net.w_in, net.layers[:i] + net.layers[i + 1:], net.w_out),
+                      X, Y, layer).data
+            for i in range(net.depth)]

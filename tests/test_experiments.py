@@ -287,10 +287,10 @@ def test_committed_results_carry_provenance_and_their_tables_match():
     markdown table is the one its JSON renders to (no hand-edited numbers)."""
     from pathlib import Path
 
-    from experiments import collapse_probe
+    from experiments import collapse_probe, deletion_probe
 
     renderers = {"depth_search": depth_search.render, "lr_stress": lr_stress.render,
-                 "collapse_probe": collapse_probe.render}
+                 "collapse_probe": collapse_probe.render, "deletion_probe": deletion_probe.render}
     folder = Path(__file__).resolve().parents[1] / "results" / "pure_python"
     found = sorted(folder.glob("*.json"))
     if not found:
@@ -304,3 +304,17 @@ def test_committed_results_carry_provenance_and_their_tables_match():
     for path in sorted((folder / "search").glob("*.json")):
         result = json.loads(path.read_text(encoding="utf-8"))
         assert PROVENANCE_KEYS <= set(result["provenance"]), path.name
+
+
+def test_deletion_probe_measures_what_task_4_3_asks():
+    """The probe's deletion losses are the reference answer's, and on floats the equations'."""
+    from autograder import reference
+    from experiments import deletion_probe
+
+    net = make_net(4, width=5, seed=2)
+    X, Y = teacher_data(6, seed=3)
+    ours = deletion_probe.deletion_losses(net, X, Y, deletion_probe.residual_layer)
+    assert ours == reference.deletion_losses(net, X, Y, reference.residual_layer)
+    on_floats = reference.f_deletion_losses(net, X, Y, reference.f_residual_layer)
+    assert ours == pytest.approx(on_floats, rel=1e-12)
+    assert net.depth == 4  # the net is left as it was

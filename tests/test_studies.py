@@ -98,3 +98,51 @@ def test_deepnet_does_not_decide_the_study_size():
     import inspect
 
     assert "NBGRADER" not in inspect.getsource(deepnet)
+
+
+# ---------------------------------------------------------------- issue 13's configurations
+
+
+def test_the_new_studies_follow_nbgrader_execution(monkeypatch):
+    from microgpt.studies import (
+        DEPTH_PAYS,
+        DEPTH_PAYS_GRADING,
+        STRESS,
+        STRESS_GRADING,
+        depth_pays_config,
+        stress_config,
+    )
+
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    assert depth_pays_config() is DEPTH_PAYS and stress_config() is STRESS
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert depth_pays_config() is DEPTH_PAYS_GRADING and stress_config() is STRESS_GRADING
+    # the interactive sizes are the committed runs' (results/pure_python/SEARCH.md)
+    assert (DEPTH_PAYS.width, DEPTH_PAYS.lr, DEPTH_PAYS.steps) == (12, 0.002, 600)
+    assert (STRESS.n_layer, STRESS.lr, STRESS.betas, STRESS.steps) == (4, 0.03, (0.9, 0.95), 200)
+    assert DEPTH_PAYS_GRADING.steps < DEPTH_PAYS.steps and STRESS_GRADING.steps < STRESS.steps
+
+
+def test_without_layer_leaves_the_net_alone():
+    from microgpt.deepnet import make_net
+    from microgpt.studies import without_layer
+
+    net = make_net(4, width=5, seed=3)
+    short = without_layer(net, 1)
+    assert net.depth == 4 and short.depth == 3
+    assert short.layers == [net.layers[0], net.layers[2], net.layers[3]]
+    assert short.w_in is net.w_in and short.w_out is net.w_out
+
+
+def test_the_stress_yardsticks_are_the_committed_runs():
+    """The split and the two reference losses of results/pure_python/lr_stress.json."""
+    from microgpt import CharTokenizer, census_names
+    from microgpt.studies import position_loss, stress_split, unigram_loss
+
+    names = census_names()
+    tokenizer = CharTokenizer(names)
+    train_names, val_names = stress_split(names)
+    assert len(train_names) == 4647 and len(val_names) == 516
+    val = val_names[:100]
+    assert unigram_loss(train_names, val, tokenizer) == pytest.approx(2.8023989535701666, rel=1e-12)
+    assert position_loss(train_names, val, tokenizer) == pytest.approx(2.515542758151067, rel=1e-12)

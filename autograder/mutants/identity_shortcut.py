@@ -185,4 +185,109 @@ MUTANTS = [
             "run cannot load it. Write your own."
         ),
     ),
+    # ---- Task 4.3: deleting one layer ----
+    Mutant(
+        name="deletion: leaves out the layer after l (off by one)",
+        cell="task4_3_deletion_losses",
+        source=(
+            "def deletion_losses(net, X, Y, layer):\n"
+            "    out = []\n"
+            "    for l in range(net.depth):\n"
+            "        shorter = Net(net.w_in, net.layers[:l + 1] + net.layers[l + 2:], net.w_out)\n"
+            "        out.append(mean_loss(shorter, X, Y, layer).data)\n"
+            "    return out\n"
+        ),
+        loses=("task4_3_test_deletion_losses",),
+    ),
+    Mutant(
+        name="deletion: keeps only the layers before l (cuts the net short)",
+        cell="task4_3_deletion_losses",
+        source=(
+            "def deletion_losses(net, X, Y, layer):\n"
+            "    return [mean_loss(Net(net.w_in, net.layers[:l], net.w_out), X, Y, layer).data\n"
+            "            for l in range(net.depth)]\n"
+        ),
+        loses=("task4_3_test_deletion_losses",),
+    ),
+    Mutant(
+        name="deletion: zeroes the layer's weights instead of leaving it out",
+        cell="task4_3_deletion_losses",
+        source=(
+            "def deletion_losses(net, X, Y, layer):\n"
+            "    out = []\n"
+            "    for l in range(net.depth):\n"
+            "        zero = {k: [[Value(0.0) for _ in row] for row in v]\n"
+            "                for k, v in net.layers[l].items()}\n"
+            "        layers = net.layers[:l] + [zero] + net.layers[l + 1:]\n"
+            "        out.append(mean_loss(Net(net.w_in, layers, net.w_out), X, Y, layer).data)\n"
+            "    return out\n"
+        ),
+        loses=("task4_3_test_deletion_losses",),
+    ),
+    Mutant(
+        name="deletion: the rise over the whole net's loss, not the loss",
+        cell="task4_3_deletion_losses",
+        source=(
+            "def deletion_losses(net, X, Y, layer):\n"
+            "    whole = mean_loss(net, X, Y, layer).data\n"
+            "    return [mean_loss(Net(net.w_in, net.layers[:l] + net.layers[l + 1:], net.w_out),\n"
+            "                      X, Y, layer).data - whole for l in range(net.depth)]\n"
+        ),
+        loses=("task4_3_test_deletion_losses",),
+    ),
+    Mutant(
+        name="deletion: pops the layers out of net.layers and never puts them back",
+        cell="task4_3_deletion_losses",
+        source=(
+            "def deletion_losses(net, X, Y, layer):\n"
+            "    out = []\n"
+            "    for l in range(net.depth):\n"
+            "        net.layers.pop(min(l, len(net.layers) - 1))\n"
+            "        out.append(mean_loss(net, X, Y, layer).data)\n"
+            "    return out\n"
+        ),
+        loses=("task4_3_test_deletion_losses",),
+    ),
+    Mutant(
+        name="deletion: right losses, but the net handed in loses its last layer",
+        cell="task4_3_deletion_losses",
+        source=(
+            "def deletion_losses(net, X, Y, layer):\n"
+            "    out = [mean_loss(Net(net.w_in, net.layers[:l] + net.layers[l + 1:], net.w_out),\n"
+            "                     X, Y, layer).data for l in range(net.depth)]\n"
+            "    if net.depth > 1:\n"
+            "        net.layers.pop()\n"
+            "    return out\n"
+        ),
+        loses=("task4_3_test_deletion_losses",),
+    ),
+    Mutant(
+        name="deletion: always measures residual_layer, not the layer handed in",
+        cell="task4_3_deletion_losses",
+        source=(
+            "def deletion_losses(net, X, Y, layer):\n"
+            "    return [mean_loss(Net(net.w_in, net.layers[:l] + net.layers[l + 1:], net.w_out),\n"
+            "                      X, Y, residual_layer).data for l in range(net.depth)]\n"
+        ),
+        loses=("task4_3_test_deletion_losses",),
+    ),
+    Mutant(
+        name="deletion: the mean of the losses as one number",
+        cell="task4_3_deletion_losses",
+        source=(
+            "def deletion_losses(net, X, Y, layer):\n"
+            "    losses = [mean_loss(Net(net.w_in, net.layers[:l] + net.layers[l + 1:],\n"
+            "                            net.w_out), X, Y, layer).data\n"
+            "              for l in range(net.depth)]\n"
+            "    return sum(losses) / len(losses)\n"
+        ),
+        loses=("task4_3_test_deletion_losses",),
+    ),
+    Mutant(
+        name="imports the model answer of Task 4.3 from autograder.reference (grader-side only)",
+        cell="task4_3_deletion_losses",
+        source="from autograder.reference import deletion_losses\n",
+        loses=("task4_3_test_deletion_losses",),
+    ),
 ]
+
