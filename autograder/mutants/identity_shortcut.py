@@ -198,6 +198,10 @@ MUTANTS = [
             "    return out\n"
         ),
         loses=("task4_3_test_deletion_losses",),
+        hint=(
+            'the layer left out seems to be the next one, not layer l: check the slices around '
+            'index l.'
+        ),
     ),
     Mutant(
         name="deletion: keeps only the layers before l (cuts the net short)",
@@ -208,6 +212,7 @@ MUTANTS = [
             "            for l in range(net.depth)]\n"
         ),
         loses=("task4_3_test_deletion_losses",),
+        hint='the net seems to stop at layer l: only layer l goes, the layers after it stay.',
     ),
     Mutant(
         name="deletion: zeroes the layer's weights instead of leaving it out",
@@ -223,6 +228,10 @@ MUTANTS = [
             "    return out\n"
         ),
         loses=("task4_3_test_deletion_losses",),
+        hint=(
+            'the layer seems to stay in the net with zero weights; leave it out of the list '
+            'instead (a zeroed layer still normalises and adds).'
+        ),
     ),
     Mutant(
         name="deletion: the rise over the whole net's loss, not the loss",
@@ -234,6 +243,10 @@ MUTANTS = [
             "                      X, Y, layer).data - whole for l in range(net.depth)]\n"
         ),
         loses=("task4_3_test_deletion_losses",),
+        hint=(
+            "these look like differences from the whole net's loss; the task asks for the loss "
+            'itself.'
+        ),
     ),
     Mutant(
         name="deletion: pops the layers out of net.layers and never puts them back",
@@ -247,6 +260,10 @@ MUTANTS = [
             "    return out\n"
         ),
         loses=("task4_3_test_deletion_losses",),
+        hint=(
+            'the net handed in seems to lose layers as you go: build a new Net for each deletion '
+            'instead of changing net.layers.'
+        ),
     ),
     Mutant(
         name="deletion: right losses, but the net handed in loses its last layer",
@@ -260,6 +277,7 @@ MUTANTS = [
             "    return out\n"
         ),
         loses=("task4_3_test_deletion_losses",),
+        hint='the net handed in is changed by your function: leave net.layers as it was.',
     ),
     Mutant(
         name="deletion: always measures residual_layer, not the layer handed in",
@@ -270,6 +288,10 @@ MUTANTS = [
             "                      X, Y, residual_layer).data for l in range(net.depth)]\n"
         ),
         loses=("task4_3_test_deletion_losses",),
+        hint=(
+            'the losses do not change with the layer function passed in: use the argument layer, '
+            'not a fixed one.'
+        ),
     ),
     Mutant(
         name="deletion: the mean of the losses as one number",
@@ -282,12 +304,17 @@ MUTANTS = [
             "    return sum(losses) / len(losses)\n"
         ),
         loses=("task4_3_test_deletion_losses",),
+        hint='one number came back; the task asks for a list with one loss per deleted layer.',
     ),
     Mutant(
         name="imports the model answer of Task 4.3 from autograder.reference (grader-side only)",
         cell="task4_3_deletion_losses",
         source="from autograder.reference import deletion_losses\n",
         loses=("task4_3_test_deletion_losses",),
+        hint=(
+            "autograder.reference holds the grader's model answers and is not there when your "
+            'notebook is graded: write deletion_losses yourself.'
+        ),
     ),
 ]
 
