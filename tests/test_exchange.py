@@ -371,3 +371,30 @@ def _uid(user):
 
     return pwd.getpwnam(user).pw_uid
 
+
+
+def test_nbgrader_autograde_says_once_when_it_falls_back(exchange):
+    """An instructor who is not root (here: a student's unix user grading a copy of the
+    course) gets the weaker sandbox, and nbgrader's log says so once, with the reason; the
+    scores are still the grader's."""
+    w = exchange
+    user, home = w.honest, w.homes[w.honest]
+    course = home / "own-course"
+    course.mkdir()
+    shutil.copy2(w.course / "nbgrader_config.py", course / "nbgrader_config.py")
+    shutil.copytree(w.course / "source", course / "source")
+    shutil.copytree(w.course / "submitted" / w.honest, course / "submitted" / w.honest)
+    subprocess.run(["chown", "-R", f"{user}:", str(course)], check=True)
+    w.run(f"{user} as an instructor", ["nbgrader", "generate_assignment", ASSIGNMENT],
+          course, user=user, home=home)
+    done = w.run(f"{user} as an instructor", ["nbgrader", "autograde", ASSIGNMENT], course,
+                 user=user, home=home)
+    said = [line.split("] ", 1)[-1] for line in done.stderr.splitlines()
+            if "FALLING BACK" in line]
+    for line in said:
+        w.note(line)
+    assert len(said) == 1
+    assert "the grading process is not root" in said[0]
+    assert "student kernels run in the sandbox" not in done.stderr
+    cells = _scores(course / "gradebook.db")[w.honest]
+    assert sum(score for name, (score, _) in cells.items() if "test" in name) == FULL_MARKS
