@@ -34,6 +34,25 @@ c.OverwriteCells.add_missing_cells = True
 # (an `autograder.py`, say) cannot stand in for the installed package in the test cells
 c.Execute.extra_arguments = ["--IPKernelApp.ignore_cwd=True"]
 
+# ---- our steps in nbgrader's lists (autograder/grader/nbgrader_steps.py) ----
+
+# the student version: nbgrader's steps, then the notebook guard's lists of quoted figures
+# (autograder/grader/notebook_guard.py) taken out, as they would show the model answer's
+c.GenerateAssignment.preprocessors = [
+    "nbgrader.preprocessors.IncludeHeaderFooter",
+    "nbgrader.preprocessors.InstantiateTests",
+    "nbgrader.preprocessors.LockCells",
+    "nbgrader.preprocessors.ClearSolutions",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.SaveCells",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbgrader.preprocessors.ClearMarkScheme",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "autograder.grader.nbgrader_steps.StripQuoteLists",
+]
 # autograde, first pass (the handed-in notebook): repaired against the release first
 c.Autograde.sanitize_preprocessors = [
     "autograder.grader.nbgrader_steps.IntakeRepairs",  # deleted/moved/retyped cells, metadata

@@ -46,7 +46,7 @@ FULL_MARKS = 6.0  # autograded points of the assignment (2 + 2 + 2)
 MANUAL = 2.0  # its written answer, graded by hand
 BIN = Path(sys.executable).parent
 # the course config up to here is the course's settings; below it, our steps
-OUR_STEPS = "\n# autograde, first pass"
+OUR_STEPS = "\n# ---- our steps in nbgrader's lists"
 
 
 def _require():
@@ -225,6 +225,7 @@ def _run_workflow(w, users):
                      *exchange], home, user=user, home=home)
         fetched_path = home / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
         fetched = read_notebook(fetched_path)
+        w.quote_lists = [c for c in fetched.cells if "residual_pack" in c.metadata]
         if user == w.honest:
             work = filled_in(fetched, source)
             w.note(f"{user} writes the solution of every task")
@@ -330,6 +331,14 @@ def test_each_student_fetched_feedback_without_hidden_tests(exchange):
         assert len(pages) == 1, f"{user}: {pages}"
         assert pages[0].stat().st_uid == _uid(user)  # fetched by the student, as the student
         assert leaked_lines(pages[0].read_text(), hidden, visible) == []
+
+
+def test_the_release_carries_no_figures_of_the_model_answer(exchange):
+    """The source lists the figures its cells quote (for the notebook guard); plain
+    `nbgrader generate_assignment` with the course config leaves those lists out."""
+    source = read_notebook(exchange.course / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
+    assert [c for c in source.cells if "residual_pack" in c.metadata]
+    assert exchange.quote_lists == []
 
 
 def test_export_gives_the_grades_csv(exchange):

@@ -4,7 +4,7 @@ else changes in them: the lists are nbgrader's defaults with ours put in."""
 from pathlib import Path
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-from nbgrader.converters import Autograde, GenerateFeedback
+from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
 from nbgrader.preprocessors import Execute, GetGrades, SaveAutoGrades
 from traitlets.config.loader import PyFileConfigLoader
 from traitlets.utils.importstring import import_item
@@ -26,8 +26,9 @@ def test_the_config_names_our_steps_in_nbgraders_lists():
     assert cfg.Autograde.sanitize_preprocessors == nbgrader_steps.SANITIZE_STEPS
     assert cfg.Autograde.autograde_preprocessors == nbgrader_steps.AUTOGRADE_STEPS
     assert cfg.GenerateFeedback.preprocessors == nbgrader_steps.FEEDBACK_STEPS
+    assert cfg.GenerateAssignment.preprocessors == nbgrader_steps.GENERATE_STEPS
     for name in [*nbgrader_steps.SANITIZE_STEPS, *nbgrader_steps.AUTOGRADE_STEPS,
-                 *nbgrader_steps.FEEDBACK_STEPS]:
+                 *nbgrader_steps.FEEDBACK_STEPS, *nbgrader_steps.GENERATE_STEPS]:
         assert import_item(name)  # every name imports
 
 
@@ -44,6 +45,9 @@ def test_the_lists_are_nbgraders_own_with_ours_put_in():
     # withholding comes after nbgrader has saved the scores it holds back
     names = [c.__name__ for c in autograde]
     assert names.index("WithholdForReview") == names.index(SaveAutoGrades.__name__) + 1
+    generate = [import_item(n) for n in nbgrader_steps.GENERATE_STEPS]
+    assert generate[:-1] == GenerateAssignment.class_traits()["preprocessors"].default()
+    assert generate[-1].__name__ == "StripQuoteLists"
     feedback = [import_item(n) for n in nbgrader_steps.FEEDBACK_STEPS]
     assert feedback == FEEDBACK_PREPROCESSORS
     assert GenerateFeedback.class_traits()["preprocessors"].default() == \

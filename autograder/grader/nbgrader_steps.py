@@ -17,7 +17,9 @@ button) grades the way `residual-pack grade` does:
   into the grader or the interpreter, or changed what the tests rely on, gets its
   autograded points set to zero with nbgrader's "needs manual grade" mark, which
   formgrader lists (the reason goes into the gradebook as the cell's comment);
-- feedback: `feedback.FEEDBACK_PREPROCESSORS` (no hidden test on the page).
+- feedback: `feedback.FEEDBACK_PREPROCESSORS` (no hidden test on the page);
+- `StripQuoteLists`, last of `generate_assignment`'s steps: the student version carries
+  no list of the figures the model answer prints (see `course.strip_quote_lists`).
 
 `residual-pack grade` runs the same code through `Grader` (intake before nbgrader, where
 unreadable bytes can be named; the withholding after it, for its report); `WorkCourse`
@@ -34,8 +36,9 @@ from nbgrader.preprocessors.base import NbGraderPreprocessor
 
 from .cells import grade_id, is_autograded_test
 
-__all__ = ["IntakeRepairs", "WithholdForReview", "course_sandbox", "withhold_grades",
-           "SANITIZE_STEPS", "AUTOGRADE_STEPS", "FEEDBACK_STEPS"]
+__all__ = ["IntakeRepairs", "WithholdForReview", "StripQuoteLists", "course_sandbox",
+           "withhold_grades", "SANITIZE_STEPS", "AUTOGRADE_STEPS", "GENERATE_STEPS",
+           "FEEDBACK_STEPS"]
 
 HERE = "autograder.grader"
 # nbgrader 0.9's own lists, with our steps: what nbgrader_config.py sets
@@ -56,6 +59,22 @@ AUTOGRADE_STEPS = [
     f"{HERE}.nbgrader_steps.WithholdForReview",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
+]
+# nbgrader 0.9's generate_assignment, then the notebook guard's lists of quoted figures out
+GENERATE_STEPS = [
+    "nbgrader.preprocessors.IncludeHeaderFooter",
+    "nbgrader.preprocessors.InstantiateTests",
+    "nbgrader.preprocessors.LockCells",
+    "nbgrader.preprocessors.ClearSolutions",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.SaveCells",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbgrader.preprocessors.ClearMarkScheme",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    f"{HERE}.nbgrader_steps.StripQuoteLists",
 ]
 FEEDBACK_STEPS = [
     "nbgrader.preprocessors.GetGrades",
@@ -274,3 +293,19 @@ class _RunsOf:
     def __init__(self, runs):
         self.runs = runs
 
+
+
+# ---------------------------------------------------------------- generate_assignment
+
+
+class StripQuoteLists(NbGraderPreprocessor):
+    """The notebook guard's lists of quoted figures left out of the student version: on an
+    answer cell they would list the figures of the model answer (nbgrader's checksums
+    do not cover this metadata)."""
+
+    def preprocess(self, nb, resources):
+        from .course import QUOTES_METADATA
+
+        for cell in nb.cells:
+            cell.metadata.pop(QUOTES_METADATA, None)
+        return nb, resources
