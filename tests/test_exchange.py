@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -407,3 +408,87 @@ def test_nbgrader_autograde_says_once_when_it_falls_back(exchange):
     assert "student kernels run in the sandbox" not in done.stderr
     cells = _scores(course / "gradebook.db")[w.honest]
     assert sum(score for name, (score, _) in cells.items() if "test" in name) == FULL_MARKS
+
+
+def _formgrader_lab(course):
+    """JupyterLab on the whole course (formgrader serves only a course inside the
+    server's root; scripts/lab roots it at exercises/, for students), as scripts/lab
+    starts it otherwise: loopback, offline, allowed to run as root."""
+    return [str(BIN / "jupyter-lab"), "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.root_dir={course}", "--LabApp.extension_manager=readonly",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            *(["--allow-root"] if os.geteuid() == 0 else [])]
+
+
+@pytest.mark.browser
+def test_formgrader_manual_grade_shows_in_the_export(exchange):
+    """The written answer is graded by hand in formgrader, in JupyterLab on the course,
+    in headless Chromium: the gradebook's list of submissions, the honest student's
+    submission, a manual score typed into its written answer; `nbgrader export` then
+    counts it."""
+    sys.path.insert(0, str(Path(__file__).parent / "browser"))
+    import lab_helpers as lh
+
+    missing = lh.missing_requirements()
+    if missing:
+        if os.environ.get("BROWSER_TEST_REQUIRED") == "1":
+            pytest.fail(f"BROWSER_TEST_REQUIRED=1 but {missing}", pytrace=False)
+        pytest.skip(f"browser test skipped: {missing}")
+    from nbgrader.api import Gradebook
+    from playwright.sync_api import sync_playwright
+
+    w = exchange
+    gradebook = f"sqlite:///{w.course / 'gradebook.db'}"
+    with Gradebook(gradebook) as gb:
+        submission = gb.find_submission_notebook(NOTEBOOK, ASSIGNMENT, w.honest).id
+    shots = Path(os.environ.get("ARTIFACTS_DIR") or Path(__file__).parent / "browser" /
+                 "artifacts")
+    shots.mkdir(parents=True, exist_ok=True)
+    env = lh.jupyter_env(w.base / "formgrader-jupyter")
+    server = lh.LabServer(w.course, env, w.base / "formgrader.log",
+                          command=_formgrader_lab(w.course))
+    saved = None
+    try:
+        server.start()
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(lh.CHROMIUM), headless=True,
+                                         args=lh.CHROMIUM_FLAGS)
+            try:
+                # every request carries the token: formgrader's pages call its API
+                page = browser.new_page(
+                    viewport={"width": 1400, "height": 1000},
+                    extra_http_headers={"Authorization": f"token {server.token}"})
+                page.set_default_timeout(120_000)
+                page.goto(f"{server.url}/formgrader/gradebook/{ASSIGNMENT}/{NOTEBOOK}")
+                link = page.locator(f'a[href$="/formgrader/submissions/{submission}"]').first
+                link.wait_for()
+                page.screenshot(path=str(shots / "formgrader-submissions.png"))
+                link.click()
+                score = page.locator("input.score#task1_3_answer")
+                score.wait_for()
+                page.wait_for_load_state("networkidle")  # formgrader has its grades
+                score.fill(str(MANUAL))
+                score.press("Tab")  # formgrader saves on change
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    with Gradebook(gradebook) as gb:
+                        grade = gb.find_grade("task1_3_answer", NOTEBOOK, ASSIGNMENT, w.honest)
+                        saved = grade.manual_score
+                    if saved is not None:
+                        break
+                    time.sleep(0.5)
+                page.screenshot(path=str(shots / "formgrader-manual-grade.png"))
+            finally:
+                browser.close()
+    finally:
+        server.stop()
+    w.note(f"formgrader (JupyterLab, headless Chromium): {w.honest}'s task1_3_answer "
+           f"given {saved} by hand")
+    assert saved == MANUAL
+    w.run("instructor", ["nbgrader", "export"], w.course)
+    with open(w.course / "grades.csv", newline="") as f:
+        rows = {row["student_id"]: row for row in csv.DictReader(f)}
+    w.note(f"grades.csv after the manual grade: {w.honest}: score "
+           f"{rows[w.honest]['score']} of {rows[w.honest]['max_score']}")
+    assert float(rows[w.honest]["score"]) == FULL_MARKS + MANUAL
