@@ -3,7 +3,12 @@
 source/<assignment>/  instructor notebooks (the single source of truth)
 exercises/<assignment>/  nbgrader's release folder: the student versions, committed
 solutions/<assignment>/  nbgrader's solution folder, committed
-submitted/, autograded/, feedback/, gradebook.db  grading outputs, never committed
+submitted/, autograded/, feedback/, gradebook.db, .grading/  grading outputs, never committed
+
+nbgrader's own commands (`nbgrader autograde`, the API, formgrader's autograde button,
+`nbgrader generate_feedback`) grade the way `residual-pack grade` does: the steps below
+are nbgrader's own lists of preprocessors with ours put in (autograder/grader/nbgrader_steps.py
+says what each does). They are named as text, so this file imports nothing.
 """
 
 import os
@@ -28,3 +33,53 @@ c.OverwriteCells.add_missing_cells = True
 # the kernel's working folder is not put on sys.path, so a file a student hands in
 # (an `autograder.py`, say) cannot stand in for the installed package in the test cells
 c.Execute.extra_arguments = ["--IPKernelApp.ignore_cwd=True"]
+
+# ---- our steps in nbgrader's lists (autograder/grader/nbgrader_steps.py) ----
+
+# the student version: nbgrader's steps, then the notebook guard's lists of quoted figures
+# (autograder/grader/notebook_guard.py) taken out, as they would show the model answer's
+c.GenerateAssignment.preprocessors = [
+    "nbgrader.preprocessors.IncludeHeaderFooter",
+    "nbgrader.preprocessors.InstantiateTests",
+    "nbgrader.preprocessors.LockCells",
+    "nbgrader.preprocessors.ClearSolutions",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.SaveCells",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbgrader.preprocessors.ClearMarkScheme",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "autograder.grader.nbgrader_steps.StripQuoteLists",
+]
+# autograde, first pass (the handed-in notebook): repaired against the release first
+c.Autograde.sanitize_preprocessors = [
+    "autograder.grader.nbgrader_steps.IntakeRepairs",  # deleted/moved/retyped cells, metadata
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "nbgrader.preprocessors.OverwriteCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# autograde, second pass: the kernel in the sandbox (full isolation as root where Linux
+# namespaces work; elsewhere resource limits only, which the log says once per run), the
+# test cells judged by the grader against the solution's reference run, and code that
+# reached into the grader held back for a manual grade
+c.Autograde.autograde_preprocessors = [
+    "autograder.grader.sandbox.execute.SandboxedExecute",  # in place of nbgrader's Execute
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "autograder.grader.nbgrader_steps.WithholdForReview",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# feedback pages without the hidden tests (their source and their tracebacks)
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "autograder.grader.feedback.HideHiddenTestTracebacks",
+    "autograder.grader.feedback.ClearHiddenTestsInTestCells",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]

@@ -8,7 +8,8 @@ versions and the registered wrong answers, in turn) is graded twice in the same 
 1. by `residual-pack grade` (a sandboxed kernel per notebook, the hardened test runner,
    JOBS workers), the whole command, from start to report;
 2. by one sequential `nbgrader autograde ASSIGNMENT --force` in a copy of the course where
-   the assignment was generated beforehand (nbgrader's own kernels, no isolation).
+   the assignment was generated beforehand (with the course config, whose steps sandbox
+   it too; see grade_paths.py for the two sandboxed paths on a class with attacks).
 
 It prints seconds per submission for each and the ratio, and checks that both gave every
 student the same autograded score. Every submission is an honest notebook, so that

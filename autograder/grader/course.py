@@ -202,16 +202,20 @@ class WorkCourse:
         cfg.GenerateFeedback.preprocessors = list(FEEDBACK_PREPROCESSORS)
         # parallel graders share one SQLite gradebook: wait for a lock rather than fail
         cfg.CourseDirectory.db_url = self.db_url
-        if self.sandboxed:
-            from nbgrader.converters import Autograde
-            from nbgrader.preprocessors import Execute
+        # nbgrader's own lists, whatever the course config says (it puts our steps in
+        # them for nbgrader's own autograde: nbgrader_steps); the Grader does intake
+        # and withholding itself, and the kernel runs in the sandbox when sandboxed
+        from nbgrader.converters import Autograde
+        from nbgrader.preprocessors import Execute
 
+        traits = Autograde.class_traits()
+        cfg.Autograde.sanitize_preprocessors = traits["sanitize_preprocessors"].default()
+        steps = traits["autograde_preprocessors"].default()
+        if self.sandboxed:
             from .sandbox.execute import SandboxedExecute
 
-            steps = Autograde.class_traits()["autograde_preprocessors"].default()
-            cfg.Autograde.autograde_preprocessors = [
-                SandboxedExecute if step is Execute else step for step in steps
-            ]
+            steps = [SandboxedExecute if step is Execute else step for step in steps]
+        cfg.Autograde.autograde_preprocessors = steps
         return cfg
 
     def use_sandbox(self):

@@ -205,8 +205,9 @@ def free_port():
 class LabServer:
     """`scripts/lab` on a course copy, on 127.0.0.1, in its own process group."""
 
-    def __init__(self, course, env, log_path, token="browser-test-token"):
+    def __init__(self, course, env, log_path, token="browser-test-token", command=None):
         self.course = Path(course)
+        self.command = command  # in place of scripts/lab: jupyter lab's own arguments
         self.env = dict(env, COURSE_DIR=str(course))
         self.log_path = Path(log_path)
         self.token = token
@@ -222,10 +223,13 @@ class LabServer:
             "bash", str(REPO_ROOT / "scripts" / "lab"), "--no-browser",
             f"--ServerApp.port={port}", f"--IdentityProvider.token={self.token}",
         ]
+        if self.command is not None:
+            cmd = [*self.command, "--no-browser", f"--ServerApp.port={port}",
+                   f"--IdentityProvider.token={self.token}"]
         self._log = open(self.log_path, "w", encoding="utf-8")
         self.proc = subprocess.Popen(
-            cmd, cwd=REPO_ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            cmd, cwd=REPO_ROOT if self.command is None else self.course, env=self.env,
+            stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         deadline = time.monotonic() + SERVER_START_S
         info = None

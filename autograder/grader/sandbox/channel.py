@@ -52,9 +52,14 @@ class Channel:
         self.sandbox = None
         self.uid = None  # this process's uid slot (full isolation only), kept once taken
         self.runs = {}  # (student, notebook) -> NotebookRun
+        # who drives the grading: "grader" (our Grader: intake and withholding are its
+        # own) or "nbgrader" (nbgrader's autograde, with our steps: nbgrader_steps)
+        self.driver = ""
+        self.intake = {}  # (student, notebook) -> reasons to withhold (nbgrader_steps)
 
-    def use(self, sandbox):
+    def use(self, sandbox, driver="grader"):
         """Grade with `sandbox` from now on (taking a uid slot when isolating)."""
+        self.driver = driver
         if self.sandbox is sandbox:
             return
         if sandbox.level == FULL and self.uid is None:

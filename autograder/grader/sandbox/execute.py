@@ -2,13 +2,14 @@
 
 A module-level nbgrader preprocessor (configurable like nbgrader's own `Execute`, whose
 options it inherits), which `course.WorkCourse.config` puts in place of `Execute` in
-autograde when grading is sandboxed. It runs in the grading worker. For each notebook it
-asks the sandbox for a kernel plan (`plan.Sandbox.plan`), starts the kernel through the
-launcher (`SandboxKernelManager`), sends each graded test cell in its witness version
-and judges what the kernel observed against the reference run (`judge`), and turns every
-failure of the student's code (a time limit, a dead or stuck kernel, a flood of output)
-into an error in the cell it happened in. What it saw goes back to the grader as a
-`NotebookRun` through the channel.
+autograde when grading is sandboxed, and the course's `nbgrader_config.py` for nbgrader's
+own autograde (then it sets up its sandbox itself: `nbgrader_steps.course_sandbox`).
+It runs in the grading worker. For each notebook it asks the sandbox for a kernel plan
+(`plan.Sandbox.plan`), starts the kernel through the launcher (`SandboxKernelManager`),
+sends each graded test cell in its witness version and judges what the kernel observed
+against the reference run (`judge`), and turns every failure of the student's code (a
+time limit, a dead or stuck kernel, a flood of output) into an error in the cell it
+happened in. What it saw goes back to the grader as a `NotebookRun` through the channel.
 """
 
 import asyncio
@@ -87,11 +88,16 @@ class SandboxedExecute(Execute):
         return CHANNEL
 
     def preprocess(self, nb, resources=None, km=None):
-        sandbox, uid = self.channel.current()
-        self._limits = sandbox.limits
         info = (resources or {}).get("nbgrader", {})
         key = (info.get("student", ""), info.get("notebook", ""))
         assignment = info.get("assignment", "")
+        if self.channel.sandbox is None or self.channel.driver == "nbgrader":
+            # nbgrader's own autograde, not our Grader: the sandbox is this process's
+            from ..nbgrader_steps import course_sandbox, prepare_assignment
+
+            prepare_assignment(self, course_sandbox(self), assignment)
+        sandbox, uid = self.channel.current()
+        self._limits = sandbox.limits
         self._expected = sandbox.references.get(assignment, {}).get(key[1], {})
         self._plan = sandbox.plan(uid, f"{key[0]}/{key[1]}", assignment)
         self._run = NotebookRun(level=sandbox.level)
