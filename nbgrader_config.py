@@ -67,7 +67,7 @@ c.Autograde.sanitize_preprocessors = [
 # test cells judged by the grader against the solution's reference run, and code that
 # reached into the grader held back for a manual grade
 c.Autograde.autograde_preprocessors = [
-    "autograder.grader.sandbox.execute.SandboxedExecute",  # in place of nbgrader's Execute
+    "autograder.grader.nbgrader_steps.CourseExecute",  # in place of nbgrader's Execute
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",

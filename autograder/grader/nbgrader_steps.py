@@ -7,7 +7,8 @@ button) grades the way `residual-pack grade` does:
 - `IntakeRepairs`, first of the sanitize steps: the handed-in notebook is repaired against
   the release (`intake.take_in`: deleted, moved, retyped and pasted cells, damaged nbgrader
   metadata); a notebook that is not the assignment's is refused with the reason;
-- `sandbox.execute.SandboxedExecute`, in place of nbgrader's `Execute`: the kernel runs in
+- `CourseExecute` (`sandbox.execute.SandboxedExecute` that sets up its own sandbox), in
+  place of nbgrader's `Execute`: the kernel runs in
   the sandbox and the test cells are judged against the reference run. Called by nbgrader
   rather than by our `Grader`, it sets up the sandbox itself, once per process
   (`course_sandbox`): the same decision as `residual-pack grade` (full isolation as root
@@ -35,6 +36,7 @@ import nbformat
 from nbgrader.preprocessors.base import NbGraderPreprocessor
 
 from .cells import grade_id, is_autograded_test
+from .sandbox.execute import SandboxedExecute
 
 __all__ = ["IntakeRepairs", "WithholdForReview", "StripQuoteLists", "course_sandbox",
            "withhold_grades", "SANITIZE_STEPS", "AUTOGRADE_STEPS", "GENERATE_STEPS",
@@ -51,7 +53,7 @@ SANITIZE_STEPS = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 AUTOGRADE_STEPS = [
-    f"{HERE}.sandbox.execute.SandboxedExecute",
+    f"{HERE}.nbgrader_steps.CourseExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
@@ -175,6 +177,14 @@ def _nbgrader_drives():
 
 
 # ---------------------------------------------------------------- intake
+
+
+class CourseExecute(SandboxedExecute):
+    """`SandboxedExecute` for nbgrader's own autograde (CLI, API, formgrader): with no
+    grading worker to hand it a sandbox, it sets up this process's own, once."""
+
+    def set_up(self, assignment):
+        prepare_assignment(self, course_sandbox(self), assignment)
 
 
 class IntakeRepairs(NbGraderPreprocessor):

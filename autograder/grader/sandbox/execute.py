@@ -3,7 +3,7 @@
 A module-level nbgrader preprocessor (configurable like nbgrader's own `Execute`, whose
 options it inherits), which `course.WorkCourse.config` puts in place of `Execute` in
 autograde when grading is sandboxed, and the course's `nbgrader_config.py` for nbgrader's
-own autograde (then it sets up its sandbox itself: `nbgrader_steps.course_sandbox`).
+own autograde (then `nbgrader_steps.CourseExecute` sets up its sandbox itself).
 It runs in the grading worker. For each notebook it asks the sandbox for a kernel plan
 (`plan.Sandbox.plan`), starts the kernel through the launcher (`SandboxKernelManager`),
 sends each graded test cell in its witness version and judges what the kernel observed
@@ -35,7 +35,7 @@ from ..report import describe_end
 from ..testsource import GradedCellError, prepare
 from .channel import CHANNEL, CellRun, Channel, NotebookRun
 from .launcher import launch_command
-from .limits import size_words
+from .limits import SandboxError, size_words
 
 __all__ = ["SandboxKernelManager", "SandboxedExecute"]
 
@@ -87,15 +87,18 @@ class SandboxedExecute(Execute):
     def _default_channel(self):
         return CHANNEL
 
+    def set_up(self, assignment):
+        """Called when no grading worker put a sandbox in the channel (nbgrader's own
+        autograde): `nbgrader_steps.CourseExecute` sets one up for this process."""
+        raise SandboxError("no sandbox to run this notebook in: nbgrader's own autograde "
+                           "uses autograder.grader.nbgrader_steps.CourseExecute")
+
     def preprocess(self, nb, resources=None, km=None):
         info = (resources or {}).get("nbgrader", {})
         key = (info.get("student", ""), info.get("notebook", ""))
         assignment = info.get("assignment", "")
         if self.channel.sandbox is None or self.channel.driver == "nbgrader":
-            # nbgrader's own autograde, not our Grader: the sandbox is this process's
-            from ..nbgrader_steps import course_sandbox, prepare_assignment
-
-            prepare_assignment(self, course_sandbox(self), assignment)
+            self.set_up(assignment)
         sandbox, uid = self.channel.current()
         self._limits = sandbox.limits
         self._expected = sandbox.references.get(assignment, {}).get(key[1], {})
