@@ -49,6 +49,7 @@ import time
 from pathlib import Path
 
 from .course import CONFIG_FILE, SOURCE, CourseError, WorkCourse, private_jupyter_dirs
+from .sandbox.plan import abandoned
 from .student import HANDED_IN, StudentResult
 
 __all__ = ["BUNDLE_KEY", "PackMismatch", "pack_fingerprint", "make_bundle", "grade_task",
@@ -262,17 +263,8 @@ _FOLDER_PREFIX = "residual-pack-worker-"
 
 def _remove_stale_folders():
     """Remove the scratch courses of worker processes that are gone (killed ones)."""
-    for folder in Path(tempfile.gettempdir()).glob(_FOLDER_PREFIX + "*"):
-        try:
-            owner = int((folder / "owner").read_text())
-        except (OSError, ValueError):
-            continue
-        try:
-            os.kill(owner, 0)
-        except ProcessLookupError:
-            shutil.rmtree(folder, ignore_errors=True)
-        except OSError:
-            pass
+    for folder in abandoned(Path(tempfile.gettempdir()).glob(_FOLDER_PREFIX + "*")):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _where():

@@ -299,10 +299,10 @@ def end_run(folder):
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def remove_stale_roots():
-    """End the leftovers of earlier runs whose grading process is gone (a killed run):
-    their launchers and kernels, mounts and folders."""
-    for folder in Path("/tmp").glob("rp-*"):
+def abandoned(folders):
+    """The folders among `folders` whose `owner` file names a process that is gone (a
+    killed run's); a folder without a readable owner, or whose owner lives, is kept."""
+    for folder in folders:
         try:
             owner = int((folder / "owner").read_text())
         except (OSError, ValueError):
@@ -310,8 +310,15 @@ def remove_stale_roots():
         try:
             os.kill(owner, 0)
         except ProcessLookupError:
-            end_run(folder)
+            yield folder
         except OSError:
             pass
+
+
+def remove_stale_roots():
+    """End the leftovers of earlier runs whose grading process is gone (a killed run):
+    their launchers and kernels, mounts and folders."""
+    for folder in abandoned(Path("/tmp").glob("rp-*")):
+        end_run(folder)
 
 
