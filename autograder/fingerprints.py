@@ -9,14 +9,14 @@ its mutants), which `residual-pack check-drift` compares.
 # ruff: noqa: E501
 
 TABLES = {
-    "check_understanding": {
+    "07_check_understanding": {
         "digest": "7e9140e937eb008d",
         "hints": [
         ],
         "known": {
         },
     },
-    "degradation": {
+    "02_degradation": {
         "digest": "1edfb26505c07eb2",
         "hints": [
             "the LayerNorm seems to come last, after the relu: in this layer it normalises the input, before the matrix.",
@@ -76,7 +76,7 @@ TABLES = {
             "fd26cd7d3baea660": [13],
         },
     },
-    "gpt_residual_adds": {
+    "05_gpt_residual_adds": {
         "digest": "bb368cfee32d83fc",
         "hints": [
             "only the block's end seems to be normalised: post-norm normalises after each of the two adds.",
@@ -137,7 +137,7 @@ TABLES = {
             "ff7e93426e0c8af7": [13],
         },
     },
-    "highway": {
+    "03_highway": {
         "digest": "6c5d692be9ee94b6",
         "hints": [
             "every layer's gate seems to be read on the same input: h must move on through each layer.",
@@ -207,7 +207,7 @@ TABLES = {
             "fcb95cfd8e1e3788": [14],
         },
     },
-    "identity_shortcut": {
+    "04_identity_shortcut": {
         "digest": "8e326bd53e890a57",
         "hints": [
             "one number came back; the task asks for a list with one loss per deleted layer.",
@@ -272,7 +272,7 @@ TABLES = {
             "f926e0a5ddc5a0ba": [10],
         },
     },
-    "residual_stack": {
+    "01_residual_stack": {
         "digest": "97805ba487ecd84b",
         "hints": [
             "an input Value seems to be reused between calls, so each backward() adds to the .grad left by the previous one: make a fresh Value for every call.",
@@ -305,7 +305,7 @@ TABLES = {
             "efa3229c78210ccb": [2],
         },
     },
-    "residual_stream": {
+    "06_residual_stream": {
         "digest": "fe36352b840d893c",
         "hints": [
             "a small epsilon seems to be added inside the root: that is RMSNorm's guard, not part of the RMS.",
@@ -377,7 +377,7 @@ TABLES = {
             "ff72e0ddb331a34c": [2],
         },
     },
-    "torch_mlp": {
+    "08_torch_mlp": {
         "digest": "7e774fca14c307f9",
         "hints": [
             "the carry path seems to be missing: the input must also pass through, weighted by 1 - T.",
@@ -421,7 +421,7 @@ TABLES = {
             "fec6805b472689b8": [12],
         },
     },
-    "torch_transformer": {
+    "09_torch_transformer": {
         "digest": "774c30b91449d3a6",
         "hints": [
             "every depth gets the same loss: each state must be decoded, not only the last one.",

@@ -60,28 +60,28 @@ KERNEL_SIDE = frozenset({
 
 # assignment -> [(module, class or None, name, task, what to do instead)]
 SWITCHED_OFF = {
-    "degradation": [
+    "02_degradation": [
         ("microgpt.deepnet", None, "logits", "Task 2.2",
          "compute h_0 = W_in x, the layers and the head yourself"),
     ],
-    "gpt_residual_adds": [
+    "05_gpt_residual_adds": [
         ("microgpt.model", "GPT", "block", "Tasks 5.1 to 5.3",
          "build the block from model.attention, model.mlp and rmsnorm"),
     ],
-    "residual_stream": [
+    "06_residual_stream": [
         ("microgpt.model", "GPT", "stream_states", "Task 6.1",
          "collect the states with model.embed and model.block"),
         # step(..., states=[...]) collects a position's states: what stream_states calls
         ("microgpt.model", "GPT", "step", "Task 6.1",
          "collect the states with model.embed and model.block"),
     ],
-    "torch_mlp": [
+    "08_torch_mlp": [
         ("torchtrack.mlp", "ResidualLayer", "forward", "Task 8.1",
          "write h + self.branch(h)"),
         ("torchtrack.mlp", "HighwayLayer", "forward", "Task 8.2",
          "write the gate and the mix yourself"),
     ],
-    "torch_transformer": [
+    "09_torch_transformer": [
         ("torchtrack.transformer", "Block", "forward", "Task 9.1",
          "call block.attn, block.ffn, block.norm1 and block.norm2 yourself"),
         ("torchtrack.transformer", None, "logit_lens", "Task 9.2",
@@ -90,7 +90,7 @@ SWITCHED_OFF = {
 }
 
 GUARDED = ("autograder", "microgpt")
-TORCH_ASSIGNMENTS = ("torch_mlp", "torch_transformer")
+TORCH_ASSIGNMENTS = ("08_torch_mlp", "09_torch_transformer")
 
 
 def guarded_packages(assignment):

@@ -42,7 +42,7 @@ from autograder.grader.course import (  # noqa: E402
 )
 from autograder.grader.madeup import filled_in, with_answer  # noqa: E402
 
-ASSIGNMENT = "residual_stack"
+ASSIGNMENT = "01_residual_stack"
 
 
 def make_class(folder, n):

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-ASSIGNMENT = NOTEBOOK = "residual_stack"
+ASSIGNMENT = NOTEBOOK = "01_residual_stack"
 BIN = Path(sys.executable).parent
 # the honest three, and attacks that are one notebook each in nbgrader's layout and finish
 # in seconds (no time limit to sit out)

@@ -1,4 +1,4 @@
-"""Real parts for the cluster and gradebook tests: a class of residual_stack notebooks, a
+"""Real parts for the cluster and gradebook tests: a class of 01_residual_stack notebooks, a
 Dask scheduler and workers as separate processes on the loopback address, and a private
 PostgreSQL server started from Debian's binaries.
 
@@ -27,7 +27,7 @@ from autograder.grader.course import EXERCISES, SOURCE, read_notebook
 from autograder.grader.madeup import filled_in
 
 COURSE = Path(__file__).resolve().parents[1]
-ASSIGNMENT = "residual_stack"
+ASSIGNMENT = "01_residual_stack"
 BIN = Path(sys.executable).parent
 
 

@@ -153,7 +153,7 @@ def test_check_gradient_passes_on_the_residual_stack_anywhere_off_the_kink(x0):
     check_gradient(lambda x: residual(x, 7), x0, what="d residual/dx")
 
 
-CUT_GRAPH_HINT = next(m.hint for m in mutant_registry.load("residual_stack")
+CUT_GRAPH_HINT = next(m.hint for m in mutant_registry.load("01_residual_stack")
                       if m.name == "right numbers on floats, graph cut from the input")
 
 

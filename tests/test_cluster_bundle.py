@@ -16,38 +16,38 @@ from autograder.grader.sandbox.limits import Limits
 COURSE = Path(__file__).resolve().parents[1]
 
 
-REFERENCES = {"residual_stack": {"t1": {"records": [1, 2], "hidden": []}}}
+REFERENCES = {"01_residual_stack": {"t1": {"records": [1, 2], "hidden": []}}}
 
 
 def _sandbox(**limits):
     return SimpleNamespace(limits=Limits(**limits), level="namespaces",
-                           references={"residual_stack": REFERENCES, "highway": {"x": 1}})
+                           references={"01_residual_stack": REFERENCES, "03_highway": {"x": 1}})
 
 
 def test_the_bundle_is_the_same_bytes_every_time():
-    one, digest = cluster.make_bundle(COURSE, "residual_stack", _sandbox())
-    two, again = cluster.make_bundle(COURSE, "residual_stack", _sandbox())
+    one, digest = cluster.make_bundle(COURSE, "01_residual_stack", _sandbox())
+    two, again = cluster.make_bundle(COURSE, "01_residual_stack", _sandbox())
     assert one == two and digest == again == hashlib.sha256(one).hexdigest()
     tar = tarfile.open(fileobj=io.BytesIO(one))
     names = tar.getnames()
     assert "nbgrader_config.py" in names and "bundle.json" in names
-    assert "source/residual_stack/residual_stack.ipynb" in names
+    assert "source/01_residual_stack/01_residual_stack.ipynb" in names
     # the coordinator's expected observations for this assignment, and no other's
     assert json.loads(tar.extractfile("references.json").read()) == REFERENCES
     assert not any(n.startswith(("/", "..")) or "exercises" in n for n in names)
-    _, other_digest = cluster.make_bundle(COURSE, "residual_stack", _sandbox(cell_timeout=5))
+    _, other_digest = cluster.make_bundle(COURSE, "01_residual_stack", _sandbox(cell_timeout=5))
     assert other_digest != digest  # the limits are part of what is graded
 
 
 def test_task_keys_are_deterministic():
-    key = cluster.task_key("residual_stack", "ann", "a" * 64, "b" * 64)
-    assert key == cluster.task_key("residual_stack", "ann", "a" * 64, "b" * 64)
-    assert key != cluster.task_key("residual_stack", "ann", "c" * 64, "b" * 64)
-    assert key != cluster.task_key("residual_stack", "bob", "a" * 64, "b" * 64)
+    key = cluster.task_key("01_residual_stack", "ann", "a" * 64, "b" * 64)
+    assert key == cluster.task_key("01_residual_stack", "ann", "a" * 64, "b" * 64)
+    assert key != cluster.task_key("01_residual_stack", "ann", "c" * 64, "b" * 64)
+    assert key != cluster.task_key("01_residual_stack", "bob", "a" * 64, "b" * 64)
 
 
 def test_a_worker_refuses_another_pack_or_a_bundle_that_is_not_its_hash():
-    task = {"student": "ann", "assignment": "residual_stack", "files": {}, "feedback": False,
+    task = {"student": "ann", "assignment": "01_residual_stack", "files": {}, "feedback": False,
             "pack": "0.0.1+elsewhere", "bundle": "0" * 64, "bundle_bytes": b"x"}
     with pytest.raises(cluster.PackMismatch, match="another|this worker"):
         cluster.grade_task(task)
@@ -76,7 +76,7 @@ def test_a_worker_that_refuses_a_bundle_leaves_nothing_behind(monkeypatch):
     import tempfile
 
     monkeypatch.setattr(cluster, "pack_fingerprint", lambda: "0.0.1+elsewhere")
-    data, digest = cluster.make_bundle(COURSE, "residual_stack", _sandbox())
+    data, digest = cluster.make_bundle(COURSE, "01_residual_stack", _sandbox())
     monkeypatch.undo()
     before = set(Path(tempfile.gettempdir()).glob("residual-pack-worker-*"))
     home = os.environ.get("HOME")

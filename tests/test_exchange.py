@@ -41,7 +41,7 @@ from autograder.grader.sandbox.limits import FULL, isolation_available
 pytestmark = pytest.mark.slow
 
 COURSE = Path(__file__).resolve().parents[1]
-ASSIGNMENT = NOTEBOOK = "residual_stack"
+ASSIGNMENT = NOTEBOOK = "01_residual_stack"
 COURSE_ID = "residuals"
 FULL_MARKS = 6.0  # autograded points of the assignment (2 + 2 + 2)
 MANUAL = 2.0  # its written answer, graded by hand

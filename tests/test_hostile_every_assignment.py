@@ -43,7 +43,7 @@ from autograder.grader.sandbox.limits import FULL as NAMESPACES
 from autograder.grader.sandbox.limits import isolation_available
 
 COURSE = Path(__file__).resolve().parents[1]
-FIRST = "residual_stack"  # the full hostile class covers it
+FIRST = "01_residual_stack"  # the full hostile class covers it
 
 
 def _autograded(name):
@@ -167,7 +167,7 @@ def test_attacks_on_the_verdict_earn_nothing(name, tmp_path):
     assert entries["machinery"]["withheld"], json.dumps(entries["machinery"])[:3000]
 
 
-CONTROL = "gpt_residual_adds"
+CONTROL = "05_gpt_residual_adds"
 
 
 @pytest.mark.slow

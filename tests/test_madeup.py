@@ -20,7 +20,7 @@ from autograder.grader.madeup import (
 )
 
 COURSE = Path(__file__).resolve().parents[1]
-ASSIGNMENT = NOTEBOOK = "residual_stack"
+ASSIGNMENT = NOTEBOOK = "01_residual_stack"
 pytestmark = pytest.mark.skipif(not (COURSE / EXERCISES / ASSIGNMENT).is_dir(),
                                 reason=f"no {ASSIGNMENT} release")
 

@@ -57,7 +57,7 @@ def test_the_lists_are_nbgraders_own_with_ours_put_in():
 def test_the_batch_command_sets_the_lists_itself(tmp_path):
     """`residual-pack grade` does intake and withholding in its Grader: its work course
     gives nbgrader the stock lists, with the sandboxed Execute when sandboxed."""
-    work = WorkCourse(ROOT, tmp_path, ["residual_stack"])
+    work = WorkCourse(ROOT, tmp_path, ["01_residual_stack"])
     traits = Autograde.class_traits()
     cfg = work.config()
     assert cfg.Autograde.sanitize_preprocessors == traits["sanitize_preprocessors"].default()

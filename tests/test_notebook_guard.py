@@ -17,12 +17,13 @@ from autograder.grader.notebook_guard import (
     output_problems,
     readme_quotes,
 )
+from autograder.policy import TORCH_ASSIGNMENTS
 
 COURSE = Path(__file__).resolve().parents[1]
 ALL = assignments(COURSE)
-TORCH = {"torch_mlp", "torch_transformer"}
+TORCH = set(TORCH_ASSIGNMENTS)
 TORCH_FREE = [a for a in ALL if a not in TORCH]
-SAMPLE = "degradation"  # the committed solution the defects are put into
+SAMPLE = "02_degradation"  # the committed solution the defects are put into
 
 
 def committed(assignment=SAMPLE):
@@ -160,11 +161,11 @@ def test_a_figure_may_come_from_results_or_another_solution(tmp_path):
 
     nb = committed()
     nb.cells.append(quoting_cell("Assignment 1 measured 6.727", quotes_from={
-        "residual_stack": ["6.727"]}))
+        "01_residual_stack": ["6.727"]}))
     assert check_notebook(nb, COURSE) == []
-    nb.cells.append(quoting_cell("and 6.728", quotes_from={"residual_stack": ["6.728"]}))
+    nb.cells.append(quoting_cell("and 6.728", quotes_from={"01_residual_stack": ["6.728"]}))
     problems = check_notebook(nb, COURSE)
-    assert len(problems) == 1 and "from residual_stack" in problems[0]
+    assert len(problems) == 1 and "from 01_residual_stack" in problems[0]
 
 
 def test_figures_match_as_whole_numbers():
@@ -179,15 +180,15 @@ def test_figures_match_as_whole_numbers():
 def test_readme_quotes_are_checked(tmp_path):
     course = tmp_path / "course"
     (course / "solutions").mkdir(parents=True)
-    solved = Path("solutions") / "residual_stack"
+    solved = Path("solutions") / "01_residual_stack"
     shutil.copytree(COURSE / solved, course / solved)
     readme = course / "README.md"
-    readme.write_text('The gradient: 6.727 residual.\n<!-- quotes residual_stack: "6.727" -->\n')
-    assert readme_quotes(readme.read_text()) == [("residual_stack", "6.727")]
+    readme.write_text('The gradient: 6.727 residual.\n<!-- quotes 01_residual_stack: "6.727" -->\n')
+    assert readme_quotes(readme.read_text()) == [("01_residual_stack", "6.727")]
     assert check_readme(course) == []
-    readme.write_text('The gradient: 6.7 residual.\n<!-- quotes residual_stack: "6.7" -->\n')
+    readme.write_text('The gradient: 6.7 residual.\n<!-- quotes 01_residual_stack: "6.7" -->\n')
     assert "neither its solution outputs" in " ".join(check_readme(course))
-    readme.write_text('The gradient is large.\n<!-- quotes residual_stack: "6.727" -->\n')
+    readme.write_text('The gradient is large.\n<!-- quotes 01_residual_stack: "6.727" -->\n')
     assert "the text does not say it" in " ".join(check_readme(course))
 
 
@@ -201,18 +202,19 @@ def test_check_drift_runs_the_guard(tmp_path):
     course = tmp_path / "course"
     course.mkdir()
     shutil.copy2(COURSE / CONFIG_FILE, course / CONFIG_FILE)
+    name = "01_residual_stack"
     for folder in (SOURCE, "exercises", "solutions"):
-        shutil.copytree(COURSE / folder / "residual_stack", course / folder / "residual_stack")
-    assert drift(course, ["residual_stack"]) == []
-    path = next((course / "solutions" / "residual_stack").glob("*.ipynb"))
+        shutil.copytree(COURSE / folder / name, course / folder / name)
+    assert drift(course, ["01_residual_stack"]) == []
+    path = next((course / "solutions" / "01_residual_stack").glob("*.ipynb"))
     nb = nbformat.read(str(path), as_version=4)
     bad = copy.deepcopy(nb)
     first_code_cell(bad).outputs.append(nbformat.v4.new_output(
         "error", ename="ValueError", evalue="bad", traceback=[]))
     nbformat.write(bad, str(path))
-    problems = drift(course, ["residual_stack"])
+    problems = drift(course, ["01_residual_stack"])
     assert len(problems) == 1 and problems[0].startswith(GUARD) and "error output" in problems[0]
-    assert main(["--course", str(course), "check-drift", "residual_stack"]) == 1
+    assert main(["--course", str(course), "check-drift", "01_residual_stack"]) == 1
 
 
 def test_the_student_versions_carry_no_quote_lists(tmp_path):
@@ -227,7 +229,7 @@ def test_the_student_versions_carry_no_quote_lists(tmp_path):
             assert not [c.get("id") for c in nb.cells if "residual_pack" in c.metadata], path
     # the control: a notebook that has them loses them
     copy_path = tmp_path / "highway.ipynb"
-    shutil.copy2(next((COURSE / "solutions" / "highway").glob("*.ipynb")), copy_path)
+    shutil.copy2(next((COURSE / "solutions" / "03_highway").glob("*.ipynb")), copy_path)
     before = nbformat.read(str(copy_path), as_version=4)
     assert any("residual_pack" in c.metadata for c in before.cells)
     strip_quote_lists(copy_path)

@@ -41,11 +41,12 @@ from autograder.grader.feedback import hidden_test_lines, leaked_lines
 from autograder.grader.madeup import filled_in
 from autograder.grader.selfcheck import selfcheck
 from autograder.grader.student import Grader
+from autograder.policy import TORCH_ASSIGNMENTS
 
 COURSE = Path(__file__).resolve().parents[1]
 # the torch track's notebooks need the optional torch extra (CI installs it)
 ASSIGNMENTS = [a for a in assignments(COURSE)
-               if not a.startswith("torch_") or importlib.util.find_spec("torch")]
+               if a not in TORCH_ASSIGNMENTS or importlib.util.find_spec("torch")]
 FIRST = default_assignment(COURSE)  # the demo's assignment
 JOBS = 2
 

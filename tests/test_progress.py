@@ -20,7 +20,7 @@ from autograder.grader.progress import (
 )
 
 COURSE = Path(__file__).resolve().parents[1]
-NAME = "residual_stack"
+NAME = "01_residual_stack"
 TESTS = ["task1_1_test_output", "task1_1_test_gradient", "task1_2_test_input_gradient"]
 
 

@@ -31,7 +31,7 @@ def test_the_cell_limit_comes_from_the_course_config(tmp_path):
 
 
 def test_the_command_lines_defaults_are_limits_defaults():
-    args = cli.parser().parse_args(["grade", "residual_stack", "subs"])
+    args = cli.parser().parse_args(["grade", "01_residual_stack", "subs"])
     assert cli._limits(args, COURSE) == session.course_limits(COURSE)
     assert (args.notebook_timeout, args.memory << 20, args.processes) == (
         Limits.notebook_timeout, Limits.memory, Limits.processes)

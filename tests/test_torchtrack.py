@@ -14,6 +14,7 @@ torch = pytest.importorskip(
     "torch", reason="the torch track is an optional extra: pip install -e '.[torch]'"
 )
 
+from autograder.policy import TORCH_ASSIGNMENTS  # noqa: E402
 from torchtrack import data, seeds, studies  # noqa: E402
 from torchtrack.mlp import (  # noqa: E402
     HighwayLayer,
@@ -422,7 +423,7 @@ def test_the_chapter_values_in_the_table_are_labelled_as_the_chapters():
 # ---------------------------------------------------------------- the torch notebooks
 
 COURSE = Path(__file__).resolve().parents[1]
-TORCH_NOTEBOOKS = ("torch_mlp", "torch_transformer")
+TORCH_NOTEBOOKS = TORCH_ASSIGNMENTS
 # a quoted figure: 0.079, 2.303, 244.9 (not a task number such as 8.3, nor a factor like 0.1)
 NUMBER = re.compile(r"(?<![\w.])(?:\d+\.\d{2,}|\d{2,}\.\d)(?![\d])")
 # worked out in the text itself: sigmoid(-2), ln 10 and ln 65 to two decimals
@@ -457,7 +458,7 @@ def test_the_torch_solution_ran_to_the_end_on_the_data_it_names(name):
     assert all(c.get("execution_count") for c in code), "a cell did not run"
     printed = _printed(nb)
     assert not MACHINE_PATH.search(printed), MACHINE_PATH.search(printed).group()
-    if name == "torch_transformer":
+    if name == "09_torch_transformer":
         assert "data: TinyShakespeare, 1,115,394 characters" in printed
         assert "FALLBACK" not in printed and "census names" not in printed
 

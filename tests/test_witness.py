@@ -203,7 +203,7 @@ def test_a_switched_off_answer_still_serves_the_library(monkeypatch):
 
     original = GPT.__dict__["block"]
     try:
-        assert "microgpt.model.GPT.block" in policy.switch_off("gpt_residual_adds")
+        assert "microgpt.model.GPT.block" in policy.switch_off("05_gpt_residual_adds")
         model = GPT(seed=0)
         model.loss([0, 1, 2, 0])  # the library's own call of block: allowed
         namespace = {"model": model}
@@ -220,7 +220,7 @@ def test_a_switched_off_answer_handed_to_the_gpt_checks_stays_switched_off():
 
     original = GPT.__dict__["block"]
     try:
-        policy.switch_off("gpt_residual_adds")
+        policy.switch_off("05_gpt_residual_adds")
         # handed to BlockGPT or run_block, microgpt's block is still called from code the
         # guard takes for a notebook's: it launders nothing
         laundered = gptchecks.BlockGPT(GPT.block, seed=0)

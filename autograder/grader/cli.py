@@ -359,7 +359,7 @@ def parser():
     gr.set_defaults(run=cmd_grade)
 
     dm = sub.add_parser("demo", help="grade a made-up class: solution, stub, partly wrong")
-    dm.add_argument("assignment", nargs="?", help="default: residual_stack")
+    dm.add_argument("assignment", nargs="?", help="default: 01_residual_stack")
     dm.add_argument("--out", help="output folder (default: a new temporary folder)")
     _jobs_option(dm)
     dm.set_defaults(run=cmd_demo)

@@ -17,7 +17,7 @@ from .report import write_report
 from .session import grading_session
 
 # the demo's assignment unless one is named: the first one, and the quickest to grade
-DEMO_ASSIGNMENT = "residual_stack"
+DEMO_ASSIGNMENT = "01_residual_stack"
 
 
 def default_assignment(course):

@@ -40,10 +40,10 @@ Each must appear in the text outputs of the same notebook's committed solution, 
 file under `results/` (the committed results of the experiment commands). A figure that
 another assignment's solution prints goes under that assignment's name:
 
-    "metadata": {"residual_pack": {"quotes_from": {"degradation": ["1.308"]}}}
+    "metadata": {"residual_pack": {"quotes_from": {"02_degradation": ["1.308"]}}}
 
 The README quotes figures the same way, in an HTML comment after the text that quotes
-them (`<!-- quotes identity_shortcut: "1.23" "4.26" -->`). Every student version
+them (`<!-- quotes 04_identity_shortcut: "1.23" "4.26" -->`). Every student version
 (`exercises/`, and the release grading builds) is generated without these lists. A match
 is a whole number: "1.23" is not found in "1.234". Figures from the chapter or a paper
 are theirs: cite them in the text, do not list them.

@@ -1,12 +1,16 @@
 """Registered wrong answers ("mutants"): each must lose the points of the cells it targets.
 
-One module per assignment, named like the assignment's folder in `source/`, defines
-`MUTANTS`, a list of `Mutant`s. The pack's self-check puts each mutant's source in place
-of the solution cell it names, grades the notebook, and fails unless every cell in
-`loses` scores zero. Each mutant's `hint` names its mistake for a student whose answer
-fails a visible test the same way (`residual-pack fingerprints`, `autograder.diagnosis`).
+One module per assignment defines `MUTANTS`, a list of `Mutant`s. The module is named
+like the assignment's folder in `source/` without its course-order prefix
+(`01_residual_stack` -> `residual_stack.py`), as a module name cannot start with a digit;
+`module_name` is the one place that maps one to the other. The pack's self-check puts each
+mutant's source in place of the solution cell it names, grades the notebook, and fails
+unless every cell in `loses` scores zero. Each mutant's `hint` names its mistake for a
+student whose answer fails a visible test the same way (`residual-pack fingerprints`,
+`autograder.diagnosis`).
 """
 
+import re
 from dataclasses import dataclass
 
 
@@ -22,15 +26,21 @@ class Mutant:
     hint: str = ""
 
 
+def module_name(assignment):
+    """The module holding `assignment`'s mutants: the assignment's name without its
+    course-order prefix (`01_residual_stack` -> `autograder.mutants.residual_stack`)."""
+    return f"{__name__}.{re.sub(r'^[0-9]+_', '', assignment).replace('-', '_')}"
+
+
 def load(assignment):
     """The registered mutants of `assignment`: its module's `MUTANTS` ([] when it has none)."""
     import importlib
 
-    module_name = f"{__name__}.{assignment.replace('-', '_')}"
+    name = module_name(assignment)
     try:
-        module = importlib.import_module(module_name)
+        module = importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name == module_name:
+        if exc.name == name:
             return []
         raise
     return list(getattr(module, "MUTANTS", []))

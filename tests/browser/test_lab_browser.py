@@ -1,7 +1,7 @@
 """End to end, in a real browser: a student's first exercise in JupyterLab.
 
 `scripts/lab` (the README command) serves a copy of the course on 127.0.0.1; headless
-Chromium (Debian's, driven by Playwright) opens exercises/residual_stack/residual_stack.ipynb
+Chromium (Debian's, driven by Playwright) opens exercises/01_residual_stack/01_residual_stack.ipynb
 and does what a student does:
 
 1. opens it: headings and equations render, the kernel starts without asking which one;
@@ -28,8 +28,8 @@ from datetime import datetime
 import lab_helpers as lh
 import pytest
 
-ASSIGNMENT = "residual_stack"
-NOTEBOOK = "residual_stack.ipynb"
+ASSIGNMENT = "01_residual_stack"
+NOTEBOOK = "01_residual_stack.ipynb"
 STDERR = "application/vnd.jupyter.stderr"
 PNG = "image/png"
 # a cell that runs longer than this must show progress (a tqdm bar or a widget)

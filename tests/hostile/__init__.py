@@ -51,8 +51,8 @@ from .attacks import (
     WRONG_1_1,
 )
 
-ASSIGNMENT = "residual_stack"
-NOTEBOOK = "residual_stack"
+ASSIGNMENT = "01_residual_stack"
+NOTEBOOK = "01_residual_stack"
 FULL = 6.0  # autograded points: 2 + 2 (task 1.1) + 2 (task 1.2)
 TASK_1_2 = 2.0
 
@@ -224,7 +224,7 @@ def build_class(folder, context):
     add("wrong-name", "the solution under another file name", None, FULL, FULL,
         files={"homework (2).ipynb": as_bytes(solution)}, reason=["graded homework (2).ipynb"])
     add("other-assignment", "the notebook of another assignment", _foreign(course), 0,
-        graded=False, reason=["not the notebook of residual_stack"])
+        graded=False, reason=["not the notebook of 01_residual_stack"])
     bad = as_bytes(solution)
     marker = b"**My prediction**"
     bad = bad.replace(marker, b"**My pr\xe9diction \xff\xfe**", 1)
