@@ -194,7 +194,7 @@ def trained_highway_biases(depth, seed, config):
 
 
 def training_loss(layer, depth, seed, config, **variant):
-    """The final training loss of the reference run of `layer` nets (microgpt.deepnet.run)."""
+    """The final training loss of the reference run of `layer` nets (microgpt.studies.run)."""
     from microgpt.studies import Variant, run
 
     return run(Variant(layer, depth, **variant), seed=seed, config=config).loss

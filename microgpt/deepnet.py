@@ -178,19 +178,3 @@ def gradient_norms(net, X, Y, layer, forward=logits, key="W"):
     zero_grad(params)
     return norms
 
-
-# The study harness (Config, INTERACTIVE, GRADING, study_config, run, study, ...) lives in
-# `microgpt.studies`. The notebooks of assignments 2 to 4 and `autograder.reference` still
-# import it from here; these names resolve there on first use, until they move over.
-_IN_STUDIES = frozenset({
-    "Config", "INTERACTIVE", "GRADING", "grading", "study_config", "data_seed", "probe_data",
-    "Variant", "Run", "run", "study", "smooth",
-})
-
-
-def __getattr__(name):
-    if name in _IN_STUDIES:
-        from . import studies
-
-        return getattr(studies, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

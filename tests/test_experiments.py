@@ -251,8 +251,8 @@ def test_collapse_probe_writes_json_with_provenance_and_a_matching_table(tmp_pat
         assert f"| 0 | {layout} | {r['val_loss']:.3f} |" in table
 
 
-def test_depth_search_run_is_deepnet_run():
-    """A notebook that takes the chosen configuration through `microgpt.deepnet.run` gets
+def test_depth_search_run_is_studies_run():
+    """A notebook that takes the chosen configuration through `microgpt.studies.run` gets
     the committed numbers: same teacher, net, batches and Adam."""
     from autograder.reference import residual_layer
     from microgpt.studies import Config, Variant, run

@@ -83,15 +83,28 @@ def test_smooth_is_a_running_mean():
     assert smooth([], k=3) == []
 
 
-@pytest.mark.parametrize("name", ["study_config", "Config", "Variant", "run", "study", "smooth",
-                                  "probe_data", "data_seed", "INTERACTIVE", "GRADING"])
-def test_the_notebooks_still_find_the_harness_in_deepnet(name):
-    """Notebooks 2 to 4 and autograder.reference import these from microgpt.deepnet."""
+def test_the_harness_lives_in_studies_only():
+    """deepnet no longer hands out the study harness (the lazy alias the notebooks of
+    assignments 2 to 4 used is gone), and no instructor notebook asks it for a name it
+    does not define: they import the harness from microgpt.studies."""
+    import ast
+    from pathlib import Path
+
+    import nbformat
+
     from microgpt import studies
 
-    assert getattr(deepnet, name) is getattr(studies, name)
-    with pytest.raises(AttributeError):
-        deepnet.no_such_name  # noqa: B018
+    assert not [name for name in studies.__all__ if hasattr(deepnet, name)]
+    asked = set()
+    for path in sorted((Path(__file__).resolve().parents[1] / "source").glob("*/*.ipynb")):
+        for cell in nbformat.read(str(path), as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            for node in ast.walk(ast.parse(cell.source)):
+                if isinstance(node, ast.ImportFrom) and node.module == "microgpt.deepnet":
+                    asked |= {(path.name, alias.name) for alias in node.names}
+    assert asked, "no notebook imports microgpt.deepnet: the check proves nothing"
+    assert [(nb, name) for nb, name in sorted(asked) if not hasattr(deepnet, name)] == []
 
 
 def test_deepnet_does_not_decide_the_study_size():
