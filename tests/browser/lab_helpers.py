@@ -348,6 +348,29 @@ CELLS_JS = """() => { """ + JS_PROSE + """ return Array.from(
 
 NUMBERED = re.compile(r"^\[\d+\]:$")
 
+# what a cell's SVG outputs show: JupyterLab renders an SVG as an <img> whose data: URL
+# holds the drawing, so the drawing's own elements are read back from that URL
+SVG_JS = """i => Array.from(document.querySelectorAll(
+    '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')[i]
+  .querySelectorAll('.jp-OutputArea-output[data-mime-type="image/svg+xml"]')).map(o => {
+  const img = o.querySelector('img');
+  let svg = o.querySelector('svg');
+  if (img) {
+    const src = img.getAttribute('src') || '';
+    const body = src.slice(src.indexOf(',') + 1);
+    const text = /;base64,/.test(src.slice(0, src.indexOf(',') + 1))
+      ? atob(body) : decodeURIComponent(body);
+    svg = new DOMParser().parseFromString(text, 'image/svg+xml').documentElement;
+  }
+  return {
+    shown: img ? img.complete && img.naturalWidth > 0 : !!svg,
+    width: img ? img.naturalWidth : 0,
+    texts: svg ? Array.from(svg.querySelectorAll('text')).map(t => t.textContent) : [],
+    lines: svg ? Array.from(svg.querySelectorAll('line')).map(l => l.getAttribute('stroke'))
+               : [],
+  };
+})"""
+
 
 class NotebookPage:
     """One notebook open in JupyterLab, driven the way a student drives it."""
@@ -385,6 +408,11 @@ class NotebookPage:
             self.page.wait_for_timeout(300)  # let the scroll settle and images paint
         self.page.screenshot(path=str(path))
         return path
+
+    def svg_outputs(self, index):
+        """The SVG outputs of cell `index`: [{shown, width, texts, lines}], where texts are
+        the drawing's <text> elements and lines the stroke colour of each <line>."""
+        return self.page.evaluate(SVG_JS, index)
 
     # ---- opening
     def open(self):
@@ -490,6 +518,35 @@ class NotebookPage:
     def save(self):
         self.page.keyboard.press("Escape")
         self.page.keyboard.press("Control+s")
+
+    # ---- a console on the notebook's kernel
+    def run_in_console(self, code, done_text, timeout_s=RUN_ALL_S):
+        """File > New Console for Notebook (the notebook's kernel, started in the
+        notebook's folder), run `code` there, and return the console's output texts once
+        one of them holds `done_text` and the kernel is idle again."""
+        self.page.locator(".lm-MenuBar-item", has_text=re.compile(r"^File$")).first.click()
+        self.page.locator('.lm-Menu-item[data-command="filemenu:create-console"]').click()
+        console = self.page.locator(".jp-CodeConsole").first
+        prompt = console.locator(".jp-CodeConsole-promptCell .cm-content")
+        prompt.wait_for(state="visible", timeout=KERNEL_S * 1000)
+        prompt.click()
+        self.page.keyboard.insert_text(code)
+        self.page.keyboard.press("Shift+Enter")
+        self.page.wait_for_function(
+            """t => Array.from(document.querySelectorAll('.jp-CodeConsole .jp-OutputArea-output'))
+                 .some(o => o.textContent.includes(t))""", arg=done_text,
+            timeout=timeout_s * 1000)
+        self.wait_idle()
+        return console.locator(".jp-OutputArea-output").evaluate_all(
+            "os => os.map(o => o.textContent)")
+
+    def close_console(self):
+        """Close the console opened by run_in_console (the kernel stays: it is the
+        notebook's); the notebook is the current tab again."""
+        self.page.locator(".jp-CodeConsole .jp-CodeConsole-promptCell").first.click()
+        self.page.locator(".lm-MenuBar-item", has_text=re.compile(r"^File$")).first.click()
+        self.page.locator('.lm-Menu-item[data-command="application:close"]').click()
+        self.page.locator(".jp-CodeConsole").first.wait_for(state="detached", timeout=30_000)
 
     # ---- nbgrader's Validate
     def validate(self):

@@ -8,11 +8,21 @@ and does what a student does:
 2. runs all cells on the stub: every graded test cell fails with its readable message
    ("Task 1.1 is not done yet ..."); a graded cell that Run All did not reach, because an
    earlier cell failed first, is run on its own, as a student would;
-3. types the solution (taken from source/'s BEGIN/END SOLUTION regions) into each TODO
+3. makes a known mistake: types a registered wrong answer (autograder/mutants/) into the
+   first TODO cell and runs Task 1.1's test cells. The failing one shows the check's
+   message, "This looks like a known mistake: " and that mistake's hint, and no traceback
+   of the grader's code; the others pass;
+4. saves, and runs the progress command (`residual-pack progress`) from a console on the
+   notebook: its table lists every graded cell with the status this notebook earns
+   (passed, failing with the check's message, not started) and the points;
+5. types the solution (taken from source/'s BEGIN/END SOLUTION regions) into each TODO
    cell through the editor;
-4. runs all cells again: every graded cell prints its success line, the plot renders, no
-   cell writes a warning or an error, no cell runs long without showing progress;
-5. saves, checks the file holds exactly what was typed, and presses nbgrader's Validate
+6. runs all cells again: every graded cell prints its success line, the plot renders, each
+   cell that calls draw() shows its graph as an SVG whose boxes carry their labels (data
+   and grad; in the two stacks' drawing, the input's grad is the one the cell printed and
+   the shortcuts are drawn as identity arrows), no cell writes a warning or an error, no
+   cell runs long without showing progress;
+7. saves, checks the file holds exactly what was typed, and presses nbgrader's Validate
    button: the dialog says "Success! Your notebook passes all the tests."
 
 The browser never leaves 127.0.0.1 and the server neither lists extensions from PyPI nor
@@ -28,6 +38,11 @@ from datetime import datetime
 import lab_helpers as lh
 import pytest
 
+from autograder import mutants
+from autograder.diagnosis import LEAD
+from autograder.grader.progress import FAILING, NOT_STARTED, PASSED
+from microgpt.draw import IDENTITY_COLOUR
+
 ASSIGNMENT = "01_residual_stack"
 NOTEBOOK = "01_residual_stack.ipynb"
 STDERR = "application/vnd.jupyter.stderr"
@@ -35,6 +50,13 @@ PNG = "image/png"
 # a cell that runs longer than this must show progress (a tqdm bar or a widget)
 LONG_CELL_S = 10.0
 PROGRESS = re.compile(r"\d+%\|| \d+/\d+ \[|it/s\]|s/it\]")
+# the known mistake typed in step 3: its numbers are right, its graph is cut from the input
+# (the issue's example), so one of Task 1.1's test cells passes and the other names it
+MISTAKE = "right numbers on floats, graph cut from the input"
+# what the grader's own traceback would show: none of it may reach the student
+GRADER_TRACE = re.compile(r"Traceback|File \"|autograder/|site-packages|__exit__")
+# a drawn box's label: "name: data 1 | grad 0.001" or "data 0.1 | grad 0"
+NODE_LABEL = re.compile(r"^(?:(?P<name>[^:]+): )?data (?P<data>\S+) \| grad (?P<grad>\S+)$")
 
 pytestmark = pytest.mark.browser
 
@@ -219,13 +241,16 @@ def run_student_session(nbp, nb_path, student, answers, graded, solutions, summa
     assert not unreported, f"Validate on the stub did not list the graded cells {unreported}"
     nbp.close_dialog()
 
-    # ---- 3. type the solution into every TODO cell
+    # ---- 3. a known mistake, diagnosed in its test cell
+    made_mistake(nbp, nb_path, student, answers, graded, summary, stage)
+
+    # ---- 5. type the solution into every TODO cell
     for index, grade_id, _ in answers:
         nbp.replace_cell_text(index, solutions[grade_id])
         nbp.shot(f"04-typed-{grade_id}", index)
     stage("solutions typed")
 
-    # ---- 4. run all again: every graded cell passes; nothing stray in any output
+    # ---- 6. run all again: every graded cell passes; nothing stray in any output
     cells = nbp.run_all()
     stage("run all (solution) done")
     for index, grade_id, _, success in graded:
@@ -251,8 +276,9 @@ def run_student_session(nbp, nb_path, student, answers, graded, solutions, summa
     for n, (i, _) in enumerate(images):
         nbp.shot(f"06-after-plot-{n + 1}", i)
     summary.append(f"plots: {len(images)}, alt text: {[img['alt'] for _, img in images]}")
+    check_drawn_graphs(nbp, student, cells, summary)
 
-    # ---- 5. save, check the file, press Validate
+    # ---- 7. save, check the file, press Validate
     nbp.save()
     want = {g: solutions[g] for _, g, _ in answers}
 
@@ -292,3 +318,122 @@ def run_student_session(nbp, nb_path, student, answers, graded, solutions, summa
     # offline: JupyterLab never asked to fetch its news (that toast means a settings leak)
     assert nbp.page.get_by_text("official Jupyter news").count() == 0, (
         "JupyterLab asks whether to fetch its news: scripts/lab's settings override is missing")
+
+
+def made_mistake(nbp, nb_path, student, answers, graded, summary, stage):
+    """Steps 3 and 4: a registered wrong answer in the first TODO cell, diagnosed by the
+    test cell it fails; then the progress command's table for the notebook as saved."""
+    registered = {m.name: m for m in mutants.load(ASSIGNMENT)}
+    assert MISTAKE in registered, (
+        f"autograder/mutants/{ASSIGNMENT}.py registers no wrong answer named {MISTAKE!r}")
+    mistake = registered[MISTAKE]
+    index = next(i for i, g, _ in answers if g == mistake.cell)
+    task = next(t for _, g, t, _ in graded if g in mistake.loses)
+    ours = [(i, g, success) for i, g, t, success in graded if t == task]
+    assert {g for _, g, _ in ours} > set(mistake.loses), (
+        f"{MISTAKE!r} should fail some of {task}'s test cells and pass others")
+
+    # the student types it and runs the cell, then the task's test cells
+    nbp.replace_cell_text(index, mistake.source)
+    nbp.run_cell(index)
+    for i, grade_id, success in ours:
+        cells = nbp.run_cell(i)
+        outputs = cells[i]["outputs"]
+        shown = "\n".join(o["text"] for o in outputs if o["mime"] == STDERR)
+        if grade_id not in mistake.loses:
+            assert not shown and success in stdout_text(outputs), (
+                f"{grade_id} should pass with {MISTAKE!r}; it shows "
+                f"{shown or stdout_text(outputs)!r}")
+            continue
+        nbp.shot("03b-diagnosed-failure", i)
+        assert shown, f"{grade_id} did not fail with {MISTAKE!r}"
+        assert LEAD + mistake.hint in " ".join(shown.split()), (
+            f"{grade_id} failed with {MISTAKE!r} without naming it ({LEAD!r} and its hint "
+            f"{mistake.hint!r}); it shows {shown!r}")
+        assert not GRADER_TRACE.search(shown), (
+            f"{grade_id} shows the grader's own traceback: {shown!r}")
+        assert shown.lstrip().startswith("CheckFailed: "), (
+            f"{grade_id} does not open with the check's message: {shown!r}")
+        summary.append(f"known mistake ({MISTAKE}), {grade_id}: {shown.strip()}")
+    stage("known mistake diagnosed")
+
+    # saved as it stands (the mistake, the other TODOs still stubs): the progress command
+    nbp.save()
+    _, ok = lh.wait_for_file(nb_path, lambda nb: lh.cell_text(nb["cells"][index]).strip()
+                             == mistake.source.strip())
+    assert ok, "the notebook with the typed mistake was not saved"
+    # from the notebook's folder: the course copy holds no source/, so the command is told
+    # where the course is (in a clone of the pack it finds it by itself)
+    texts = nbp.run_in_console(f"!residual-pack --course ../.. progress -a {ASSIGNMENT}",
+                               "visible tests only")
+    stage("progress table shown")
+    nbp.shot("03c-progress-table")
+    table = "\n".join(texts)
+    summary.append("progress: " + " | ".join(line.strip() for line in table.splitlines()
+                                              if line.strip()))
+    want = {}
+    for i, grade_id, task_id, _ in graded:
+        points = lh.nbgrader_meta(student["cells"][i])["points"]
+        if grade_id in mistake.loses:
+            status = FAILING
+        elif task_id == task:
+            status = PASSED
+        else:
+            status = NOT_STARTED  # the other TODOs are still the stubs
+        want[grade_id] = (points, status)
+        row = re.search(rf"^\s*{re.escape(grade_id)}\s+{points:g}\s+{status}(?P<tail>.*)$",
+                        table, re.M)
+        assert row, (f"the progress table has no row '{grade_id} {points:g} {status}':\n"
+                     f"{table}")
+        if status == FAILING:
+            assert row["tail"].strip().startswith("CheckFailed:"), (
+                f"the failing row of {grade_id} does not give the check's message: {row[0]!r}")
+    got = sum(p for p, st in want.values() if st == PASSED)
+    top = sum(p for p, _ in want.values())
+    assert f"{ASSIGNMENT}: {got:g} of {top:g} points on the visible tests" in table, table
+    counts = {st: sum(s == st for _, s in want.values()) for st in (PASSED, FAILING,
+                                                                  NOT_STARTED)}
+    assert f"{counts[PASSED]} passed, {counts[FAILING]} failing, " \
+           f"{counts[NOT_STARTED]} not started, 0 not run" in table, table
+    nbp.close_console()
+
+
+def check_drawn_graphs(nbp, student, cells, summary):
+    """Every cell that calls draw() shows its graph as an SVG: drawn (the image loaded),
+    one labelled box per Value (data and grad), the named ones by name. In the cell that
+    draws both stacks, the input's grad in each drawing is the one the cell printed, and
+    the residual stack's shortcuts are drawn as identity arrows (local derivative 1)."""
+    drawing = [i for i, c in enumerate(student["cells"])
+               if c["cell_type"] == "code" and "draw(" in lh.cell_text(c)]
+    assert drawing, f"no cell of {NOTEBOOK} calls draw()"
+    for i in drawing:
+        grade_id = lh.nbgrader_meta(student["cells"][i]).get("grade_id", f"cell {i}")
+        svgs = nbp.svg_outputs(i)
+        assert svgs, f"{grade_id} calls draw() but shows no SVG: {cells[i]['outputs']}"
+        for svg in svgs:
+            assert svg["shown"], f"{grade_id}: an SVG did not render: {svg}"
+            labels = [m for m in map(NODE_LABEL.match, svg["texts"]) if m]
+            assert len(labels) >= 2 and any(m["name"] for m in labels), (
+                f"{grade_id}: the drawing has no labelled boxes: {svg['texts']}")
+        nbp.shot(f"06-drawn-graph-{grade_id}", i)
+        summary.append(f"drawn, {grade_id}: " + "; ".join(
+            ", ".join(t for t in svg["texts"] if NODE_LABEL.match(t) and ":" in t)
+            for svg in svgs))
+    # the two stacks, three layers each: the cell prints d out/dx before each drawing
+    index = next(i for i, c in enumerate(student["cells"])
+                 if lh.nbgrader_meta(c).get("grade_id") == "task1_1_graph")
+    printed = re.findall(r"(\w+) stack, 3 layers: d out/dx = (\S+)",
+                         stdout_text(cells[index]["outputs"]))
+    svgs = nbp.svg_outputs(index)
+    assert [name for name, _ in printed] == ["plain", "residual"] and len(svgs) == 2, (
+        f"task1_1_graph should print and draw both stacks: {printed}, {len(svgs)} drawings")
+    for (name, grad), svg in zip(printed, svgs):
+        assert f"x: data 1 | grad {grad}" in svg["texts"], (
+            f"the {name} stack's drawing does not show the printed input gradient {grad}: "
+            f"{svg['texts']}")
+    # both stacks have the same layers; the residual one adds x around each of its 3, and
+    # both inputs of an add arrive along identity arrows
+    plain, residual = (svg["lines"].count(IDENTITY_COLOUR) for svg in svgs)
+    assert residual - plain >= 2 * 3, (
+        f"the residual stack's drawing has {residual} identity arrows against the plain "
+        f"stack's {plain}: its 3 shortcuts are not drawn as such")
