@@ -192,6 +192,9 @@ def test_submission(hostile_run, student):
         assert words in said, f"{case.what}: the report does not say {words!r}:\n{said}"
     assert bool(entry.get("withheld")) == case.withheld, (
         f"{case.what}: {'not ' if case.withheld else ''}held back for review\n{said}")
+    # held back or not, what it would have scored is no more than its honest content
+    would = entry.get("withheld_score", 0)
+    assert would <= case.max_score, f"{case.what}: would score {would} > {case.max_score}"
     if case.graded:
         assert entry["runs"], "graded without running the notebook"
         assert entry["feedback"], "no feedback page"

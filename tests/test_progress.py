@@ -80,3 +80,23 @@ def test_the_command_prints_the_table(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "task1_1_test_output" in done.stdout and "not started" in done.stdout
+
+
+def test_outside_any_course_the_checkout_is_the_course(tmp_path, monkeypatch):
+    """A student who runs `residual-pack progress` from a folder of their own (say an
+    `exercises/` folder handed out alone) gets the course the pack was installed from."""
+    from autograder.grader.course import find_course
+
+    monkeypatch.chdir(tmp_path)
+    assert find_course() == COURSE
+
+
+def test_a_long_failure_keeps_the_known_mistake_it_looks_like():
+    from autograder.diagnosis import LEAD
+    from autograder.grader.progress import _short
+
+    message = "CheckFailed: " + "x" * 500 + ". " + LEAD + "did you build the stack from .data?"
+    short = _short(message + "\nmore lines of the message")
+    assert short.endswith(LEAD + "did you build the stack from .data?")
+    assert len(short) < 400 and "more lines" not in short
+    assert _short("CheckFailed: short\nsecond line") == "CheckFailed: short"

@@ -53,7 +53,7 @@ def find_course(start=None):
     for folder in (here, *here.parents):
         if (folder / CONFIG_FILE).is_file() and (folder / SOURCE).is_dir():
             return folder
-    checkout = Path(__file__).resolve().parent.parent
+    checkout = Path(__file__).resolve().parents[2]  # autograder/grader/course.py -> the checkout
     if (checkout / CONFIG_FILE).is_file() and (checkout / SOURCE).is_dir():
         return checkout
     raise CourseError(

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import nbformat
 
+from ..diagnosis import LEAD
 from .cells import is_autograded_test, nbgrader_meta
 
 __all__ = ["TaskStatus", "notebook_progress", "find_notebooks", "progress", "format_table"]
@@ -47,8 +48,21 @@ def _status(cell):
             text = f"{out.get('ename', '')}: {out.get('evalue', '')}".strip(": ")
             if NotImplementedError.__name__ in text or STUB_WORDS in text:
                 return NOT_STARTED, ""
-            return FAILING, text.splitlines()[0][:300] if text else "the cell raised"
+            return FAILING, _short(text) if text else "the cell raised"
     return PASSED, ""
+
+
+def _short(text):
+    """A failure in a line: the check's message cut to 300 characters, then the known
+    mistake it looks like when the diagnosis named one (what a student most needs, and it
+    comes last)."""
+    lines = text.splitlines()
+    named = next((line for line in lines if LEAD in line), "")
+    head = lines[0].partition(LEAD)[0].strip()
+    short = head if len(head) <= 300 else head[:299] + "\u2026"
+    if named:
+        short = f"{short} {LEAD}{named.partition(LEAD)[2][:400]}".strip()
+    return short
 
 
 def _ipc_kernel_manager():

@@ -47,6 +47,7 @@ from .attacks import (
     SOCKET_FILLER,
     TAMPER_DURING_TEST,
     TASK_PATCH,
+    TRACE_FUNCTION,
     WRITE_OTHERS,
     WRONG_1_1,
 )
@@ -300,6 +301,8 @@ def build_class(folder, context):
         ("kernel-machinery", "replaces the kernel's do_execute: every test 'ok'",
          KERNEL_MACHINERY),
         ("audit-hook", "an audit hook sends the test's observations elsewhere", AUDIT_HOOK),
+        ("trace-function", "a trace function (and a profiler) empties the test's "
+         "observations as it runs", TRACE_FUNCTION),
         ("frame-walk", "walks the frames of the test to switch its checks off", FRAME_WALK),
         ("gc-helpers", "finds every copy of the checks through gc and blanks them",
          GC_HELPERS),
@@ -330,6 +333,11 @@ def build_class(folder, context):
     add("not-utf8-name", "every answer right, in a folder whose name is not UTF-8",
         solution, FULL, FULL, folder=b"caf\xe9-\xff", reason=["is not plain text"],
         report_as=_report_id(b"caf\xe9-\xff"))
+    add("not-utf8-file", "every answer right; beside the notebook a file whose name is not "
+        "UTF-8", None, FULL, FULL, files={
+            nb: as_bytes(solution),
+            os.fsdecode(b"notes-caf\xe9-\xff.txt"): b"handed in with the notebook\n",
+        })
     return [_write(folder, case) for case in cases]
 
 

@@ -207,6 +207,19 @@ def hook(event, args):
 sys.addaudithook(hook)
 ''' + WRONG_1_1
 
+TRACE_FUNCTION = '''import sys, threading
+def tracer(frame, event, arg):
+    # every call the test makes passes here: empty the witness's records on the way
+    w = sys.modules.get("autograder.witness")
+    if w is not None and isinstance(getattr(w, "_state", None), dict):
+        if w._state.get("records"):
+            w._state["records"] = []
+    return tracer
+sys.settrace(tracer)
+threading.settrace(tracer)
+sys.setprofile(lambda frame, event, arg: None)
+''' + WRONG_1_1
+
 HANDED_FUNCTION = '''def input_gradient(stack, x, depth):
     # a hidden test hands in a function of its own: switch its checks off through it
     g = getattr(stack, "__globals__", {})
