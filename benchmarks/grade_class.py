@@ -32,7 +32,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder import mutants as mutant_registry  # noqa: E402
-from autograder.grader.cli import default_jobs  # noqa: E402
 from autograder.grader.course import (  # noqa: E402
     EXERCISES,
     SOURCE,
@@ -41,6 +40,7 @@ from autograder.grader.course import (  # noqa: E402
     read_notebook,
 )
 from autograder.grader.madeup import filled_in, with_answer  # noqa: E402
+from autograder.grader.sandbox.limits import default_jobs  # noqa: E402
 
 ASSIGNMENT = "01_residual_stack"
 

@@ -178,10 +178,10 @@ class DaskCluster:
             if proc is not None:
                 kill_group(proc)
         # what killed workers left on disk, as the next worker or run would clear it
-        from autograder.grader.cluster import _remove_stale_folders
+        from autograder.grader.cluster.worker import remove_stale_folders
         from autograder.grader.sandbox.plan import remove_stale_roots
 
-        _remove_stale_folders()
+        remove_stale_folders()
         remove_stale_roots()
         for log in self.logs:
             log.close()

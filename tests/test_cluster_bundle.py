@@ -1,5 +1,5 @@
-"""autograder/grader/cluster.py's pieces that need no cluster: the bundle, the pack's
-fingerprint, the task keys, and a worker's refusals."""
+"""autograder/grader/cluster/bundle.py: the bundle, the pack's fingerprint, the names of
+the files that travel (no cluster needed)."""
 
 import hashlib
 import io
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from autograder.grader import cluster
+from autograder.grader.cluster import bundle
 from autograder.grader.sandbox.limits import Limits
 
 COURSE = Path(__file__).resolve().parents[1]
@@ -25,8 +25,8 @@ def _sandbox(**limits):
 
 
 def test_the_bundle_is_the_same_bytes_every_time():
-    one, digest = cluster.make_bundle(COURSE, "01_residual_stack", _sandbox())
-    two, again = cluster.make_bundle(COURSE, "01_residual_stack", _sandbox())
+    one, digest = bundle.make_bundle(COURSE, "01_residual_stack", _sandbox())
+    two, again = bundle.make_bundle(COURSE, "01_residual_stack", _sandbox())
     assert one == two and digest == again == hashlib.sha256(one).hexdigest()
     tar = tarfile.open(fileobj=io.BytesIO(one))
     names = tar.getnames()
@@ -35,52 +35,55 @@ def test_the_bundle_is_the_same_bytes_every_time():
     # the coordinator's expected observations for this assignment, and no other's
     assert json.loads(tar.extractfile("references.json").read()) == REFERENCES
     assert not any(n.startswith(("/", "..")) or "exercises" in n for n in names)
-    _, other_digest = cluster.make_bundle(COURSE, "01_residual_stack", _sandbox(cell_timeout=5))
+    _, other_digest = bundle.make_bundle(COURSE, "01_residual_stack", _sandbox(cell_timeout=5))
     assert other_digest != digest  # the limits are part of what is graded
 
 
-def test_task_keys_are_deterministic():
-    key = cluster.task_key("01_residual_stack", "ann", "a" * 64, "b" * 64)
-    assert key == cluster.task_key("01_residual_stack", "ann", "a" * 64, "b" * 64)
-    assert key != cluster.task_key("01_residual_stack", "ann", "c" * 64, "b" * 64)
-    assert key != cluster.task_key("01_residual_stack", "bob", "a" * 64, "b" * 64)
+def test_a_bundle_without_a_sandbox_says_so_and_carries_no_references():
+    data, _ = bundle.make_bundle(COURSE, "01_residual_stack", None)
+    tar = tarfile.open(fileobj=io.BytesIO(data))
+    about = json.loads(tar.extractfile("bundle.json").read())
+    assert about == {"assignment": "01_residual_stack", "pack": bundle.pack_fingerprint(),
+                     "limits": None, "level": None}
+    assert "references.json" not in tar.getnames()
 
 
-def test_a_worker_refuses_another_pack_or_a_bundle_that_is_not_its_hash():
-    task = {"student": "ann", "assignment": "01_residual_stack", "files": {}, "feedback": False,
-            "pack": "0.0.1+elsewhere", "bundle": "0" * 64, "bundle_bytes": b"x"}
-    with pytest.raises(cluster.PackMismatch, match="another|this worker"):
-        cluster.grade_task(task)
-    task["pack"] = cluster.pack_fingerprint()
-    with pytest.raises(cluster.PackMismatch, match="do not match"):
-        cluster.grade_task(task)
+def test_an_unpacked_bundle_describes_itself(tmp_path):
+    data, _ = bundle.make_bundle(COURSE, "01_residual_stack", _sandbox(cell_timeout=5))
+    bundle.unpack_bundle(data, tmp_path)
+    about = bundle.read_about(tmp_path)
+    assert about["assignment"] == "01_residual_stack" and about["level"] == "namespaces"
+    assert Limits(**about["limits"]) == Limits(cell_timeout=5)
+    assert (tmp_path / "source" / "01_residual_stack" / "01_residual_stack.ipynb").is_file()
+
+
+def test_a_bundle_of_another_pack_is_refused_when_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(bundle, "pack_fingerprint", lambda: "0.0.1+elsewhere")
+    data, _ = bundle.make_bundle(COURSE, "01_residual_stack", None)
+    monkeypatch.undo()
+    bundle.unpack_bundle(data, tmp_path)
+    with pytest.raises(bundle.PackMismatch, match="the bundle is for pack 0.0.1"):
+        bundle.read_about(tmp_path)
 
 
 def test_a_bundle_entry_outside_its_folder_is_refused(tmp_path):
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w") as tar:
-        cluster._add(tar, "../evil.py", b"x")
-    with pytest.raises(cluster.PackMismatch, match="bad bundle entry"):
-        cluster._unpack(raw.getvalue(), tmp_path / "x")
+        bundle._add(tar, "../evil.py", b"x")
+    with pytest.raises(bundle.PackMismatch, match="bad bundle entry"):
+        bundle.unpack_bundle(raw.getvalue(), tmp_path / "x")
     assert not (tmp_path / "evil.py").exists()
 
 
 def test_the_fingerprint_names_the_version_and_the_code():
-    fp = cluster.pack_fingerprint()
+    fp = bundle.pack_fingerprint()
     version, digest = fp.split("+")
     assert version and len(digest) == 16
 
 
-def test_a_worker_that_refuses_a_bundle_leaves_nothing_behind(monkeypatch):
-    import os
-    import tempfile
-
-    monkeypatch.setattr(cluster, "pack_fingerprint", lambda: "0.0.1+elsewhere")
-    data, digest = cluster.make_bundle(COURSE, "01_residual_stack", _sandbox())
-    monkeypatch.undo()
-    before = set(Path(tempfile.gettempdir()).glob("residual-pack-worker-*"))
-    home = os.environ.get("HOME")
-    with pytest.raises(cluster.PackMismatch, match="the bundle is for pack 0.0.1"):
-        cluster._WorkerCourse(data, digest)
-    assert set(Path(tempfile.gettempdir()).glob("residual-pack-worker-*")) <= before
-    assert os.environ.get("HOME") == home
+@pytest.mark.parametrize("name,ok", [
+    ("01_residual_stack.ipynb", True), ("01_residual_stack.html", True),
+    ("../x.ipynb", False), ("a/b.ipynb", False), ("a\\b.html", False), ("x.py", False),
+    ("x.ipynb\0", False), (".ipynb", False)])
+def test_only_notebooks_and_pages_named_without_a_folder_travel(name, ok):
+    assert bool(bundle.SAFE_NAME.match(name)) is ok

@@ -294,3 +294,36 @@ def test_every_mutant_a_visible_test_catches_is_named(assignment):
     named = len(outcomes) - len(hidden_only)
     print(f"\n{assignment}: {named} named on the visible tests, {len(hidden_only)} caught "
           f"only by hidden tests: {hidden_only}")
+
+
+def _fake_runs(monkeypatch, solution_fails=(), unnamed=(), tables=None):
+    """`regenerate` over made-up observations: {assignment: table} written or compared."""
+    written = []
+
+    def observe(course, name, jobs=1, say=None):
+        cells = {"t": ("failed" if name in solution_fails else "passed", "")}
+        verdict = generator.UNNAMED if name in unnamed else generator.DIAGNOSED
+        return generator.Run(cells=cells), [type("O", (), {"verdict": verdict})()]
+
+    monkeypatch.setattr(generator, "observe", observe)
+    monkeypatch.setattr(generator, "summary", lambda name, s, o: [f"{name}: summary"])
+    monkeypatch.setattr(generator, "table_of", lambda course, name, o: {"of": name})
+    monkeypatch.setattr(generator, "write_table", lambda course, t: written.append(t))
+    monkeypatch.setattr(generator, "read_tables", lambda: tables or {})
+    return written
+
+
+def test_regenerate_writes_the_tables_and_names_what_fails(monkeypatch):
+    written = _fake_runs(monkeypatch, solution_fails={"b"}, unnamed={"c"})
+    said = []
+    assert generator.regenerate(COURSE, ["a", "b", "c"], say=said.append) == ["b", "c"]
+    assert written == [{"a": {"of": "a"}, "b": {"of": "b"}, "c": {"of": "c"}}]
+    assert said[:3] == ["a: summary", "b: summary", "c: summary"]
+
+
+def test_regenerate_without_writing_compares_with_the_committed_tables(monkeypatch):
+    written = _fake_runs(monkeypatch, tables={"a": {"of": "a"}, "b": {"of": "older"}})
+    said = []
+    assert generator.regenerate(COURSE, ["a", "b"], write=False, say=said.append) == ["b"]
+    assert written == []
+    assert any("b: autograder/fingerprints.py differs" in line for line in said)

@@ -66,3 +66,18 @@ def test_without_namespaces_no_uid_is_taken():
     box = SimpleNamespace(level=LIMITS)
     channel.use(box)
     assert channel.current() == (box, None)
+
+
+def test_jobs_are_one_per_core_as_many_as_fit_in_memory(monkeypatch):
+    monkeypatch.setattr(limits.os, "sched_getaffinity", lambda _: {0, 1, 2, 3}, raising=False)
+    pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": (5 << 30) // 4096}
+    monkeypatch.setattr(limits.os, "sysconf", lambda name: pages[name])
+    assert limits.default_jobs(memory=2 << 30) == 2  # 5 GiB holds two kernels of 2 GiB
+    assert limits.default_jobs(memory=1 << 30) == 4  # then the cores are the bound
+    assert limits.default_jobs(memory=8 << 30) == 1  # never none
+
+    def unknown(name):
+        raise ValueError(name)
+
+    monkeypatch.setattr(limits.os, "sysconf", unknown)
+    assert limits.default_jobs() == 4

@@ -14,7 +14,7 @@ import shutil
 import time
 from pathlib import Path
 
-from .course import CONFIG_FILE, EXERCISES, CourseError, WorkCourse
+from .course import CONFIG_FILE, EXERCISES, CourseError, WorkCourse, quiet_nbgrader
 from .journal import Journal, run_fingerprint
 from .report import write_report
 from .session import grading_session
@@ -28,14 +28,9 @@ __all__ = ["MIN_FOR_WORKERS", "grade_all", "grade_folder", "prepare_out", "run_g
 
 
 def _quiet_worker(coordinator):
-    import logging
     import threading
-    import warnings
 
-    log = logging.getLogger("residual_pack.nbgrader")
-    log.propagate = False
-    log.addHandler(logging.NullHandler())
-    warnings.filterwarnings("ignore", message=".*not in session.*")
+    quiet_nbgrader()
     # the grading run may have been killed while this process was still starting (a
     # spawned worker takes a second to import): compare with the pid it was started by,
     # not with whatever parent it has by now
@@ -66,7 +61,7 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
               cluster=None, say=None):
     """Grade the handed-in `students`, each on their own, `jobs` at a time (in separate
     processes sharing the gradebook), or as tasks on the Dask `cluster` ("local" or a
-    scheduler's address; see `cluster.py`: there only this process writes the gradebook).
+    scheduler's address; see `cluster/`: there only this process writes the gradebook).
     Results come back in the order of `students`; `on_result(result)` is called in this
     process as each one is done."""
     students = list(students)
@@ -80,7 +75,7 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
             progress(result)
 
     if cluster:
-        from .cluster import grade_on_cluster
+        from .cluster.client import grade_on_cluster
 
         if students:
             grade_on_cluster(grader, students, cluster, feedback=feedback, jobs=jobs,
@@ -212,7 +207,7 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
     unless `isolate` is False.
     A run interrupted earlier in `out` (same assignment, sources and limits) is resumed:
     students graded then are not graded again, unless `fresh`. Writes grades.csv and the
-    class report. With `cluster` the students are graded on Dask (see `cluster.py`);
+    class report. With `cluster` the students are graded on Dask (see `cluster/`);
     `db_url` is the gradebook's (default: SQLite in `out`). Returns (grader, results,
     grades.csv)."""
     say = say or (lambda *_: None)

@@ -15,33 +15,20 @@ in a work copy of it, never in the repository.
 """
 
 import argparse
-import logging
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from .course import CourseError, check_assignments, find_course
-from .sandbox.limits import Limits, SandboxError
+from .course import CourseError, check_assignments, find_course, quiet_nbgrader
+from .sandbox.limits import Limits, SandboxError, default_jobs
 
 DB_URL_VARIABLE = "RESIDUAL_PACK_DB_URL"
 
 
 def _say(text):
     print(text, flush=True)
-
-
-def _quiet_nbgrader(verbose):
-    log = logging.getLogger("residual_pack.nbgrader")
-    log.propagate = False
-    log.handlers.clear()
-    if verbose:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("[nbgrader %(levelname)s] %(message)s"))
-        log.addHandler(handler)
-    else:
-        log.addHandler(logging.NullHandler())
 
 
 def cmd_generate(args, course):
@@ -101,12 +88,15 @@ def cmd_selfcheck(args, course):
     return 1 if failed else 0
 
 
-def _progress(result):
+def _line(result):
     if result.graded:
         got, top = result.score()
-        _say(f"  {result.student}: {got:g}/{top:g} ({result.seconds:.1f} s)")
-    else:
-        _say(f"  {result.student}: not graded: {result.reason}")
+        return f"  {result.student}: {got:g}/{top:g} ({result.seconds:.1f} s)"
+    return f"  {result.student}: not graded: {result.reason}"
+
+
+def _progress(result):
+    _say(_line(result))
 
 
 class ClassProgress:
@@ -131,12 +121,7 @@ class ClassProgress:
         if self.bar is None:
             _progress(result)
             return
-        if result.graded:
-            got, top = result.score()
-            line = f"  {result.student}: {got:g}/{top:g} ({result.seconds:.1f} s)"
-        else:
-            line = f"  {result.student}: not graded: {result.reason}"
-        self.bar.write(line, file=sys.stdout)
+        self.bar.write(_line(result), file=sys.stdout)
         sys.stdout.flush()
         self.bar.update(1)
 
@@ -218,21 +203,6 @@ def cmd_demo(args, course):
     return 1 if problems else 0
 
 
-def default_jobs(memory=Limits.memory):
-    """Submissions graded at a time: one per core, as many as fit in memory when each
-    kernel may use `memory` bytes."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        total = 0
-    fit = max(1, total // memory) if total else cores
-    return max(1, min(cores, fit))
-
-
 def _jobs_option(p):
     p.add_argument("-j", "--jobs", type=int, default=default_jobs(),
                    help="submissions graded at a time, each in its own process and kernel "
@@ -254,32 +224,12 @@ def cmd_progress(args, course):
 
 
 def cmd_fingerprints(args, course):
-    from .fingerprints import UNNAMED, observe, summary, table_of, write_table
+    from .fingerprints import regenerate
 
     names = check_assignments(course, args.assignments)
     start = time.perf_counter()
-    tables, failed = {}, []
-    for name in names:
-        solution, outcomes = observe(course, name, jobs=args.jobs, say=_say)
-        for line in summary(name, solution, outcomes):
-            _say(line)
-        if any(s != "passed" for s, _ in solution.cells.values()) or any(
-                o.verdict == UNNAMED for o in outcomes):
-            failed.append(name)
-        tables[name] = table_of(course, name, outcomes)
-    if not args.check:
-        write_table(course, tables)
-        _say(f"wrote autograder/fingerprints.py for {', '.join(names)}")
-    else:
-        from .fingerprints import read_tables
-
-        committed = read_tables()
-        for name in names:
-            if committed.get(name) != tables[name]:
-                _say(f"{name}: autograder/fingerprints.py differs from a fresh run "
-                     f"(run `residual-pack fingerprints {name}`)")
-                failed.append(name)
-    _say(f"fingerprints {'FAILED for ' + ', '.join(sorted(set(failed))) if failed else 'ok'} "
+    failed = regenerate(course, names, jobs=args.jobs, write=not args.check, say=_say)
+    _say(f"fingerprints {'FAILED for ' + ', '.join(failed) if failed else 'ok'} "
          f"in {time.perf_counter() - start:.1f} s")
     return 1 if failed else 0
 
@@ -395,7 +345,7 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    _quiet_nbgrader(args.verbose)
+    quiet_nbgrader(args.verbose)
     try:
         course = find_course(args.course)
         return args.run(args, course)

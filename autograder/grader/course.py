@@ -34,6 +34,7 @@ KERNEL_ARGUMENTS = ["--IPKernelApp.ignore_cwd=True", "--IPKernelApp.log_level=ER
 SOLUTION_CELL_TIMEOUT = 1200
 
 log = logging.getLogger("residual_pack")
+NBGRADER_LOG = "residual_pack.nbgrader"  # the logger nbgrader's API writes to (`api()`)
 
 
 class CourseError(Exception):
@@ -131,6 +132,21 @@ def private_jupyter_dirs(folder):
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def quiet_nbgrader(verbose=False):
+    """Keep nbgrader's log out of this process's output (on stderr with `verbose`), and
+    its known harmless warning (nbgrader 0.9, a student's first autograde)."""
+    nb_log = logging.getLogger(NBGRADER_LOG)
+    nb_log.propagate = False
+    nb_log.handlers.clear()
+    if verbose:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("[nbgrader %(levelname)s] %(message)s"))
+        nb_log.addHandler(handler)
+    else:
+        nb_log.addHandler(logging.NullHandler())
+    warnings.filterwarnings("ignore", message=".*not in session.*")
 
 
 @contextlib.contextmanager
@@ -233,7 +249,7 @@ class WorkCourse:
             from nbgrader.coursedir import CourseDirectory
 
             cfg = self.config()
-            nb_log = logging.getLogger("residual_pack.nbgrader")
+            nb_log = logging.getLogger(NBGRADER_LOG)
             self._api = NbGraderAPI(
                 coursedir=CourseDirectory(config=cfg), config=cfg, log=nb_log
             )

@@ -49,7 +49,8 @@ from .course import EXERCISES, SOURCE, CourseError, assignments, notebook_paths,
 from .madeup import filled_in, mutant_notebook_name, with_answer
 
 __all__ = ["DIAGNOSED", "HIDDEN_ONLY", "UNNAMED", "Run", "Outcome", "inputs_digest",
-           "observe", "table_of", "write_table", "read_tables", "stale", "TABLE_FILE"]
+           "observe", "table_of", "write_table", "read_tables", "stale", "TABLE_FILE",
+           "regenerate"]
 
 DIAGNOSED, HIDDEN_ONLY, UNNAMED = "diagnosed", "hidden only", "not named"
 TABLE_FILE = Path(__file__).resolve().parent.parent / "fingerprints.py"
@@ -384,3 +385,31 @@ def summary(assignment, solution, outcomes):
                 "; ".join(f"{g}: {m[:160]}" for g, m in o.unnamed.items()) or "no check failed"
             lines.append(f"  NOT NAMED: {o.mutant.name} ({why})")
     return lines
+
+
+def regenerate(course, names, jobs=1, write=True, say=None):
+    """`residual-pack fingerprints`: observe each of `names`, say its summary, then write
+    the table (`write`) or compare it with the committed one. Returns the assignments that
+    fail: the solution fails a visible test, a mutant is not named, or (not `write`) the
+    committed table differs from this run."""
+    say = say or (lambda *_: None)
+    tables, failed = {}, []
+    for name in names:
+        solution, outcomes = observe(course, name, jobs=jobs, say=say)
+        for line in summary(name, solution, outcomes):
+            say(line)
+        if any(s != "passed" for s, _ in solution.cells.values()) or any(
+                o.verdict == UNNAMED for o in outcomes):
+            failed.append(name)
+        tables[name] = table_of(course, name, outcomes)
+    if write:
+        write_table(course, tables)
+        say(f"wrote autograder/fingerprints.py for {', '.join(names)}")
+    else:
+        committed = read_tables()
+        for name in names:
+            if committed.get(name) != tables[name]:
+                say(f"{name}: autograder/fingerprints.py differs from a fresh run "
+                    f"(run `residual-pack fingerprints {name}`)")
+                failed.append(name)
+    return sorted(set(failed))

@@ -124,8 +124,7 @@ def course_sandbox(preprocessor):
     from .sandbox.channel import CHANNEL
     from .sandbox.launcher import FULL
     from .sandbox.limits import SandboxError
-    from .sandbox.plan import Sandbox, remove_stale_roots
-    from .session import course_limits
+    from .session import new_sandbox
 
     if CHANNEL.sandbox is not None:
         return CHANNEL.sandbox
@@ -134,8 +133,7 @@ def course_sandbox(preprocessor):
     say = _logger(preprocessor)
     coursedir = coursedir_of(preprocessor)
     try:
-        remove_stale_roots()
-        sandbox = Sandbox(course_limits(coursedir.root))
+        sandbox = new_sandbox(coursedir.root)
     except SandboxError as exc:
         _CourseSandbox.error = str(exc)
         say.error("residual-pack: %s", exc)

@@ -18,7 +18,7 @@ from .sandbox.limits import Limits
 from .sandbox.plan import Sandbox, remove_stale_roots
 from .student import Grader
 
-__all__ = ["course_limits", "GradingSession", "grading_session"]
+__all__ = ["course_limits", "new_sandbox", "GradingSession", "grading_session"]
 
 
 def course_limits(course, **overrides):
@@ -28,6 +28,14 @@ def course_limits(course, **overrides):
     settings = {"cell_timeout": course_cell_timeout(course, default=Limits.cell_timeout)}
     settings.update({k: v for k, v in overrides.items() if v is not None})
     return Limits(**settings)
+
+
+def new_sandbox(course, limits=None):
+    """The sandbox of a grading run of `course` (`limits`, default `course_limits`), once
+    the leftovers of killed runs are cleared. The caller closes it (`grading_session`
+    does; nbgrader's own autograde closes its one at exit)."""
+    remove_stale_roots()
+    return Sandbox(limits or course_limits(course))
 
 
 class GradingSession:
@@ -69,8 +77,7 @@ def grading_session(course, root, names=None, *, limits=None, isolate=True, jupy
     folder (removed). The gradebook is nbgrader's `db_url` (default: SQLite in `root`)."""
     sandbox = None
     if isolate:
-        remove_stale_roots()
-        sandbox = Sandbox(limits or course_limits(course))
+        sandbox = new_sandbox(course, limits)
     try:
         with work_folder(jupyter, prefix="residual-pack-jupyter-") as folder, \
                 private_jupyter_dirs(folder):

@@ -32,7 +32,8 @@ One module per process, in the order they depend on each other:
 - `syscalls`: the few Linux calls (mount, unshare, prctl) that ctypes makes for us;
 - `launcher`: the root process between the grading worker and the kernel; only the
   standard library;
-- `limits`: what a notebook may use, whether this machine can isolate, the uid slots;
+- `limits`: what a notebook may use, how many at a time, whether this machine can
+  isolate, the uid slots;
 - `plan`: the grading run's sandbox and each kernel's launch config (grading worker);
 - `channel`: what the grading worker and nbgrader's Execute step hand each other;
 - `execute`: `SandboxedExecute`, the nbgrader preprocessor (grading worker).

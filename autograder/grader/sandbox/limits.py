@@ -1,5 +1,6 @@
-"""What one notebook may use while it is graded, whether this machine can isolate a
-kernel, and the uid slots that keep kernels running at the same time apart.
+"""What one notebook may use while it is graded, how many this machine grades at a time
+(`default_jobs`), whether it can isolate a kernel, and the uid slots that keep kernels
+running at the same time apart.
 
 Standard library only (plus the launcher, for the isolation probe's command).
 """
@@ -16,8 +17,8 @@ from pathlib import Path
 
 from .launcher import FULL, LIMITS, probe_command
 
-__all__ = ["MiB", "GiB", "FULL", "LIMITS", "SandboxError", "Limits", "size_words",
-           "isolation_available", "acquire_uid"]
+__all__ = ["MiB", "GiB", "FULL", "LIMITS", "SandboxError", "Limits", "default_jobs",
+           "size_words", "isolation_available", "acquire_uid"]
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -48,6 +49,21 @@ class Limits:
         return (f"{self.cell_timeout} s per cell, {self.notebook_timeout} s per notebook, "
                 f"{size_words(self.memory)} memory, {self.processes} processes, "
                 f"{size_words(self.disk)} disk, {size_words(self.output)} output kept")
+
+
+def default_jobs(memory=Limits.memory):
+    """Submissions graded at a time: one per core, as many as fit in memory when each
+    kernel may use `memory` bytes."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 0
+    fit = max(1, total // memory) if total else cores
+    return max(1, min(cores, fit))
 
 
 def size_words(n):
