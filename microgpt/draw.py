@@ -222,7 +222,7 @@ def _graph_text(nodes, edges, names):
 _BLOCKS = {
     "plain": (["h", "LayerNorm", "W", "ReLU", "h'"], None),
     "residual": (["h", "LayerNorm", "W", "ReLU", "+", "h'"], "identity"),
-    "highway": (["h", "LayerNorm", "W", "ReLU", "T F + (1 - T) h", "h'"], "gate"),
+    "highway": (["h", "LayerNorm", "W", "ReLU", "T H + (1 - T) h", "h'"], "gate"),
     "pre-norm": (["x", "RMSNorm", "attention", "+", "RMSNorm", "MLP", "+", "x'"], "pre"),
     "post-norm": (["x", "attention", "+", "RMSNorm", "MLP", "+", "RMSNorm", "x'"], "post"),
 }
@@ -269,7 +269,7 @@ def block_diagram(kind):
     for a, b in zip(xs, xs[1:]):
         parts.append(f'<line x1="{a + box_w}" y1="{mid}" x2="{b}" y2="{mid}" stroke="#333333" '
                      f'marker-end="url(#head)"/>')
-    adds = [i for i, name in enumerate(boxes) if name in ("+", "T F + (1 - T) h")]
+    adds = [i for i, name in enumerate(boxes) if name in ("+", "T H + (1 - T) h")]
     # where each shortcut leaves the main path: the input, and in a transformer block
     # also the box after the first add (pre-norm: its sum; post-norm: its norm)
     starts = [] if not shortcut else [0, 3] if shortcut in ("pre", "post") else [0]

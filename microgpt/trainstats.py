@@ -117,6 +117,7 @@ def plot_layer_stats(runs, title="per-layer statistics during training", same_sc
     both. With `same_scale`, every row of a column has the same y limits (the range of all
     rows), so the runs compare by eye. Returns the matplotlib figure."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(len(runs), 2, figsize=(10, 3.2 * len(runs)), squeeze=False)
     for row, (name, stats) in enumerate(runs.items()):
@@ -132,6 +133,7 @@ def plot_layer_stats(runs, title="per-layer statistics during training", same_sc
                         label=f"step {step}")
             ax.set_yscale("log")
             ax.set_xlabel("layer $l$")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers are whole numbers
             ax.set_title(f"{name}: {what}")
         axes[row][0].legend(fontsize=7, loc="best")
     if same_scale:
