@@ -43,7 +43,7 @@ TABLES = {
         },
     },
     "02_degradation": {
-        "digest": "e689562d80ec6978",
+        "digest": "2419e0026f03f1f8",
         "hints": [
             "the LayerNorm seems to come last, after the relu: in this layer it normalises the input, before the matrix.",
             "the LayerNorm seems to sit between the matrix and the relu: in this layer it normalises the input, before the matrix.",
@@ -103,7 +103,7 @@ TABLES = {
         },
     },
     "03_highway": {
-        "digest": "8693f0bab0306458",
+        "digest": "f9741f6ab039012b",
         "hints": [
             "every layer's gate seems to be read on the same input: h must move on through each layer.",
             "every unit seems to share one bias Value ([v] * width repeats the same object): each unit needs a Value of its own.",
@@ -173,7 +173,7 @@ TABLES = {
         },
     },
     "04_identity_shortcut": {
-        "digest": "2e0d8aec2bdd8ccb",
+        "digest": "7a3b159b8411b2b3",
         "hints": [
             "one number came back; the task asks for a list with one loss per deleted layer.",
             "the branch seems to skip its LayerNorm: f is the plain layer of Task 2.1.",
@@ -238,7 +238,7 @@ TABLES = {
         },
     },
     "05_gpt_residual_adds": {
-        "digest": "96c0ac407a4e9d4d",
+        "digest": "db1d87cacb73a901",
         "hints": [
             "only the block's end seems to be normalised: post-norm normalises after each of the two adds.",
             "the MLP seems to read the block's input, before the attention's output was added: the sublayers run one after the other.",

@@ -17,24 +17,34 @@ a student's laptop needs nothing extra. `backend="svg"` asks for the plain drawi
 
 `block_diagram(kind)` draws one layer or block as boxes and arrows: "plain", "residual",
 "highway", "pre-norm", "post-norm".
+
+A `Drawing` wider than `MAX_WIDTH` pixels is shown scaled down to that width (its viewBox
+keeps the full size, so nothing is cut off), and its plain-text repr describes the same
+picture in words for a front end that shows no SVG.
 """
 
 import html
 import shutil
 
-__all__ = ["draw", "block_diagram", "Drawing", "graph_of", "MAX_NODES"]
+__all__ = ["draw", "block_diagram", "Drawing", "graph_of", "MAX_NODES", "MAX_WIDTH"]
 
 MAX_NODES = 250  # a bigger graph is not readable as a picture
+MAX_WIDTH = 900  # about the width of a notebook's output area, in pixels
 
 
 class Drawing:
-    """An SVG picture: shown by Jupyter (`_repr_svg_`), saved with `save(path)`."""
+    """An SVG picture: shown by Jupyter (`_repr_svg_`), saved with `save(path)`; its repr
+    (what a text-only front end shows) is `text`, the picture in words."""
 
-    def __init__(self, svg):
+    def __init__(self, svg, text=""):
         self.svg = svg
+        self.text = text
 
     def _repr_svg_(self):
         return self.svg
+
+    def __repr__(self):
+        return self.text or f"<Drawing: an SVG picture of {len(self.svg):,} characters>"
 
     def save(self, path):
         with open(path, "w", encoding="utf-8") as f:
@@ -64,6 +74,16 @@ def graph_of(out, max_nodes=MAX_NODES):
             if id(child) not in visited:
                 stack.append((child, False))
     return order, edges
+
+
+def _svg_open(width, height):
+    """The opening <svg> tag of a picture of `width` x `height` user units, shown at most
+    MAX_WIDTH pixels wide (scaled down as a whole, the viewBox keeps every unit)."""
+    shown_w, shown_h = width, height
+    if width > MAX_WIDTH:
+        shown_w, shown_h = MAX_WIDTH, round(height * MAX_WIDTH / width, 1)
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{shown_w}" height="{shown_h}" '
+            f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif">')
 
 
 def _number(x):
@@ -144,8 +164,7 @@ def _as_svg(nodes, edges, names):
     width = pad * 2 + (max(columns) + 1) * (box_w + gap_x) - gap_x
     height = pad * 2 + max(len(m) for m in columns.values()) * (box_h + gap_y) - gap_y
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif">',
+        _svg_open(width, height),
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
         'markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z"/>'
         '</marker></defs>',
@@ -167,7 +186,34 @@ def _as_svg(nodes, edges, names):
         parts.append(f'<text x="{x + box_w / 2}" y="{y + box_h / 2 + 4}" font-size="10" '
                      f'text-anchor="middle">{html.escape(_label(v, names))}</text>')
     parts.append("</svg>")
-    return Drawing("\n".join(parts))
+    return Drawing("\n".join(parts), _graph_text(nodes, edges, names))
+
+
+MAX_TEXT_LINES = 40  # the text repr of a bigger graph lists this many boxes, then a count
+
+
+def _graph_text(nodes, edges, names):
+    """The graph in words: one line per box (inputs first) with the boxes it is computed
+    from and the local derivative on each arrow."""
+    number = {id(v): i for i, v in enumerate(nodes, start=1)}
+    inputs = {}
+    for child, parent, local in edges:
+        inputs.setdefault(id(parent), []).append((child, local))
+    ones = sum(local == 1 for _, _, local in edges)
+    lines = [f"graph of {len(nodes)} Values and {len(edges)} arrows ({ones} with local "
+             f"derivative exactly 1, drawn in colour); inputs first, each box with the "
+             f"boxes it is computed from:"]
+    for v in nodes[:MAX_TEXT_LINES]:
+        line = f"  [{number[id(v)]}] {_label(v, names)}"
+        came_from = inputs.get(id(v), [])
+        if came_from:
+            line += "  <- " + ", ".join(
+                f"[{number[id(c)]}] (local {_number(local)})"
+                for c, local in came_from)
+        lines.append(line)
+    if len(nodes) > MAX_TEXT_LINES:
+        lines.append(f"  ... and {len(nodes) - MAX_TEXT_LINES} more")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- block diagrams
@@ -176,10 +222,24 @@ def _as_svg(nodes, edges, names):
 _BLOCKS = {
     "plain": (["h", "LayerNorm", "W", "ReLU", "h'"], None),
     "residual": (["h", "LayerNorm", "W", "ReLU", "+", "h'"], "identity"),
-    "highway": (["h", "LayerNorm", "W", "ReLU", "T F + (1 - T) h", "h'"], "gate"),
+    "highway": (["h", "LayerNorm", "W", "ReLU", "T H + (1 - T) h", "h'"], "gate"),
     "pre-norm": (["x", "RMSNorm", "attention", "+", "RMSNorm", "MLP", "+", "x'"], "pre"),
     "post-norm": (["x", "attention", "+", "RMSNorm", "MLP", "+", "RMSNorm", "x'"], "post"),
 }
+
+
+# what the path drawn above the main one is called: post-norm's is not labelled "identity",
+# since a norm follows its add on the main path
+_SHORTCUT_LABELS = {"identity": "identity", "gate": "carry (1 - T)", "pre": "identity",
+                    "post": "shortcut"}
+
+
+def _block_text(kind, boxes, shortcut, starts, adds):
+    lines = [f"{kind} block diagram", "  main path: " + " -> ".join(boxes)]
+    for start, end in zip(starts, adds):
+        lines.append(f"  {_SHORTCUT_LABELS[shortcut]}: {boxes[start]} -> {boxes[end]} "
+                     f"(box {start + 1} to box {end + 1}, drawn above)")
+    return "\n".join(lines)
 
 
 def block_diagram(kind):
@@ -195,8 +255,7 @@ def block_diagram(kind):
     height = top + box_h + pad
     mid = top + box_h / 2
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif">',
+        _svg_open(width, height),
         '<defs><marker id="head" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
         'markerHeight="7" orient="auto"><path d="M 0 0 L 10 5 L 0 10 z"/></marker></defs>',
     ]
@@ -210,20 +269,20 @@ def block_diagram(kind):
     for a, b in zip(xs, xs[1:]):
         parts.append(f'<line x1="{a + box_w}" y1="{mid}" x2="{b}" y2="{mid}" stroke="#333333" '
                      f'marker-end="url(#head)"/>')
-    adds = [i for i, name in enumerate(boxes) if name in ("+", "T F + (1 - T) h")]
+    adds = [i for i, name in enumerate(boxes) if name in ("+", "T H + (1 - T) h")]
+    # where each shortcut leaves the main path: the input, and in a transformer block
+    # also the box after the first add (pre-norm: its sum; post-norm: its norm)
+    starts = [] if not shortcut else [0, 3] if shortcut in ("pre", "post") else [0]
     if shortcut:
-        # where each shortcut leaves the main path: the input, and in a transformer block
-        # also the box after the first add (pre-norm: its sum; post-norm: its norm)
-        starts = [0, 3] if shortcut in ("pre", "post") else [0]
         for start, end in zip(starts, adds):
             x1 = xs[start] + box_w / 2
             x2 = xs[end] + box_w / 2
             y = 20
-            label = "carry (1 - T)" if shortcut == "gate" else "identity"
+            label = _SHORTCUT_LABELS[shortcut]
             parts.append(f'<path d="M {x1} {top} L {x1} {y} L {x2} {y} L {x2} {top}" '
                          f'fill="none" stroke="{IDENTITY_COLOUR}" stroke-width="2.5" '
                          f'marker-end="url(#head)"/>')
             parts.append(f'<text x="{(x1 + x2) / 2}" y="{y - 5}" font-size="10" '
                          f'text-anchor="middle" fill="{IDENTITY_COLOUR}">{label}</text>')
     parts.append("</svg>")
-    return Drawing("\n".join(parts))
+    return Drawing("\n".join(parts), _block_text(kind, boxes, shortcut, starts, adds))

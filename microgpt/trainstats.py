@@ -10,8 +10,11 @@ after the steps in `at`, measures on a fixed set of probe points:
 - `grad[l]`: $\\lVert \\partial L / \\partial W_l \\rVert_F$, the gradient norm of layer $l$'s
   weights for the mean loss on the probe points (`deepnet.gradient_norms`).
 
-`plot_layer_stats` draws them, one row per net, one line per step read. This module only
-reads a net; the training, its seeds and its numbers are those of `studies.run`.
+`plot_layer_stats` draws them, one row per net, one line per step read (`same_scale=True`
+gives every row the same vertical range, so two nets compare by eye); `stats_table` prints
+the numbers to read off: per net and step, the gradient norm of the first and the last
+layer and the smallest and largest RMS. This module only reads a net; the training, its
+seeds and its numbers are those of `studies.run`.
 """
 
 import math
@@ -22,7 +25,8 @@ from .deepnet import gradient_norms, make_net, teacher_data, train
 from .engine import cycle_collector_paused, linear
 from .studies import data_seed
 
-__all__ = ["LayerStats", "layer_rms", "layer_stats", "watched_run", "plot_layer_stats"]
+__all__ = ["LayerStats", "layer_rms", "layer_stats", "watched_run", "plot_layer_stats",
+           "stats_table"]
 
 
 @dataclass
@@ -80,11 +84,40 @@ def watched_run(variant, seed, config, at, probe_points=32, key="W"):
     return stats
 
 
-def plot_layer_stats(runs, title="per-layer statistics during training"):
+def stats_table(runs, steps=None):
+    """The numbers behind `plot_layer_stats`, as text: one line per named run ({name:
+    LayerStats}) and step read (`steps`: those steps only), with the gradient norm of the
+    first and the last layer's weights, their ratio, and the smallest and largest
+    activation RMS over $h_0 .. h_L$."""
+    width = max([len("net")] + [len(str(name)) for name in runs])
+    lines = [f"{'net':<{width}}  {'step':>5}  {'grad W_1':>9}  {'grad W_L':>9}  "
+             f"{'W_1 / W_L':>9}  {'min RMS':>9}  {'max RMS':>9}"]
+    for name, stats in runs.items():
+        for step in sorted(stats.grad):
+            if steps is not None and step not in steps:
+                continue
+            g, rms = stats.grad[step], stats.rms[step]
+            ratio = f"{g[0] / g[-1]:>9.3g}" if g[-1] else f"{'-':>9}"
+            lines.append(f"{str(name):<{width}}  {step:>5}  {g[0]:>9.3g}  {g[-1]:>9.3g}  "
+                         f"{ratio}  {min(rms):>9.3g}  {max(rms):>9.3g}")
+    return "\n".join(lines)
+
+
+def _log_limits(series):
+    """(low, high) y limits of a log axis that shows every positive value in `series`."""
+    positive = [v for ys in series for v in ys if v > 0]
+    if not positive:
+        return None
+    return min(positive) / 2, max(positive) * 2
+
+
+def plot_layer_stats(runs, title="per-layer statistics during training", same_scale=False):
     """One row per named run ({name: LayerStats}): activation RMS and weight-gradient norm
     against the layer, one line per step read (lighter lines are earlier). Log scale on
-    both. Returns the matplotlib figure."""
+    both. With `same_scale`, every row of a column has the same y limits (the range of all
+    rows), so the runs compare by eye. Returns the matplotlib figure."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(len(runs), 2, figsize=(10, 3.2 * len(runs)), squeeze=False)
     for row, (name, stats) in enumerate(runs.items()):
@@ -100,8 +133,16 @@ def plot_layer_stats(runs, title="per-layer statistics during training"):
                         label=f"step {step}")
             ax.set_yscale("log")
             ax.set_xlabel("layer $l$")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers are whole numbers
             ax.set_title(f"{name}: {what}")
         axes[row][0].legend(fontsize=7, loc="best")
+    if same_scale:
+        for col, what in enumerate(("rms", "grad")):
+            limits = _log_limits([ys for stats in runs.values()
+                                  for ys in getattr(stats, what).values()])
+            if limits:
+                for row in range(len(runs)):
+                    axes[row][col].set_ylim(*limits)
     fig.suptitle(title)
     fig.tight_layout()
     return fig

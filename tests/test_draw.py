@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from microgpt import Value
-from microgpt.draw import IDENTITY_COLOUR, Drawing, block_diagram, draw, graph_of
+from microgpt.draw import IDENTITY_COLOUR, MAX_WIDTH, Drawing, block_diagram, draw, graph_of
 
 
 def layer(x):
@@ -112,9 +112,52 @@ def test_a_graph_too_big_to_read_says_so():
 def test_block_diagrams(kind):
     root = ET.fromstring(block_diagram(kind).svg)
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
-    shortcuts = sum(t in ("identity", "carry (1 - T)") for t in texts)
+    shortcuts = sum(t in ("identity", "carry (1 - T)", "shortcut") for t in texts)
     assert shortcuts == {"plain": 0, "residual": 1, "highway": 1, "pre-norm": 2,
                          "post-norm": 2}[kind]
+    # post-norm's shortcut is not an identity path: a norm follows its add
+    assert ("identity" in texts) == (kind in ("residual", "pre-norm"))
+
+
+def _size(drawing):
+    """(shown width, shown height, viewBox width, viewBox height) of a drawing."""
+    root = ET.fromstring(drawing.svg)
+    _, _, box_w, box_h = map(float, root.get("viewBox").split())
+    return float(root.get("width")), float(root.get("height")), box_w, box_h
+
+
+def test_a_drawing_wider_than_the_output_area_is_scaled_to_fit():
+    x, out = built(3, residual=True)  # notebook 01's residual graph: ten columns of boxes
+    shown_w, shown_h, box_w, box_h = _size(draw(out, backend="svg"))
+    assert box_w > MAX_WIDTH  # it needs the room ...
+    assert shown_w == MAX_WIDTH  # ... and is shown at the output area's width
+    assert shown_h / shown_w == pytest.approx(box_h / box_w, rel=0.01)  # not distorted
+    wide_block = _size(block_diagram("pre-norm"))
+    assert wide_block[0] == MAX_WIDTH < wide_block[2]
+    # a picture that fits is shown at its own size
+    shown_w, shown_h, box_w, box_h = _size(block_diagram("plain"))
+    assert (shown_w, shown_h) == (box_w, box_h) and box_w < MAX_WIDTH
+
+
+def test_the_text_repr_describes_the_picture():
+    x, out = built(2, residual=True)
+    drawing = draw(out, names={x: "x", out: "out"}, backend="svg")
+    nodes, edges = graph_of(out)
+    lines = repr(drawing).splitlines()
+    assert len(lines) == 1 + len(nodes)  # a heading, then one line per box
+    assert lines[-1].startswith("  [") and "out: data 1.21 | grad 1" in lines[-1]
+    assert "(local 0.1)" in repr(drawing) and "<-" in lines[-1]
+    assert f"{len(edges)} arrows" in lines[0]
+
+    assert repr(block_diagram("plain")).splitlines()[1:] == [
+        "  main path: h -> LayerNorm -> W -> ReLU -> h'"]
+    residual = repr(block_diagram("residual"))
+    assert "main path: h -> LayerNorm -> W -> ReLU -> + -> h'" in residual
+    assert "identity: h -> +" in residual
+    post = repr(block_diagram("post-norm"))
+    assert post.count("shortcut:") == 2 and "identity" not in post
+    assert repr(block_diagram("pre-norm")).count("identity:") == 2
+    assert "object at 0x" not in repr(Drawing("<svg/>"))  # no address, even without a text
 
 
 def test_an_unknown_block_is_refused():
