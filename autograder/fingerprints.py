@@ -238,7 +238,7 @@ TABLES = {
         },
     },
     "05_gpt_residual_adds": {
-        "digest": "db1d87cacb73a901",
+        "digest": "2ced96daf4537273",
         "hints": [
             "only the block's end seems to be normalised: post-norm normalises after each of the two adds.",
             "the MLP seems to read the block's input, before the attention's output was added: the sublayers run one after the other.",
