@@ -166,24 +166,36 @@ def _inner_nodes_in_topological_order(root):
     recursive sort visits them, so the order (and with it the order in which gradients
     are summed) is microgpt's. Leaves are not listed (they have nothing to pass a
     gradient on to); `root` always is. Each listed node's `grad` is set to 0.
+
+    A node is marked as seen by setting its `grad` to a marker made for this call (the
+    listed nodes' grads are reset to 0 at the end anyway), which is cheaper than a set of
+    seen nodes; the iterator over the children of the node on top of the stack is kept
+    in a local variable.
     """
-    order, seen = [], {root}
-    append, mark = order.append, seen.add
+    order = []
+    append = order.append
+    seen = object()  # a fresh marker: no node's grad can hold it before this call
+    root.grad = seen
     inner = root._inner
-    nodes, iters = [root], [iter(root._children if inner is None else inner)]
-    while iters:
-        for child in iters[-1]:
-            if child._children and child not in seen:
-                mark(child)
-                nodes.append(child)
+    nodes, iters = [root], []
+    push_node, pop_node, push_iter, pop_iter = nodes.append, nodes.pop, iters.append, iters.pop
+    it = iter(root._children if inner is None else inner)
+    while True:
+        for child in it:
+            if child._children and child.grad is not seen:
+                child.grad = seen
+                push_node(child)
+                push_iter(it)
                 inner = child._inner
-                iters.append(iter(child._children if inner is None else inner))
+                it = iter(child._children if inner is None else inner)
                 break
         else:  # every child of the node on top is listed: list the node
-            iters.pop()
-            node = nodes.pop()
-            node.grad = 0
-            append(node)
+            append(pop_node())
+            if not iters:
+                break
+            it = pop_iter()
+    for node in order:
+        node.grad = 0
     return order
 
 
