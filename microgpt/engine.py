@@ -25,6 +25,8 @@ __all__ = ["Value", "dot", "linear", "zero_grad", "cycle_collector_paused"]
 # math.exp overflows a float just above this
 _EXP_MAX = 709.782712893384
 
+_new = object.__new__  # a Value with its slots still empty (see __add__)
+
 
 class Value:
     """A scalar in a computation graph: $data$, $grad = d\\,out/d\\,self$."""
@@ -47,15 +49,43 @@ class Value:
 
     # ---- primitive operations: each stores its local gradients at forward time ----
 
+    # `+` and `*` make most nodes of a per-operation graph (the way students write their
+    # code), so they fill the slots of a bare object themselves instead of calling
+    # `Value(...)`: the same node, without the cost of running `__init__` from C. A
+    # number operand still becomes a leaf `Value`, as in microgpt.
+
     def __add__(self, other):
         """$f(a, b) = a + b$"""
-        other = other if isinstance(other, Value) else Value(other)
-        return Value(self.data + other.data, (self, other), (1, 1))
+        out = _new(Value)
+        if isinstance(other, Value):
+            out.data = self.data + other.data
+        else:
+            number, other = other, _new(Value)
+            other.data = number
+            other.grad = 0
+            other._children = other._local_grads = ()
+            out.data = self.data + number
+        out.grad = 0
+        out._children = (self, other)
+        out._local_grads = (1, 1)
+        return out
 
     def __mul__(self, other):
         """$f(a, b) = a b$"""
-        other = other if isinstance(other, Value) else Value(other)
-        return Value(self.data * other.data, (self, other), (other.data, self.data))
+        out = _new(Value)
+        a = self.data
+        if isinstance(other, Value):
+            b = other.data
+        else:
+            b, other = other, _new(Value)
+            other.data = b
+            other.grad = 0
+            other._children = other._local_grads = ()
+        out.data = a * b
+        out.grad = 0
+        out._children = (self, other)
+        out._local_grads = (b, a)
+        return out
 
     def __pow__(self, other):
         """$f(a) = a^n$ for a number $n$ (the exponent gets no gradient)."""
