@@ -219,20 +219,25 @@ def _inner_nodes_in_topological_order(root):
     nodes, iters = [root], []
     push_node, pop_node, push_iter, pop_iter = nodes.append, nodes.pop, iters.append, iters.pop
     it = iter(root._children if inner is None else inner)
-    while True:
-        for child in it:
-            if child._children and child.grad is not seen:
-                child.grad = seen
-                push_node(child)
-                push_iter(it)
-                inner = child._inner
-                it = iter(child._children if inner is None else inner)
-                break
-        else:  # every child of the node on top is listed: list the node
-            append(pop_node())
-            if not iters:
-                break
-            it = pop_iter()
+    try:
+        while True:
+            for child in it:
+                if child._children and child.grad is not seen:
+                    child.grad = seen
+                    push_node(child)
+                    push_iter(it)
+                    inner = child._inner
+                    it = iter(child._children if inner is None else inner)
+                    break
+            else:  # every child of the node on top is listed: list the node
+                append(pop_node())
+                if not iters:
+                    break
+                it = pop_iter()
+    except BaseException:  # a child that is not a Value, say: leave no marker behind
+        for node in (*order, *nodes):
+            node.grad = 0
+        raise
     for node in order:
         node.grad = 0
     return order
