@@ -25,6 +25,8 @@ __all__ = ["Value", "dot", "linear", "zero_grad", "cycle_collector_paused"]
 # math.exp overflows a float just above this
 _EXP_MAX = 709.782712893384
 
+_new = object.__new__  # a Value with its slots still empty (see __add__)
+
 
 class Value:
     """A scalar in a computation graph: $data$, $grad = d\\,out/d\\,self$."""
@@ -47,15 +49,43 @@ class Value:
 
     # ---- primitive operations: each stores its local gradients at forward time ----
 
+    # `+` and `*` make most nodes of a per-operation graph (the way students write their
+    # code), so they fill the slots of a bare object themselves instead of calling
+    # `Value(...)`: the same node, without the cost of running `__init__` from C. A
+    # number operand still becomes a leaf `Value`, as in microgpt.
+
     def __add__(self, other):
         """$f(a, b) = a + b$"""
-        other = other if isinstance(other, Value) else Value(other)
-        return Value(self.data + other.data, (self, other), (1, 1))
+        out = _new(Value)
+        if isinstance(other, Value):
+            out.data = self.data + other.data
+        else:
+            number, other = other, _new(Value)
+            other.data = number
+            other.grad = 0
+            other._children = other._local_grads = ()
+            out.data = self.data + number
+        out.grad = 0
+        out._children = (self, other)
+        out._local_grads = (1, 1)
+        return out
 
     def __mul__(self, other):
         """$f(a, b) = a b$"""
-        other = other if isinstance(other, Value) else Value(other)
-        return Value(self.data * other.data, (self, other), (other.data, self.data))
+        out = _new(Value)
+        a = self.data
+        if isinstance(other, Value):
+            b = other.data
+        else:
+            b, other = other, _new(Value)
+            other.data = b
+            other.grad = 0
+            other._children = other._local_grads = ()
+        out.data = a * b
+        out.grad = 0
+        out._children = (self, other)
+        out._local_grads = (b, a)
+        return out
 
     def __pow__(self, other):
         """$f(a) = a^n$ for a number $n$ (the exponent gets no gradient)."""
@@ -154,8 +184,17 @@ class Value:
         for v in reversed(order):
             g = v.grad
             if g:
-                for child, local in zip(v._children, v._local_grads):
-                    child.grad += local * g
+                children, local_grads = v._children, v._local_grads
+                # a two-input node (most nodes of a per-operation graph): no zip, no loop;
+                # the same additions in the same order as the loop below
+                if len(children) == 2 and type(local_grads) is tuple and len(local_grads) == 2:
+                    a, b = children
+                    local_a, local_b = local_grads
+                    a.grad += local_a * g
+                    b.grad += local_b * g
+                else:
+                    for child, local in zip(children, local_grads):
+                        child.grad += local * g
 
 
 def _inner_nodes_in_topological_order(root):
@@ -166,24 +205,41 @@ def _inner_nodes_in_topological_order(root):
     recursive sort visits them, so the order (and with it the order in which gradients
     are summed) is microgpt's. Leaves are not listed (they have nothing to pass a
     gradient on to); `root` always is. Each listed node's `grad` is set to 0.
+
+    A node is marked as seen by setting its `grad` to a marker made for this call (the
+    listed nodes' grads are reset to 0 at the end anyway), which is cheaper than a set of
+    seen nodes; the iterator over the children of the node on top of the stack is kept
+    in a local variable.
     """
-    order, seen = [], {root}
-    append, mark = order.append, seen.add
+    order = []
+    append = order.append
+    seen = object()  # a fresh marker: no node's grad can hold it before this call
+    root.grad = seen
     inner = root._inner
-    nodes, iters = [root], [iter(root._children if inner is None else inner)]
-    while iters:
-        for child in iters[-1]:
-            if child._children and child not in seen:
-                mark(child)
-                nodes.append(child)
-                inner = child._inner
-                iters.append(iter(child._children if inner is None else inner))
-                break
-        else:  # every child of the node on top is listed: list the node
-            iters.pop()
-            node = nodes.pop()
+    nodes, iters = [root], []
+    push_node, pop_node, push_iter, pop_iter = nodes.append, nodes.pop, iters.append, iters.pop
+    it = iter(root._children if inner is None else inner)
+    try:
+        while True:
+            for child in it:
+                if child._children and child.grad is not seen:
+                    child.grad = seen
+                    push_node(child)
+                    push_iter(it)
+                    inner = child._inner
+                    it = iter(child._children if inner is None else inner)
+                    break
+            else:  # every child of the node on top is listed: list the node
+                append(pop_node())
+                if not iters:
+                    break
+                it = pop_iter()
+    except BaseException:  # a child that is not a Value, say: leave no marker behind
+        for node in (*order, *nodes):
             node.grad = 0
-            append(node)
+        raise
+    for node in order:
+        node.grad = 0
     return order
 
 

@@ -548,6 +548,18 @@ def test_backward_from_an_inner_node_after_the_root():
     assert a.grad == 30.0, f"Expected 18 + 12 = 30, got {a.grad}"
 
 
+def test_a_backward_that_raises_leaves_numbers_in_every_grad():
+    a = Value(2.0)
+    b = a * 3.0
+    bad = Value(1.0, (b, 5.0), (1, 1))  # a child that is not a Value
+    top = bad + b
+    with pytest.raises(AttributeError):
+        top.backward()
+    assert all(isinstance(v.grad, (int, float)) for v in (a, b, bad, top))
+    b.backward()  # the rest of the graph still works
+    assert a.grad == 3.0
+
+
 def test_backward_docstring_states_the_semantics():
     doc = Value.backward.__doc__
     assert "accumulate" in doc and "zero_grad" in doc and "reset" in doc
