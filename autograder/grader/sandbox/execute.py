@@ -33,7 +33,7 @@ from .. import cells
 from ..judge import verdict as judge_cell
 from ..report import describe_end
 from ..testsource import GradedCellError, prepare
-from .channel import CHANNEL, CellRun, Channel, NotebookRun
+from .channel import CHANNEL, CellRun, Channel, NotebookRun, stamp
 from .launcher import launch_command
 from .limits import SandboxError, size_words
 
@@ -100,10 +100,12 @@ class SandboxedExecute(Execute):
         if self.channel.sandbox is None or self.channel.driver == "nbgrader":
             self.set_up(assignment)
         sandbox, uid = self.channel.current()
+        self._run = NotebookRun(level=sandbox.level)
+        stamp(self._run.phases, "execute step")
         self._limits = sandbox.limits
         self._expected = sandbox.references.get(assignment, {}).get(key[1], {})
         self._plan = sandbox.plan(uid, f"{key[0]}/{key[1]}", assignment)
-        self._run = NotebookRun(level=sandbox.level)
+        stamp(self._run.phases, "planned")
         self._deadline = time.monotonic() + sandbox.limits.notebook_timeout
         self._stopped = ""  # set once the kernel cannot run more cells
         self._kept = 0
@@ -117,8 +119,33 @@ class SandboxedExecute(Execute):
             self._kill_kernel()
             with contextlib.suppress(Exception):
                 self.km.close_client_context()
+            self._run.phases += self._plan.launcher_phases()
             self._plan.remove()
+            stamp(self._run.phases, "sandbox removed")
+            self._run.phases.sort(key=lambda phase: phase[1])
             self.channel.record(*key, self._run)
+
+    # the timing record's phases (nbclient's sync names wrap its own async functions, so
+    # both are set here)
+    async def async_start_new_kernel(self, **kwargs):
+        stamp(self._run.phases, "launch")
+        await super().async_start_new_kernel(**kwargs)
+
+    start_new_kernel = run_sync(async_start_new_kernel)
+
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        stamp(self._run.phases, "kernel ready")
+        return kc
+
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
+
+    async def _async_cleanup_kernel(self):
+        stamp(self._run.phases, "cells done")
+        await super()._async_cleanup_kernel()
+        stamp(self._run.phases, "kernel stopped")
+
+    _cleanup_kernel = run_sync(_async_cleanup_kernel)
 
     def create_kernel_manager(self):
         self.km = SandboxKernelManager(plan=self._plan, limits=self._limits,
@@ -145,6 +172,8 @@ class SandboxedExecute(Execute):
         kind = cells.kind(cell)
         grade_id = cells.grade_id(cell) or ""
         record = CellRun(cell_index, grade_id, kind, "ok")
+        if not self._run.cells:
+            stamp(self._run.phases, "first cell")
         self._run.cells.append(record)
         if not self._stopped and time.monotonic() >= self._deadline:
             self._stopped = (f"the notebook used up its time limit "
