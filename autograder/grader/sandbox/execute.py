@@ -14,7 +14,9 @@ happened in. What it saw goes back to the grader as a `NotebookRun` through the 
 
 import asyncio
 import contextlib
+import os
 import secrets
+import signal
 import sys
 import time
 from queue import Empty
@@ -142,6 +144,10 @@ class SandboxedExecute(Execute):
 
     async def _async_cleanup_kernel(self):
         stamp(self._run.phases, "cells done")
+        # the notebook is done: the kernel is killed rather than asked to shut down (a
+        # graceful shutdown waits half a second or more for a kernel that nothing needs
+        # any more; its sandbox goes anyway)
+        self._kill_kernel()
         await super()._async_cleanup_kernel()
         stamp(self._run.phases, "kernel stopped")
 
@@ -154,8 +160,16 @@ class SandboxedExecute(Execute):
 
     def _kill_kernel(self):
         km = getattr(self, "km", None)
-        process = getattr(getattr(km, "provisioner", None), "process", None)
+        provisioner = getattr(km, "provisioner", None)
+        process = getattr(provisioner, "process", None)
         if process is not None and process.poll() is None:
+            # the launcher's process group (its own session): the launcher and, without
+            # namespaces, the kernel it forked; with them, the kernel's pid namespace
+            # ends with the launcher
+            group = getattr(provisioner, "pgid", None)
+            if group and group != os.getpgid(0):
+                with contextlib.suppress(OSError):
+                    os.killpg(group, signal.SIGKILL)
             with contextlib.suppress(OSError):
                 process.kill()
             with contextlib.suppress(Exception):
