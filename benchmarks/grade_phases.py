@@ -1,6 +1,6 @@
 """Where a graded submission's time goes: our sandboxed grading against stock nbgrader.
 
-    .venv/bin/python benchmarks/grade_phases.py [-n 6] [--no-stock] [--show]
+    .venv/bin/python benchmarks/grade_phases.py [-n 6] [--no-stock] [--keep DIR]
 
 A class of N submissions of the first assignment (as in grade_class.py) is graded one
 student at a time, in this process, twice:
