@@ -210,7 +210,19 @@ class TamperingDetected(Exception):
 def main():
     from ipykernel.kernelapp import IPKernelApp
 
-    IPKernelApp.launch_instance(kernel_class=_kernel_class())
+    # ipykernel sets up its debugger (debugpy) while the kernel starts, unless debugpy
+    # cannot be imported: a fifth of the kernel's start-up, for a kernel that nobody
+    # debugs. It is kept out meanwhile only: afterwards `import debugpy` works as usual.
+    blocked = "debugpy" not in sys.modules
+    if blocked:
+        sys.modules["debugpy"] = None
+    try:
+        app = IPKernelApp.instance(kernel_class=_kernel_class())
+        app.initialize()
+    finally:
+        if blocked and sys.modules.get("debugpy", False) is None:
+            del sys.modules["debugpy"]
+    app.start()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Grading a class: our parallel, sandboxed grading against one `nbgrader autograde` call.
 
-    .venv/bin/python benchmarks/grade_class.py [-n 100] [-j JOBS] [--feedback] [--keep DIR]
+    .venv/bin/python benchmarks/grade_class.py [-n 100] [-j JOBS] [--feedback] [--timings]
+        [--keep DIR]
 
 A class of N generated submissions of the first assignment (solutions, untouched student
 versions and the registered wrong answers, in turn) is graded twice in the same run:
@@ -14,6 +15,10 @@ versions and the registered wrong answers, in turn) is graded twice in the same 
 It prints seconds per submission for each and the ratio, and checks that both gave every
 student the same autograded score. Every submission is an honest notebook, so that
 nbgrader's run finishes (one broken notebook would stop it).
+
+With `--timings` it also prints where our run's submissions spent their time (median
+seconds per phase, from each student's timing record in the run's journal; see
+grade_phases.py, which compares one at a time with stock nbgrader).
 """
 
 import argparse
@@ -30,6 +35,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from autograder import mutants as mutant_registry  # noqa: E402
 from autograder.grader.course import (  # noqa: E402
@@ -82,6 +88,16 @@ def ours(submissions, out, jobs, feedback):
     return seconds, scores, level
 
 
+def timings(out):
+    """The phase table of our run in `out`, from the journal's results."""
+    from grade_phases import summary, table
+
+    path = Path(out) / ".grading" / "journal.jsonl"
+    results = [json.loads(line).get("result", {})
+               for line in path.read_text().splitlines()[1:] if line.strip()]
+    return table([("ours", summary(results))])
+
+
 def nbgraders(submissions, folder):
     """One sequential `nbgrader autograde` over the class, in a prepared course copy."""
     home = Path(folder) / "home"
@@ -118,6 +134,8 @@ def main(argv=None):
                    help="our workers (default: %(default)s, one per core)")
     p.add_argument("--feedback", action="store_true",
                    help="our run also writes feedback pages (nbgrader's autograde does not)")
+    p.add_argument("--timings", action="store_true",
+                   help="also print where our run's submissions spent their time")
     p.add_argument("--keep", help="work in this folder and keep it")
     args = p.parse_args(argv)
     folder = Path(args.keep or tempfile.mkdtemp(prefix="grade-class-"))
@@ -133,6 +151,10 @@ def main(argv=None):
         t_ours, s_ours, level = ours(submissions, folder / "ours", args.jobs, args.feedback)
         print(f"residual-pack grade -j {args.jobs}: {t_ours:.1f} s, "
               f"{t_ours / args.n:.2f} s per submission ({level or 'isolation: ?'})", flush=True)
+        if args.timings:
+            print(f"median seconds per submission in our run ({args.jobs} at a time):")
+            for line in timings(folder / "ours"):
+                print("  " + line)
         t_nb, s_nb = nbgraders(submissions, folder / "nbgrader")
         print(f"nbgrader autograde (one call, sequential): {t_nb:.1f} s, "
               f"{t_nb / args.n:.2f} s per submission", flush=True)

@@ -13,11 +13,9 @@ other fixed data file, such as TinyShakespeare, can use too.
 """
 
 import hashlib
-import http.client
 import importlib.resources
 import os
 import tempfile
-import urllib.request
 from pathlib import Path
 
 __all__ = [
@@ -117,6 +115,10 @@ def fetch(url, sha256, filename, cache_dir=None, timeout=30.0):
     target = cache_dir / filename
     if target.is_file() and sha256_of(target) == sha256.lower():
         return target
+    # only a download needs them (importing urllib.request and http.client costs every
+    # `import microgpt`, and every graded kernel, a few hundredths of a second)
+    import http.client
+    import urllib.request
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{filename}.", suffix=".part", dir=cache_dir)

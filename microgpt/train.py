@@ -2,8 +2,6 @@
 
 import math
 
-from tqdm.auto import tqdm
-
 from .engine import Value, cycle_collector_paused
 from .nn import Adam, make_rng, softmax
 
@@ -18,6 +16,8 @@ def train(model, docs, tokenizer, steps=1000, lr=0.01, betas=(0.85, 0.99), eps=1
     Adam's learning rate decays linearly to 0 over `steps`. `callback(step, loss)` is
     called after each step when given.
     """
+    from tqdm.auto import tqdm  # here: `import microgpt` need not import tqdm
+
     order = list(docs)
     make_rng(seed).shuffle(order)
     opt = Adam(model.parameters(), lr=lr, betas=betas, eps=eps, total_steps=steps)

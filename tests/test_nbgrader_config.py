@@ -65,3 +65,28 @@ def test_the_batch_command_sets_the_lists_itself(tmp_path):
     work.use_sandbox()
     steps = work.config().Autograde.autograde_preprocessors
     assert steps[0] is SandboxedExecute and Execute not in steps
+
+
+def test_schemas_checked_once_validate_cells_as_jsonschema_does():
+    import jsonschema
+    import pytest
+    from nbgrader.nbgraderformat import v3
+
+    from autograder.grader.course import check_schemas_once
+
+    check_schemas_once()
+    check_schemas_once()  # a second call wraps nothing again
+    from nbgrader.nbgraderformat import common
+
+    assert common.jsonschema.schema_checked_once
+    assert not isinstance(common.jsonschema._module, type(common.jsonschema))
+    validator = v3.MetadataValidatorV3()
+    good = {"grade": True, "solution": False, "locked": True, "points": 2,
+            "grade_id": "t", "schema_version": 3, "task": False}
+    common.jsonschema.validate(good, validator.schema)
+    for bad in ({**good, "points": "x"}, {**good, "grade": "yes", "locked": 1}):
+        with pytest.raises(jsonschema.ValidationError) as ours:
+            common.jsonschema.validate(bad, validator.schema)
+        with pytest.raises(jsonschema.ValidationError) as theirs:
+            jsonschema.validate(bad, validator.schema)
+        assert ours.value.message == theirs.value.message

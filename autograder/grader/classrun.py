@@ -8,6 +8,7 @@ worker processes, one sandbox uid each) and writes the report (report.txt, repor
 report.json) beside nbgrader's grades.csv.
 """
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -57,10 +58,36 @@ def _grade_in_worker(course, root, assignment, student, feedback, sandbox=None, 
 MIN_FOR_WORKERS = 6
 
 
+def _warm_up():
+    """A worker's first task: import what grading a student needs (nbgrader, nbconvert,
+    jupyter_client; unpickling this function already imported `classrun`), so that a pool
+    started early does it while the grading process is still setting up."""
+    import nbgrader.converters.autograde  # noqa: F401
+    import nbgrader.preprocessors  # noqa: F401
+
+    from .sandbox import execute  # noqa: F401
+
+
+def start_workers(jobs):
+    """`jobs` grading processes (spawned, not forked: no forked kernels, loops or
+    sockets), each given `_warm_up` first. Start them once the environment the workers
+    should inherit is set (the private Jupyter folders of the session)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_quiet_worker,
+                               initargs=(os.getpid(),))
+    for _ in range(jobs):
+        pool.submit(_warm_up)
+    return pool
+
+
 def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=None,
-              cluster=None, say=None):
+              cluster=None, say=None, pool=None):
     """Grade the handed-in `students`, each on their own, `jobs` at a time (in separate
-    processes sharing the gradebook), or as tasks on the Dask `cluster` ("local" or a
+    processes sharing the gradebook: `pool`, from `start_workers`, when the caller started
+    them early; it stays open), or as tasks on the Dask `cluster` ("local" or a
     scheduler's address; see `cluster/`: there only this process writes the gradebook).
     Results come back in the order of `students`; `on_result(result)` is called in this
     process as each one is done."""
@@ -93,13 +120,13 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
             done(student, result)
         return [results[s] for s in students]
 
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
 
     work = grader.work
-    context = multiprocessing.get_context("spawn")  # no forked kernels, loops or sockets
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_quiet_worker,
-                             initargs=(os.getpid(),)) as pool:
+    own = pool is None
+    if own:
+        pool = start_workers(jobs)
+    try:
         futures = {
             pool.submit(_grade_in_worker, work.course, work.root, grader.assignment, s,
                         feedback, grader.sandbox, work.db_url): s
@@ -114,6 +141,9 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
                     student, reason=f"the grading process failed: {type(exc).__name__}: {exc}"
                 )
             done(student, result)
+    finally:
+        if own:
+            pool.shutdown()
     return [results[s] for s in students]
 
 
@@ -121,7 +151,7 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
 
 
 def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, journal=None,
-                 cluster=None, say=None):
+                 cluster=None, say=None, pool=None):
     """Grade every student in the folder `submissions` with `grader`, each on their own,
     and export nbgrader's grades.csv into the work course. Returns (results, csv path).
     With a `journal`, students it has as done (same submission) are not graded again."""
@@ -146,7 +176,7 @@ def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, jour
     if start:  # a progress bar: how many there are to grade
         start(len(todo), len(earlier))
     fresh = grade_all(grader, todo, feedback=feedback, jobs=jobs, progress=progress,
-                      on_result=record, cluster=cluster, say=say)
+                      on_result=record, cluster=cluster, say=say, pool=pool)
     by_student = {r.student: r for r in fresh}
     by_student.update(earlier)
     results = [by_student[s] for s in found]
@@ -198,6 +228,27 @@ def _lock(out):
 _LOCKS = []
 
 
+@contextlib.contextmanager
+def _early_workers(jobs, submissions, cluster):
+    """The worker pool of a run that will use one (`jobs` > 1, no cluster, at least
+    MIN_FOR_WORKERS student folders), started now: spawning the workers and importing
+    nbgrader in them (a few seconds) overlaps the release's generation and the reference
+    run. None otherwise."""
+    pool = None
+    if jobs > 1 and not cluster:
+        try:
+            folders = sum(1 for p in Path(submissions).iterdir() if p.is_dir())
+        except OSError:
+            folders = 0
+        if folders >= MIN_FOR_WORKERS:
+            pool = start_workers(jobs)
+    try:
+        yield pool
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+
+
 def run_grading(course, assignment, submissions, out, jobs=1, progress=None, limits=None,
                 fresh=False, feedback=True, isolate=True, say=None, cluster=None,
                 db_url=None):
@@ -214,7 +265,8 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
     out = prepare_out(out, keep=True)
     _lock(out)
     with grading_session(course, out, [assignment], limits=limits, isolate=isolate,
-                         db_url=db_url) as session:
+                         db_url=db_url) as session, _early_workers(jobs, submissions,
+                                                                   cluster) as pool:
         header = {"assignment": assignment,
                   "fingerprint": run_fingerprint(course, assignment, session.sandbox)}
         journal = Journal(out, header)
@@ -231,7 +283,7 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
             say(f"isolation: {session.describe()}")
         results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress,
                                     feedback=feedback, journal=journal, cluster=cluster,
-                                    say=say)
+                                    say=say, pool=pool)
         header_text = f"{assignment}: {len(results)} submission(s)"
         if session.sandbox is not None:
             header_text += f"\nisolation: {session.describe()}"

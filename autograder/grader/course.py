@@ -11,6 +11,7 @@ nbgrader there. The Jupyter and IPython folders nbgrader and its kernels write
 import contextlib
 import copy
 import functools
+import json
 import logging
 import os
 import shutil
@@ -19,7 +20,16 @@ import tempfile
 import warnings
 from pathlib import Path
 
-import nbformat
+# jsonschema (which nbformat imports) registers its "iri" format checks with
+# rfc3987_syntax when that is installed (jupyter-events pulls it in), and rfc3987_syntax
+# builds some 40 Earley parsers when imported: 2 to 3.5 s in every grading process (the
+# command and each worker import this module before nbformat). No schema the grader uses
+# (nbformat's, nbgrader's) has an iri format; without the module, jsonschema leaves those
+# two format checks out. (Not in the package's __init__: the launcher imports nothing.)
+if "jsonschema" not in sys.modules:
+    sys.modules.setdefault("rfc3987_syntax", None)
+
+import nbformat  # noqa: E402
 
 CONFIG_FILE = "nbgrader_config.py"
 SOURCE = "source"
@@ -243,6 +253,7 @@ class WorkCourse:
     def api(self):
         if self._api is None:
             _read_alembic_head_in_process()
+            check_schemas_once()
             # known harmless noise of nbgrader 0.9 on a student's first autograde
             warnings.filterwarnings("ignore", message=".*not in session.*")
             from nbgrader.apps import NbGraderAPI
@@ -354,6 +365,47 @@ def _read_alembic_head_in_process():
 
     head.in_process = True
     gradebook_api.get_alembic_version = head
+
+
+class _SchemaCheckedOnce:
+    """`jsonschema` as nbgrader's cell metadata validation uses it, with `validate`
+    checking each schema once: `jsonschema.validate` checks the schema itself before
+    every instance, which for nbgrader (every cell, twice per notebook: CheckCellMetadata
+    in sanitize and in autograde) was about 0.2 s per graded notebook. The instance is
+    validated the same way (the schema's validator, the best-matching error raised)."""
+
+    schema_checked_once = True
+
+    def __init__(self, module):
+        self._module = module
+        self._validators = {}  # the schema as JSON text -> its validator
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+    def validate(self, instance, schema, cls=None, *args, **kwargs):
+        if cls is not None or args or kwargs:
+            return self._module.validate(instance, schema, cls, *args, **kwargs)
+        key = json.dumps(schema, sort_keys=True)
+        validator = self._validators.get(key)
+        if validator is None:
+            cls = self._module.validators.validator_for(schema)
+            cls.check_schema(schema)
+            validator = self._validators.setdefault(key, cls(schema))
+        error = self._module.exceptions.best_match(validator.iter_errors(instance))
+        if error is not None:
+            raise error
+
+
+def check_schemas_once():
+    """Make nbgrader's cell metadata validation check its schema once per process, not
+    once per cell (see `_SchemaCheckedOnce`); a second call does nothing."""
+    try:
+        import nbgrader.nbgraderformat.common as common
+    except ImportError:
+        return
+    if not getattr(common.jsonschema, "schema_checked_once", False):
+        common.jsonschema = _SchemaCheckedOnce(common.jsonschema)
 
 
 def failure_text(result):

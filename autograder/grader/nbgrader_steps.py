@@ -182,6 +182,9 @@ class CourseExecute(SandboxedExecute):
     grading worker to hand it a sandbox, it sets up this process's own, once."""
 
     def set_up(self, assignment):
+        from .course import check_schemas_once
+
+        check_schemas_once()
         prepare_assignment(self, course_sandbox(self), assignment)
 
 
@@ -191,9 +194,11 @@ class IntakeRepairs(NbGraderPreprocessor):
     withhold the score for review is kept for `WithholdForReview`."""
 
     def preprocess(self, nb, resources):
+        from .course import check_schemas_once
         from .intake import take_in
         from .sandbox.channel import CHANNEL
 
+        check_schemas_once()  # nbgrader's own steps that come next validate every cell
         info = resources.get("nbgrader", {})
         student, assignment = info.get("student", ""), info.get("assignment", "")
         name = info.get("notebook", "")

@@ -29,7 +29,7 @@ from .course import EXERCISES, SOURCE, assignments, failure_reason, notebook_pat
 from .intake import take_in, too_big
 from .reference_run import reference_records
 from .report import lost_points, tampering_seen
-from .sandbox.channel import CHANNEL
+from .sandbox.channel import CHANNEL, stamp
 
 __all__ = ["CellScore", "StudentResult", "Grader", "HANDED_IN"]
 
@@ -59,6 +59,9 @@ class StudentResult:
     withheld_score: float = 0.0  # what it would have been
     runs: dict = field(default_factory=dict)  # notebook -> sandbox.channel.NotebookRun as a dict
     graded_by: str = ""  # the Dask worker (host:pid) that graded it, on a cluster
+    # [name, wall time] as the grader went through this student (`channel.stamp`); each
+    # notebook's run has its own, from the Execute step and the launcher
+    phases: list = field(default_factory=list)
 
     def score(self, autograded_only=True):
         cells = [c for c in self.cells if c.autograded or not autograded_only]
@@ -212,13 +215,17 @@ class Grader:
         """Autograde what `student` handed in; then feedback. Never raises for a bad
         submission: the result says why it was not graded."""
         result = StudentResult(student)
+        stamp(result.phases, "start")
         if not self.take_in(student, result):
             self._register(student)
             return result
+        stamp(result.phases, "taken in")
         api = self.work.api()
+        stamp(result.phases, "autograde")
         start = time.perf_counter()
         outcome = api.autograde(self.assignment, student, force=True, create=True)
         result.seconds = time.perf_counter() - start
+        stamp(result.phases, "autograded")
         result.log = outcome.get("log", "")
         if self.sandbox is not None:
             self._collect_runs(student, result)
@@ -234,6 +241,7 @@ class Grader:
             self.withhold(student, result)
         result.problems += lost_points(result, self.sandbox.limits if self.sandbox else None,
                                        self.autograded)
+        stamp(result.phases, "scores read")
         if feedback:
             done = api.generate_feedback(self.assignment, student, force=True)
             if not done["success"]:
@@ -241,6 +249,7 @@ class Grader:
             result.feedback = sorted(
                 self.work.path("feedback", student, self.assignment).glob("*.html")
             )
+            stamp(result.phases, "feedback")
         return result
 
     def _collect_runs(self, student, result):

@@ -23,6 +23,7 @@ at grading time the grader says whether the checks passed.
 
 import ast
 import copy
+import functools
 from dataclasses import dataclass
 
 from ..policy import KERNEL_SIDE
@@ -166,7 +167,14 @@ def _statements(tree):
 
 
 def prepare(source):
-    """The witness and reference versions of the test cell `source` (see the module doc)."""
+    """The witness and reference versions of the test cell `source` (see the module doc).
+    Every student's test cell is the release's (nbgrader puts it back), so each source
+    is prepared once per process."""
+    return _prepare(source)
+
+
+@functools.lru_cache(maxsize=256)
+def _prepare(source):
     try:
         original = ast.parse(source)
     except SyntaxError as exc:

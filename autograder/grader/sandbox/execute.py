@@ -14,7 +14,9 @@ happened in. What it saw goes back to the grader as a `NotebookRun` through the 
 
 import asyncio
 import contextlib
+import os
 import secrets
+import signal
 import sys
 import time
 from queue import Empty
@@ -33,7 +35,7 @@ from .. import cells
 from ..judge import verdict as judge_cell
 from ..report import describe_end
 from ..testsource import GradedCellError, prepare
-from .channel import CHANNEL, CellRun, Channel, NotebookRun
+from .channel import CHANNEL, CellRun, Channel, NotebookRun, stamp
 from .launcher import launch_command
 from .limits import SandboxError, size_words
 
@@ -100,10 +102,12 @@ class SandboxedExecute(Execute):
         if self.channel.sandbox is None or self.channel.driver == "nbgrader":
             self.set_up(assignment)
         sandbox, uid = self.channel.current()
+        self._run = NotebookRun(level=sandbox.level)
+        stamp(self._run.phases, "execute step")
         self._limits = sandbox.limits
         self._expected = sandbox.references.get(assignment, {}).get(key[1], {})
         self._plan = sandbox.plan(uid, f"{key[0]}/{key[1]}", assignment)
-        self._run = NotebookRun(level=sandbox.level)
+        stamp(self._run.phases, "planned")
         self._deadline = time.monotonic() + sandbox.limits.notebook_timeout
         self._stopped = ""  # set once the kernel cannot run more cells
         self._kept = 0
@@ -117,8 +121,37 @@ class SandboxedExecute(Execute):
             self._kill_kernel()
             with contextlib.suppress(Exception):
                 self.km.close_client_context()
+            self._run.phases += self._plan.launcher_phases()
             self._plan.remove()
+            stamp(self._run.phases, "sandbox removed")
+            self._run.phases.sort(key=lambda phase: phase[1])
             self.channel.record(*key, self._run)
+
+    # the timing record's phases (nbclient's sync names wrap its own async functions, so
+    # both are set here)
+    async def async_start_new_kernel(self, **kwargs):
+        stamp(self._run.phases, "launch")
+        await super().async_start_new_kernel(**kwargs)
+
+    start_new_kernel = run_sync(async_start_new_kernel)
+
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        stamp(self._run.phases, "kernel ready")
+        return kc
+
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
+
+    async def _async_cleanup_kernel(self):
+        stamp(self._run.phases, "cells done")
+        # the notebook is done: the kernel is killed rather than asked to shut down (a
+        # graceful shutdown waits half a second or more for a kernel that nothing needs
+        # any more; its sandbox goes anyway)
+        self._kill_kernel()
+        await super()._async_cleanup_kernel()
+        stamp(self._run.phases, "kernel stopped")
+
+    _cleanup_kernel = run_sync(_async_cleanup_kernel)
 
     def create_kernel_manager(self):
         self.km = SandboxKernelManager(plan=self._plan, limits=self._limits,
@@ -127,8 +160,16 @@ class SandboxedExecute(Execute):
 
     def _kill_kernel(self):
         km = getattr(self, "km", None)
-        process = getattr(getattr(km, "provisioner", None), "process", None)
+        provisioner = getattr(km, "provisioner", None)
+        process = getattr(provisioner, "process", None)
         if process is not None and process.poll() is None:
+            # the launcher's process group (its own session): the launcher and, without
+            # namespaces, the kernel it forked; with them, the kernel's pid namespace
+            # ends with the launcher
+            group = getattr(provisioner, "pgid", None)
+            if group and group != os.getpgid(0):
+                with contextlib.suppress(OSError):
+                    os.killpg(group, signal.SIGKILL)
             with contextlib.suppress(OSError):
                 process.kill()
             with contextlib.suppress(Exception):
@@ -145,6 +186,8 @@ class SandboxedExecute(Execute):
         kind = cells.kind(cell)
         grade_id = cells.grade_id(cell) or ""
         record = CellRun(cell_index, grade_id, kind, "ok")
+        if not self._run.cells:
+            stamp(self._run.phases, "first cell")
         self._run.cells.append(record)
         if not self._stopped and time.monotonic() >= self._deadline:
             self._stopped = (f"the notebook used up its time limit "

@@ -185,7 +185,7 @@ def _drop_privileges(uid):
     prctl(PR_SET_NO_NEW_PRIVS, 1)
 
 
-def _exec_kernel(cfg, argv):
+def _exec_kernel(cfg, argv, phases=None):
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     os.umask(0o077)
@@ -193,7 +193,27 @@ def _exec_kernel(cfg, argv):
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # what the kernel writes past ZeroMQ goes nowhere
         os.dup2(null, fd)
+    _stamp(phases, "kernel exec")
     os.execve(argv[0], argv, cfg["env"])
+
+
+def _phases_file(cfg):
+    """The launcher's timing record (`phases_file` in the config): an fd that its own
+    processes append lines "name wall-time" to; not inherited by the kernel (opened
+    close-on-exec). None without one."""
+    path = cfg.get("phases_file")
+    if not path:
+        return None
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+
+
+def _stamp(fd, name):
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.write(fd, f"{name} {time.time():.6f}\n".encode())
 
 
 def _record_end(record, status):
@@ -230,8 +250,10 @@ def launch(cfg, argv):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupts are for the kernel
     if os.getppid() != cfg["parent"]:  # the grading process died before we started
         return 1
+    phases = _phases_file(cfg)
+    _stamp(phases, "launcher started")
     if cfg["level"] != FULL:
-        return _launch_limits_only(cfg, argv)
+        return _launch_limits_only(cfg, argv, phases)
     # this process stays where it is; its child starts the new pid namespace and makes
     # its own mount, network and IPC namespaces
     unshare(CLONE_NEWPID)
@@ -239,7 +261,7 @@ def launch(cfg, argv):
     if init == 0:
         try:
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the launcher gone: all of it goes
-            _run_init(cfg, argv)
+            _run_init(cfg, argv, phases)
         except BaseException as exc:  # noqa: BLE001
             print(f"sandbox: {exc}", file=sys.stderr, flush=True)
             os._exit(70)
@@ -257,21 +279,23 @@ def launch(cfg, argv):
     return 128 + os.WTERMSIG(status)
 
 
-def _run_init(cfg, argv):
+def _run_init(cfg, argv, phases=None):
     """The first process of the new pid namespace: build the root, start the kernel,
     reap; when the kernel ends, so does everything else in the namespace."""
     record = open(cfg["exit_file"], "w")  # noqa: SIM115 (not inherited by the kernel)
     unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC)
     for path in [cfg["conn"], *(os.path.join(cfg["conn"], n) for n in os.listdir(cfg["conn"]))]:
         os.chown(path, cfg["uid"], cfg["uid"])  # the connection file: the kernel reads it
+    _stamp(phases, "namespaces")
     _build_root(cfg)
+    _stamp(phases, "root built")
     uid = cfg["uid"]
     kernel = os.fork()
     if kernel == 0:
         try:
             _drop_privileges(uid)
             _set_limits(cfg["limits"])
-            _exec_kernel(cfg, argv)
+            _exec_kernel(cfg, argv, phases)
         except BaseException as exc:  # noqa: BLE001
             print(f"sandbox: could not start the kernel: {exc}", file=sys.stderr, flush=True)
         os._exit(70)
@@ -288,19 +312,20 @@ def _run_init(cfg, argv):
             os._exit(_record_end(record, status))
 
 
-def _launch_limits_only(cfg, argv):
+def _launch_limits_only(cfg, argv, phases=None):
     """No namespaces: the kernel gets a throwaway HOME and working folder, a clean
     environment and the limits, and runs as this process's user."""
     folder = cfg["folder"]
     for sub in ("home", "work", "tmp"):
         os.makedirs(os.path.join(folder, sub), exist_ok=True)
     _fill_home(cfg, cfg["home"], cfg["work"], None)
+    _stamp(phases, "root built")
     record = open(cfg["exit_file"], "w")  # noqa: SIM115
     kernel = os.fork()
     if kernel == 0:
         try:
             _set_limits(cfg["limits"])
-            _exec_kernel(cfg, argv)
+            _exec_kernel(cfg, argv, phases)
         except BaseException as exc:  # noqa: BLE001
             print(f"sandbox: could not start the kernel: {exc}", file=sys.stderr, flush=True)
         os._exit(70)

@@ -33,6 +33,20 @@ class KernelPlan:
     config: Path  # the launcher's config
     conn: Path  # the ZeroMQ sockets and connection file (the kernel's uid only)
     exit_file: Path  # the launcher writes how the kernel ended
+    phases_file: Path = None  # the launcher's timing record (lines "name wall-time")
+
+    def launcher_phases(self):
+        """[name, wall time] the launcher noted as it started the kernel ([] if none)."""
+        found = []
+        try:
+            text = self.phases_file.read_text()[:4096]
+        except (OSError, AttributeError):
+            return found
+        for line in text.splitlines():
+            name, _, when = line.rpartition(" ")
+            with contextlib.suppress(ValueError):
+                found.append([name, float(when)])
+        return found
 
     def ended(self):
         """How the kernel process ended, as the launcher saw it ({} if unknown)."""
@@ -168,7 +182,8 @@ class Sandbox:
             # own keeps what else it writes there to CONN_SPACE, not the host's disk
             mount("tmpfs", str(conn), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                   f"size={CONN_SPACE},mode=700")
-        plan = KernelPlan(folder, folder / "launch.json", conn, folder / "exit.json")
+        plan = KernelPlan(folder, folder / "launch.json", conn, folder / "exit.json",
+                          folder / "phases.txt")
         limits = self.limits
         env = {
             "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
@@ -218,6 +233,7 @@ class Sandbox:
             "work": work,
             "env": env,
             "exit_file": str(plan.exit_file),
+            "phases_file": str(plan.phases_file),
             "limits": dataclasses.asdict(limits),
             "parent": os.getpid(),  # the launcher's parent; it stops the kernel if that goes
         }
