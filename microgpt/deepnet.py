@@ -13,8 +13,6 @@ however large the stream grows. Every random draw comes from a seed passed in.
 import math
 from dataclasses import dataclass
 
-from tqdm.auto import tqdm
-
 from .engine import Value, cycle_collector_paused, linear, zero_grad
 from .nn import Adam, cross_entropy, layernorm, make_rng, matrix
 
@@ -147,6 +145,9 @@ def train(net, X, Y, layer, steps, lr=0.01, batch=8, seed=0, forward=logits, pro
     rng = make_rng(seed)
     opt = Adam(net.parameters(), lr=lr, betas=(0.9, 0.999))
     if progress is True:
+        from tqdm.auto import tqdm  # here: importing the module (as a graded kernel does,
+        # before any cell) need not load tqdm and the widgets it brings
+
         bar = tqdm(total=steps, desc="training", unit="step", mininterval=0.5)
     else:
         bar = progress if progress is not False else None

@@ -13,8 +13,6 @@ lives here, beside the studies, as `torchtrack.studies` keeps it for the torch t
 import os
 from dataclasses import dataclass, field
 
-from tqdm.auto import tqdm
-
 from . import deepnet
 from .deepnet import Net, label_entropy, make_net, mean_loss, plain_params, teacher_data, train
 from .engine import cycle_collector_paused
@@ -151,6 +149,8 @@ def study(variants, config, seeds=None, progress=True, checkpoints=()):
     (`checkpoints`: step numbers after which each run also reads its loss on all points)."""
     seeds = config.seeds if seeds is None else seeds
     total = sum((v.steps or config.steps) for v in variants.values()) * len(seeds)
+    from tqdm.auto import tqdm  # here, as in deepnet.train
+
     bar = tqdm(total=total, desc="training", unit="step", mininterval=0.5, disable=not progress)
     results = {name: [] for name in variants}
     for seed in seeds:
