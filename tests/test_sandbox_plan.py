@@ -7,6 +7,7 @@ import pytest
 
 from autograder import policy
 from autograder.grader.sandbox.limits import FULL, LIMITS, Limits, SandboxError
+from autograder.grader.sandbox import plan as plan_module
 from autograder.grader.sandbox.plan import Sandbox, end_run, leftover_launchers
 
 ROOT_USER = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -65,8 +66,14 @@ def test_a_run_ends_with_nothing_left(tmp_path):
     (tmp_path / "rp-test").mkdir()
     made = Sandbox(level=level, root=tmp_path / "rp-test")
     made.plan(None, "x")
-    assert leftover_launchers(made.root) == []
+    # planning starts this process's warm parent (namespaces only), and nothing else
+    warm = plan_module._WARM.get(str(made.root))
+    assert leftover_launchers(made.root) == ([warm[0].pid] if warm else [])
+    assert bool(warm) == (level == FULL and made.warm)
     end_run(made.root)
     assert not made.root.exists()
+    if warm:
+        assert warm[0].wait(10) is not None
+        plan_module._WARM.pop(str(made.root))
     assert "limits only" in Sandbox.describe(type("S", (), {"level": LIMITS, "why": "a laptop",
                                                             "limits": Limits()})())

@@ -8,6 +8,11 @@ namespaces (`_build_root`), drops to the kernel's uid, sets the limits and execs
 kernel; it writes how the kernel ended to the config's exit file. With the level `limits`
 (not root), it only gives the kernel a throwaway HOME, a clean environment and the limits.
 
+When the config names a warm parent (`warm`), the launcher asks it for the kernel instead:
+the parent's fork does the same steps (`_run_init` with another last step) and the
+launcher stays as the process that nbclient signals and kills (`_launch_warm`). If the
+parent cannot be reached, the kernel starts here as above.
+
 `python -m autograder.grader.sandbox.launcher probe UID` exits 0 when this machine lets it
 unshare, mount and change uid (see `limits.isolation_available`).
 """
@@ -15,8 +20,10 @@ unshare, mount and change uid (see `limits.isolation_available`).
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -245,13 +252,18 @@ def _wait(child, stop, parent):
         time.sleep(0.2)
 
 
-def launch(cfg, argv):
-    """Start the kernel `argv` as `cfg` says; return its exit status (128 + signal)."""
+def launch(cfg, argv, config=None):
+    """Start the kernel `argv` as `cfg` (read from the file `config`) says; return its
+    exit status (128 + signal)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupts are for the kernel
     if os.getppid() != cfg["parent"]:  # the grading process died before we started
         return 1
     phases = _phases_file(cfg)
     _stamp(phases, "launcher started")
+    if cfg["level"] == FULL and cfg.get("warm") and config:
+        status = _launch_warm(cfg, os.path.realpath(config), argv)
+        if status is not None:
+            return status
     if cfg["level"] != FULL:
         return _launch_limits_only(cfg, argv, phases)
     # this process stays where it is; its child starts the new pid namespace and makes
@@ -279,9 +291,10 @@ def launch(cfg, argv):
     return 128 + os.WTERMSIG(status)
 
 
-def _run_init(cfg, argv, phases=None):
-    """The first process of the new pid namespace: build the root, start the kernel,
-    reap; when the kernel ends, so does everything else in the namespace."""
+def _run_init(cfg, argv, phases=None, start=None):
+    """The first process of the new pid namespace: build the root, start the kernel
+    (`_exec_kernel`, or `start` in a warm parent's copy), reap; when the kernel ends, so
+    does everything else in the namespace."""
     record = open(cfg["exit_file"], "w")  # noqa: SIM115 (not inherited by the kernel)
     unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC)
     for path in [cfg["conn"], *(os.path.join(cfg["conn"], n) for n in os.listdir(cfg["conn"]))]:
@@ -295,11 +308,14 @@ def _run_init(cfg, argv, phases=None):
         try:
             _drop_privileges(uid)
             _set_limits(cfg["limits"])
-            _exec_kernel(cfg, argv, phases)
+            (start or _exec_kernel)(cfg, argv, phases)
         except BaseException as exc:  # noqa: BLE001
             print(f"sandbox: could not start the kernel: {exc}", file=sys.stderr, flush=True)
         os._exit(70)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if start is None:  # the kernel is in the launcher's process group: it gets interrupts
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    else:  # it is not: the warm parent's copy sends them here
+        signal.signal(signal.SIGINT, lambda *a: os.kill(kernel, signal.SIGINT))
     signal.signal(signal.SIGTERM, lambda *a: os.kill(kernel, signal.SIGKILL))
     while True:
         try:
@@ -338,6 +354,49 @@ def _launch_limits_only(cfg, argv, phases=None):
     return _record_end(record, _wait(kernel, stop, cfg["parent"]))
 
 
+def _launch_warm(cfg, config, argv):
+    """Ask the warm parent at cfg["warm"] (see `warm`) for the kernel and wait for it to
+    end; return its exit status, or None if there is no parent to ask (then the kernel
+    starts cold)."""
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        client.connect(cfg["warm"])
+        client.sendall((json.dumps({"config": config, "argv": argv}) + "\n").encode())
+    except OSError:
+        client.close()
+        return None
+
+    def interrupt(*_):
+        with contextlib.suppress(OSError):
+            client.send(b"i")
+
+    # the kernel is not in this process's group: an interrupt nbclient sends to the group
+    # goes to it through the parent's copy; when this process ends, so does the kernel
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, lambda *a: os._exit(143))
+    signal.signal(signal.SIGHUP, lambda *a: os._exit(129))
+    data = b""
+    while True:
+        if os.getppid() != cfg["parent"]:
+            os._exit(1)
+        ready, _, _ = select.select([client], [], [], 0.2)
+        if not ready:
+            continue
+        chunk = client.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+        if b"\n" in data:
+            break
+    word, _, rest = data.partition(b"\n")[0].decode("utf-8", "replace").partition(" ")
+    if word == "exit":
+        with contextlib.suppress(ValueError):
+            return int(rest)
+    print(f"sandbox: the warm parent could not start the kernel: {rest or 'it ended'}",
+          file=sys.stderr, flush=True)
+    return 70
+
+
 def probe(uid):
     """Exit 0 when this machine lets us unshare, mount and change uid (as `launch` will)."""
     where = tempfile.mkdtemp(prefix="rp-probe-")
@@ -372,7 +431,7 @@ def main(argv=None):
         split = argv.index("--")
         with open(argv[1]) as f:
             cfg = json.load(f)
-        return launch(cfg, argv[split + 1:])
+        return launch(cfg, argv[split + 1:], argv[1])
     print(f"usage: python -m {MODULE} launch CONFIG -- KERNEL ARGS...", file=sys.stderr)
     return 2
 

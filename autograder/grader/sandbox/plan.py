@@ -6,10 +6,12 @@ worker processes; `Sandbox.plan` writes one kernel's launch config (`launcher` r
 `end_run` and `remove_stale_roots` clear what a run, or a killed one, left behind.
 """
 
+import compileall
 import contextlib
 import dataclasses
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -21,7 +23,12 @@ from ...policy import ASSIGNMENT_VARIABLE, KERNEL_SIDE, OUTPUT_VARIABLE
 from .launcher import FULL, is_launcher
 from .limits import Limits, SandboxError, isolation_available
 from .syscalls import MS_NODEV, MS_NOEXEC, MS_NOSUID, mount, umount
+from .warm import is_warm_parent, serve_command
 
+COLD_VARIABLE = "RESIDUAL_PACK_COLD_KERNELS"  # set to 1: every kernel starts a new Python
+# {sandbox root: [process, socket, ready]}: this process's warm parents (`warm`); per
+# process, not per Sandbox object (a worker gets a fresh copy of it with every task)
+_WARM = {}
 CONN_SPACE = 1 << 20  # bytes a kernel may write in its sockets' folder (a tmpfs)
 
 
@@ -66,7 +73,7 @@ class Sandbox:
     `root` is a fresh root-only folder holding the read-only library the kernels see and,
     per kernel, a folder that is removed when the kernel is done."""
 
-    def __init__(self, limits=None, level=None, root=None):
+    def __init__(self, limits=None, level=None, root=None, warm=True):
         self.limits = limits or Limits()
         if level is None:
             level, why = isolation_available()
@@ -87,6 +94,8 @@ class Sandbox:
         # {assignment: [[file, path in the working folder]]}: what is released besides the
         # notebooks (see add_release)
         self.support = {}
+        # kernels forked from a warm parent (`warm`), unless switched off for this run
+        self.warm = warm and os.environ.get(COLD_VARIABLE, "") in ("", "0")
         self.root = Path(root) if root else Path(tempfile.mkdtemp(prefix="rp-", dir="/tmp"))
         os.chmod(self.root, 0o711)
         (self.root / "owner").write_text(str(os.getpid()))
@@ -107,10 +116,15 @@ class Sandbox:
             name = "autograder" if path.stem == "__init__" else f"autograder.{path.stem}"
             if name in KERNEL_SIDE:
                 shutil.copy2(path, lib / path.name)
-        for p in [lib.parent, lib, *lib.iterdir()]:
-            os.chmod(p, 0o755 if p.is_dir() else 0o644)
         self.autograder_dir = str(Path(autograder.__file__).resolve().parent)
         self.packages = _our_packages()  # {name: folder}: microgpt, torchtrack, ...
+        # compiled once here: a kernel cannot write bytecode (its library is read-only),
+        # so a module without an up-to-date .pyc would be compiled again by every kernel
+        for folder in [lib, *(f for n, f in self.packages.items() if n != "autograder")]:
+            with contextlib.suppress(OSError):
+                compileall.compile_dir(folder, quiet=2, maxlevels=0 if folder == lib else 10)
+        for p in [lib.parent, lib, *lib.rglob("*")]:
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
         self.lib = str(lib)
         self.mpl_cache = self._matplotlib_cache()
         self.binds = self._binds()
@@ -169,21 +183,12 @@ class Sandbox:
             if name != "autograder":
                 binds.append([folder, folder])
         binds.append([self.lib, self.autograder_dir])  # the kernel-side modules only
+        # the font list, where a warm parent's matplotlib found it (see `warm`)
+        binds.append([self.mpl_cache, self.mpl_cache])
         return binds
 
-    def plan(self, uid, label, assignment=""):
-        """Folders and the launch config for one kernel run by `uid` (None: limits only)."""
-        folder = Path(tempfile.mkdtemp(prefix=f"{uid or 'k'}-", dir=self.root))
-        os.chmod(folder, 0o711)
-        conn = folder / "c"
-        conn.mkdir(mode=0o700)
-        if self.level == FULL:
-            # the kernel writes its sockets here, in the host's filesystem: a tmpfs of its
-            # own keeps what else it writes there to CONN_SPACE, not the host's disk
-            mount("tmpfs", str(conn), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                  f"size={CONN_SPACE},mode=700")
-        plan = KernelPlan(folder, folder / "launch.json", conn, folder / "exit.json",
-                          folder / "phases.txt")
+    def _kernel_env(self, folder, assignment=""):
+        """The environment a kernel gets (all of it: nothing of the grader's is kept)."""
         limits = self.limits
         env = {
             "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
@@ -219,6 +224,25 @@ class Sandbox:
             "JUPYTER_RUNTIME_DIR": f"{home}/.local/share/jupyter/runtime",
             "TMPDIR": "/tmp" if self.level == FULL else str(folder / "tmp"),
         })
+        return env
+
+    def plan(self, uid, label, assignment=""):
+        """Folders and the launch config for one kernel run by `uid` (None: limits only)."""
+        folder = Path(tempfile.mkdtemp(prefix=f"{uid or 'k'}-", dir=self.root))
+        os.chmod(folder, 0o711)
+        conn = folder / "c"
+        conn.mkdir(mode=0o700)
+        if self.level == FULL:
+            # the kernel writes its sockets here, in the host's filesystem: a tmpfs of its
+            # own keeps what else it writes there to CONN_SPACE, not the host's disk
+            mount("tmpfs", str(conn), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  f"size={CONN_SPACE},mode=700")
+        plan = KernelPlan(folder, folder / "launch.json", conn, folder / "exit.json",
+                          folder / "phases.txt")
+        limits = self.limits
+        env = self._kernel_env(folder, assignment)
+        home = env["HOME"]
+        work = "/sandbox/work" if self.level == FULL else str(folder / "work")
         config = {
             "level": self.level,
             "uid": uid,
@@ -229,6 +253,7 @@ class Sandbox:
             "binds": self.binds,
             "support": self.support.get(assignment, []),
             "mpl_cache": self.mpl_cache,
+            "warm": self._warm_socket(),
             "home": home,
             "work": work,
             "env": env,
@@ -241,7 +266,54 @@ class Sandbox:
         os.chmod(plan.config, 0o600)
         return plan
 
+    def _warm_socket(self):
+        """The socket of this process's warm parent (`warm`) once it is ready, else None
+        (the kernel then starts cold). The first call starts it; the kernels planned
+        while it imports start cold."""
+        if not self.warm or self.level != FULL:
+            return None
+        warm = _WARM.get(str(self.root))
+        if warm is None:
+            path = self.root / f"warm-{os.getpid()}.sock"
+            env = self._kernel_env(self.root)
+            # what matplotlib reads once, at import: the font list built for the kernels
+            # (bound into each kernel's root) and the backend ipykernel would choose
+            env.update(MPLCONFIGDIR=self.mpl_cache,
+                       MPLBACKEND="module://matplotlib_inline.backend_inline")
+            try:
+                process = subprocess.Popen(
+                    serve_command(path), env=env, cwd="/", stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
+            except OSError:
+                self.warm = False
+                return None
+            warm = _WARM[str(self.root)] = [process, str(path), False]
+        process, path, ready = warm
+        if process.poll() is not None:
+            self.warm = False
+            return None
+        if not ready:
+            if not select.select([process.stdout], [], [], 0)[0]:
+                return None
+            line = process.stdout.readline()
+            if line.strip() != b"ready":
+                self.warm = False
+                self._stop_warm()
+                return None
+            warm[2] = True
+        return path
+
+    def _stop_warm(self):
+        warm = _WARM.pop(str(self.root), None)
+        if warm is not None:
+            with contextlib.suppress(OSError):
+                warm[0].kill()
+            with contextlib.suppress(Exception):
+                warm[0].wait(10)
+                warm[0].stdout.close()
+
     def close(self):
+        self._stop_warm()
         end_run(self.root)
 
 
@@ -286,7 +358,8 @@ def _unmount_under(folder):
 
 
 def leftover_launchers(folder):
-    """Pids of sandbox launchers whose config lies in `folder` (a run's root)."""
+    """Pids of sandbox launchers whose config lies in `folder` (a run's root), and of its
+    warm parents and their copies."""
     folder = os.path.realpath(folder) + "/"
     found = []
     for entry in Path("/proc").iterdir():
@@ -297,7 +370,9 @@ def leftover_launchers(folder):
         except OSError:
             continue
         args = [a.decode("utf-8", "replace") for a in args]
-        if is_launcher(args):
+        if is_warm_parent(args, folder):
+            found.append(int(entry.name))
+        elif is_launcher(args):
             i = args.index("launch")
             if i + 1 < len(args) and os.path.realpath(args[i + 1]).startswith(folder):
                 found.append(int(entry.name))
