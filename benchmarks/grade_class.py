@@ -1,7 +1,7 @@
 """Grading a class: our parallel, sandboxed grading against one `nbgrader autograde` call.
 
     .venv/bin/python benchmarks/grade_class.py [-n 100] [-j JOBS] [--feedback] [--timings]
-        [--keep DIR]
+        [--baseline course|stock|both] [--keep DIR]
 
 A class of N generated submissions of the first assignment (solutions, untouched student
 versions and the registered wrong answers, in turn) is graded twice in the same run:
@@ -9,8 +9,16 @@ versions and the registered wrong answers, in turn) is graded twice in the same 
 1. by `residual-pack grade` (a sandboxed kernel per notebook, the hardened test runner,
    JOBS workers), the whole command, from start to report;
 2. by one sequential `nbgrader autograde ASSIGNMENT --force` in a copy of the course where
-   the assignment was generated beforehand (with the course config, whose steps sandbox
-   it too; see grade_paths.py for the two sandboxed paths on a class with attacks).
+   the assignment was generated beforehand, with either config (`--baseline`, both by
+   default, each in a copy of its own):
+   - **course**: the course's `nbgrader_config.py`, whose steps put ours into nbgrader's
+     (the sandbox, warm kernels included, and the hardened test runner): what an
+     instructor of this pack gets from `nbgrader autograde`; see grade_paths.py for the
+     two sandboxed paths on a class with attacks;
+   - **stock**: the same file cut where our steps begin (course id, folders, stubs, time
+     limits only), so nbgrader runs its own steps and its own `Execute`: one kernel per
+     notebook started the usual way, no sandbox. What `nbgrader autograde` is without
+     this pack.
 
 It prints seconds per submission for each and the ratio, and checks that both gave every
 student the same autograded score. Every submission is an honest notebook, so that
@@ -98,13 +106,27 @@ def timings(out):
     return table([("ours", summary(results))])
 
 
-def nbgraders(submissions, folder):
-    """One sequential `nbgrader autograde` over the class, in a prepared course copy."""
+OUR_STEPS = "# ---- our steps in nbgrader's lists"  # where the course config adds ours
+
+
+def stock_config(text):
+    """The course config without our steps: nbgrader's own autograde."""
+    if OUR_STEPS not in text:
+        sys.exit(f"nbgrader_config.py has no line {OUR_STEPS!r}: cannot make the stock config")
+    return text[:text.index(OUR_STEPS)]
+
+
+def nbgraders(submissions, folder, stock=False):
+    """One sequential `nbgrader autograde` over the class, in a prepared course copy
+    (with the stock config when `stock`)."""
     home = Path(folder) / "home"
     with private_jupyter_dirs(home):
         work = WorkCourse(ROOT, Path(folder) / "course", [ASSIGNMENT])
         work.generate_assignment(ASSIGNMENT)
         env = dict(os.environ)
+    if stock:
+        config = work.path("nbgrader_config.py")
+        config.write_text(stock_config(config.read_text()))
     shutil.copytree(submissions, work.path("submitted"))
     nbgrader = Path(sys.executable).parent / "nbgrader"
     command = [str(nbgrader) if nbgrader.exists() else "nbgrader", "autograde", ASSIGNMENT,
@@ -136,6 +158,9 @@ def main(argv=None):
                    help="our run also writes feedback pages (nbgrader's autograde does not)")
     p.add_argument("--timings", action="store_true",
                    help="also print where our run's submissions spent their time")
+    p.add_argument("--baseline", choices=["course", "stock", "both"], default="both",
+                   help="nbgrader's run with the course config, the stock one, or both "
+                        "(default: %(default)s)")
     p.add_argument("--keep", help="work in this folder and keep it")
     args = p.parse_args(argv)
     folder = Path(args.keep or tempfile.mkdtemp(prefix="grade-class-"))
@@ -155,18 +180,24 @@ def main(argv=None):
             print(f"median seconds per submission in our run ({args.jobs} at a time):")
             for line in timings(folder / "ours"):
                 print("  " + line)
-        t_nb, s_nb = nbgraders(submissions, folder / "nbgrader")
-        print(f"nbgrader autograde (one call, sequential): {t_nb:.1f} s, "
-              f"{t_nb / args.n:.2f} s per submission", flush=True)
-        differ = sorted(s for s in made if s_ours.get(s) != s_nb.get(s))
-        print(f"ratio (nbgrader / ours): {t_nb / t_ours:.2f}x "
-              f"({'faster' if t_nb > t_ours else 'slower'} per submission)")
-        if differ:
-            print(f"scores differ for {len(differ)} student(s): "
-                  + ", ".join(f"{s} ({made[s]}: ours {s_ours.get(s)}, nbgrader {s_nb.get(s)})"
-                              for s in differ[:10]))
-        else:
-            print(f"same autograded score for all {len(made)} students")
+        differ = []
+        for name in (["course", "stock"] if args.baseline == "both" else [args.baseline]):
+            t_nb, s_nb = nbgraders(submissions, folder / f"nbgrader-{name}", name == "stock")
+            what = ("course config: sandboxed" if name == "course" else
+                    "stock steps: no sandbox")
+            print(f"nbgrader autograde ({what}; one call, sequential): {t_nb:.1f} s, "
+                  f"{t_nb / args.n:.2f} s per submission", flush=True)
+            print(f"ratio (nbgrader {name} / ours): {t_nb / t_ours:.2f}x "
+                  f"({'faster' if t_nb > t_ours else 'slower'} per submission)", flush=True)
+            wrong = sorted(s for s in made if s_ours.get(s) != s_nb.get(s))
+            if wrong:
+                print(f"scores differ for {len(wrong)} student(s): " + ", ".join(
+                    f"{s} ({made[s]}: ours {s_ours.get(s)}, nbgrader {s_nb.get(s)})"
+                    for s in wrong[:10]))
+            else:
+                print(f"same autograded score for all {len(made)} students")
+            differ += wrong
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
         return 1 if differ else 0
     finally:
         if not args.keep:
