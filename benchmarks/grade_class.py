@@ -196,7 +196,12 @@ def main(argv=None):
                     for s in wrong[:10]))
             else:
                 print(f"same autograded score for all {len(made)} students")
-            differ += wrong
+            if name == "course":  # the same grading by two drivers: must agree
+                differ += wrong
+            elif wrong:  # different grading: reported, not counted
+                print("  (stock nbgrader scores a test cell by its own pass or fail in the "
+                      "student's kernel, ours by the grader's judge of what the kernel "
+                      "observed: a difference is reported, not counted)")
         print(f"load average at the end: {os.getloadavg()[0]:.1f}")
         return 1 if differ else 0
     finally:
