@@ -7,8 +7,8 @@ import time
 import pytest
 
 from autograder import policy
-from autograder.grader.sandbox.limits import FULL, LIMITS, Limits, SandboxError
 from autograder.grader.sandbox import plan as plan_module
+from autograder.grader.sandbox.limits import FULL, LIMITS, Limits, SandboxError
 from autograder.grader.sandbox.plan import Sandbox, end_run, leftover_launchers
 
 ROOT_USER = hasattr(os, "geteuid") and os.geteuid() == 0

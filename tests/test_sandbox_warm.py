@@ -33,7 +33,8 @@ for fd in os.listdir("/proc/self/fd"):
 print(json.dumps({
     "uid": os.getuid(), "pid": os.getpid(),
     "ns": {n: os.readlink(f"/proc/self/ns/{n}") for n in ("pid", "mnt", "net", "ipc")},
-    "fds": fds, "env": dict(os.environ), "draw": float(numpy.random.random()), "pydraw": random.random(),
+    "fds": fds, "env": dict(os.environ),
+    "draw": float(numpy.random.random()), "pydraw": random.random(),
     "sees": {p: os.path.exists(p) for p in json.loads(os.environ["SEE"])},
 }))
 """

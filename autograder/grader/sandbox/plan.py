@@ -211,10 +211,7 @@ class Sandbox:
         for name in ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING"):
             if name in os.environ:
                 env[name] = os.environ[name]
-        if self.level == FULL:
-            home, work = "/sandbox/home", "/sandbox/work"
-        else:
-            home, work = str(folder / "home"), str(folder / "work")
+        home = "/sandbox/home" if self.level == FULL else str(folder / "home")
         env.update({
             "HOME": home,
             "IPYTHONDIR": f"{home}/.ipython",
