@@ -30,6 +30,7 @@ grade_phases.py, which compares one at a time with stock nbgrader).
 """
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -76,6 +77,22 @@ def make_class(folder, n):
         nbformat.write(nb, str(dest / f"{ASSIGNMENT}.ipynb"))
         made[student] = what
     return made
+
+
+@contextlib.contextmanager
+def class_folder(keep, prefix, n):
+    """A work folder (`keep`, kept, or a temporary one, removed) holding a fresh class of
+    `n` submissions in `submissions/`; yields (folder, submissions, {student: kind})."""
+    folder = Path(keep or tempfile.mkdtemp(prefix=prefix))
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        submissions = folder / "submissions"
+        if submissions.exists():
+            shutil.rmtree(submissions)
+        yield folder, submissions, make_class(submissions, n)
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def ours(submissions, out, jobs, feedback):
@@ -163,13 +180,7 @@ def main(argv=None):
                         "(default: %(default)s)")
     p.add_argument("--keep", help="work in this folder and keep it")
     args = p.parse_args(argv)
-    folder = Path(args.keep or tempfile.mkdtemp(prefix="grade-class-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        submissions = folder / "submissions"
-        if submissions.exists():
-            shutil.rmtree(submissions)
-        made = make_class(submissions, args.n)
+    with class_folder(args.keep, "grade-class-", args.n) as (folder, submissions, made):
         print(f"{args.n} submissions of {ASSIGNMENT}; {len(set(made.values()))} kinds "
               f"(solution, stub, registered wrong answers); {os.cpu_count()} cores, "
               f"load {os.getloadavg()[0]:.1f}", flush=True)
@@ -204,9 +215,6 @@ def main(argv=None):
                       "observed: a difference is reported, not counted)")
         print(f"load average at the end: {os.getloadavg()[0]:.1f}")
         return 1 if differ else 0
-    finally:
-        if not args.keep:
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

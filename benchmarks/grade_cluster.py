@@ -12,7 +12,9 @@ one after the other on this machine, by:
 3. `residual-pack grade --cluster local -j 1` (a LocalCluster of one worker process),
 4. `residual-pack grade --cluster local -j 2` (a LocalCluster of two),
 5. one sequential `nbgrader autograde ASSIGNMENT --force` in a course copy where the
-   assignment was generated beforehand (nbgrader's own kernels, no isolation).
+   assignment was generated beforehand, with the course config (since 5d63902 it puts our
+   steps into nbgrader's, so this run is sandboxed too; `grade_class.py --baseline stock`
+   times nbgrader's own steps).
 
 Each of ours is the whole command, from start to report (sandbox, reference run, feedback
 off), with --fresh. Every run must give every student the same autograded score. The
@@ -113,7 +115,8 @@ def main(argv=None):
             elif scores != reference:
                 sys.exit(f"{how} gave other scores than {RUNS[0][0]}")
         t_nb, s_nb = nbgraders(submissions, folder / "nbgrader")
-        rows.append({"how": "nbgrader autograde (one call, sequential, no sandbox)",
+        rows.append({"how": "nbgrader autograde (course config: sandboxed; one call, "
+                            "sequential)",
                      "workers": 1, "command": f"nbgrader autograde {ASSIGNMENT} --force",
                      "seconds": round(t_nb, 2), "median_autograde": None,
                      "load_after": os.getloadavg()[0]})

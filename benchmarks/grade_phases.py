@@ -20,10 +20,8 @@ longest. `grade_class.py --timings` prints the same table for a parallel run.
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -244,13 +242,7 @@ def main(argv=None):
     p.add_argument("--no-stock", action="store_true", help="only our sandboxed grading")
     p.add_argument("--keep", help="work in this folder and keep it")
     args = p.parse_args(argv)
-    folder = Path(args.keep or tempfile.mkdtemp(prefix="grade-phases-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        submissions = folder / "submissions"
-        if submissions.exists():
-            shutil.rmtree(submissions)
-        grade_class.make_class(submissions, args.n)
+    with grade_class.class_folder(args.keep, "grade-phases-", args.n) as (folder, submissions, _):
         print(f"{args.n} submissions of {ASSIGNMENT}, graded one at a time; "
               f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}", flush=True)
         columns = []
@@ -269,9 +261,6 @@ def main(argv=None):
         for line in table(columns):
             print(line)
         return 0
-    finally:
-        if not args.keep:
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -208,7 +208,7 @@ def _start_here(cfg, argv, phases=None):
         for fd in (0, 1, 2):
             os.dup2(null, fd)
         launcher._stamp(phases, "kernel forked")
-        os.closerange(3, _max_fd())  # nothing of the parent's or the launcher's is kept
+        os.closerange(3, _fd_bound())  # nothing of the parent's or the launcher's is kept
         os.environ.clear()
         os.environ.update(cfg["env"])
         drawn = sys.modules.get("numpy.random")  # (a preload may have made numpy's
@@ -229,11 +229,16 @@ def _start_here(cfg, argv, phases=None):
         os._exit(code)
 
 
-def _max_fd():
+def _fd_bound():
+    """Above every open descriptor: the open-file limit, or above the highest one open (an
+    fd opened before the limit was lowered may lie above it)."""
     try:
-        return os.sysconf("SC_OPEN_MAX")
+        bound = os.sysconf("SC_OPEN_MAX")
     except (OSError, ValueError):
-        return 4096
+        bound = 4096
+    with contextlib.suppress(OSError, ValueError):
+        bound = max([bound, *(int(fd) + 1 for fd in os.listdir("/proc/self/fd"))])
+    return bound
 
 
 def main(argv=None):
