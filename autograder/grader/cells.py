@@ -18,7 +18,7 @@ metadata that is not a dict, and every predicate is False for such a cell.
 from nbgrader import utils as nbgrader_utils
 
 __all__ = ["KINDS", "nbgrader_meta", "grade_id", "is_solution", "is_grade", "is_locked",
-           "is_autograded_test", "kind"]
+           "is_autograded_test", "last_test", "kind"]
 
 KINDS = ("test", "answer", "given", "own")
 
@@ -59,6 +59,12 @@ def is_locked(cell):
 def is_autograded_test(cell):
     """A code cell of autograder tests that is worth points."""
     return cell.get("cell_type") == "code" and is_grade(cell) and not is_solution(cell)
+
+
+def last_test(nb):
+    """The index of the notebook's last autograded test cell (-1 when it has none): the
+    cells after it cannot change an autograded score."""
+    return max((i for i, c in enumerate(nb.cells) if is_autograded_test(c)), default=-1)
 
 
 def kind(cell):

@@ -44,7 +44,7 @@ import nbformat
 
 from .. import diagnosis
 from .. import mutants as mutant_registry
-from .cells import grade_id, is_autograded_test, is_solution
+from .cells import grade_id, is_autograded_test, is_solution, last_test
 from .course import EXERCISES, SOURCE, CourseError, assignments, notebook_paths, read_notebook
 from .madeup import filled_in, mutant_notebook_name, with_answer
 
@@ -177,8 +177,7 @@ def _end_with_parent():
 def _up_to_the_last_test(nb):
     """`nb` without the cells after its last graded test (the closing experiments): they
     cannot change what a test observed."""
-    last = max((i for i, c in enumerate(nb.cells) if is_autograded_test(c)), default=-1)
-    nb.cells = nb.cells[: last + 1]
+    nb.cells = nb.cells[: last_test(nb) + 1]
     return nb
 
 

@@ -1,8 +1,9 @@
 """The reference run: the instructor's solution, run once per assignment on the grader's
 side, to say what every graded check must observe.
 
-Each source notebook (solutions and hidden tests in place) runs top to bottom in a kernel
-of `autograder.gradekernel`, as nbgrader runs a submission at grading time (with
+Each source notebook (solutions and hidden tests in place) runs from the top to its last
+graded test cell (what follows cannot change what a test observes) in a kernel of
+`autograder.gradekernel`, as nbgrader runs a submission at grading time (with
 `NBGRADER_EXECUTION` set, so the experiments take their small graded configurations; the
 library's model answers stay on, as the tests call them to compute what is expected). Its
 graded test cells are sent in their reference version (`testsource`) and in the
@@ -27,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from ..policy import ASSIGNMENT_VARIABLE, REFERENCE_VARIABLE, REPORT_KEY, test_cell_code
-from .cells import is_autograded_test, nbgrader_meta
+from .cells import is_autograded_test, last_test, nbgrader_meta
 from .course import CourseError, notebook_paths, read_notebook
 from .testsource import GradedCellError, prepare
 
@@ -135,8 +136,10 @@ def _client_class():
     return ReferenceClient
 
 
-def _run_notebook(path, assignment, timeout, workdir):
+def _run_notebook(path, assignment, timeout, workdir, to_end=False):
     nb = read_notebook(path)
+    if not to_end:
+        nb.cells = nb.cells[: last_test(nb) + 1]
     client_class = _client_class()
     client = client_class(
         nb, timeout=timeout, allow_errors=True, kernel_name="python3",
@@ -161,9 +164,10 @@ def _run_notebook(path, assignment, timeout, workdir):
     return nb, client.replies
 
 
-def run_reference(source_dir, assignment, timeout=120):
+def run_reference(source_dir, assignment, timeout=120, to_end=False):
     """{notebook: {grade_id: {"records": [...], "hidden": [...]}}} from running the
-    solution; raises ReferenceError when the solution fails one of its own checks."""
+    solution (up to its last test cell; to its end with `to_end`, the same records);
+    raises ReferenceError when the solution fails one of its own checks."""
     out = {}
     problems = []
     with tempfile.TemporaryDirectory(prefix="residual-pack-reference-") as tmp:
@@ -176,7 +180,7 @@ def run_reference(source_dir, assignment, timeout=120):
             workdir = Path(tmp) / path.stem
             workdir.mkdir()
             try:
-                _, replies = _run_notebook(path, assignment, timeout, workdir)
+                _, replies = _run_notebook(path, assignment, timeout, workdir, to_end)
             except ReferenceError:
                 raise
             except Exception as exc:  # noqa: BLE001 (a kernel that would not start, ...)
