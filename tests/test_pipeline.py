@@ -240,6 +240,35 @@ def test_selfcheck_passes(selfcheck_run):
 
 @needs_assignment
 @pytest.mark.slow
+def test_selfcheck_runs_the_solution_to_the_end_and_the_rest_to_the_last_test(selfcheck_run):
+    """The self-check's time saving (`Sandbox.stop_after_tests`) cuts only what cannot
+    change an autograded score: the solution runs every code cell, the stub and the mutants
+    stop after their last autograded test cell, and some notebook has cells after it."""
+    from autograder.grader.cells import last_test
+
+    checks, workdir = selfcheck_run
+    cut_somewhere = False
+    for check in checks:
+        for result in check.results:
+            for name, run in result.runs.items():
+                path = workdir / "course" / "autograded" / result.student / check.assignment
+                nb = read_notebook(path / f"{name}.ipynb")
+                code = [i for i, c in enumerate(nb.cells)
+                        if c.cell_type == "code" and c.source.strip()]
+                last = last_test(nb)
+                ran = [c["index"] for c in run["cells"]]
+                if result.student == "solution":
+                    assert ran == code and run["left_out"] == 0, (check.assignment, name)
+                else:
+                    assert ran == [i for i in code if i <= last], (result.student, name)
+                    assert run["left_out"] == len([i for i in code if i > last])
+                    assert all(not nb.cells[i].get("outputs") for i in code if i > last)
+                    cut_somewhere = cut_somewhere or run["left_out"] > 0
+    assert cut_somewhere
+
+
+@needs_assignment
+@pytest.mark.slow
 def test_without_our_filter_feedback_would_leak_hidden_tests(selfcheck_run):
     """The leak check is not vacuous: nbgrader's own ClearHiddenTests, alone, lets the
     traceback of a failing hidden check through for some registered mutant."""

@@ -80,6 +80,7 @@ def cmd_selfcheck(args, course):
     checks = selfcheck(
         course, names, workdir=workdir, validate=not args.no_validate,
         feedback=not args.no_feedback, only=args.mutant or None, jobs=args.jobs, progress=_say,
+        whole=args.whole_notebooks,
     )
     _say(report(checks))
     failed = [c.assignment for c in checks if not c.ok]
@@ -268,6 +269,9 @@ def parser():
     s.add_argument("--no-feedback", action="store_true", help="skip feedback and its leak check")
     s.add_argument("--workdir", help="work in this folder (kept) instead of a temporary one")
     s.add_argument("--keep", action="store_true", help="keep the temporary work folder")
+    s.add_argument("--whole-notebooks", action="store_true",
+                   help="run the stub's and the mutants' notebooks to the end, not only to "
+                        "their last autograded test cell (slower; the same scores)")
     _jobs_option(s)
     s.set_defaults(run=cmd_selfcheck)
 

@@ -9,6 +9,13 @@ For each assignment, in a work copy of the course and under the real nbgrader:
    stub earns zero on every one, and every registered mutant (`autograder.mutants`)
    scores zero on each cell in its `loses`;
 4. the feedback pages of all of these show no line of a hidden test.
+
+Only the solution runs to the end of each notebook. The stub's and the mutants' notebooks
+stop after their last autograded test cell (`Sandbox.stop_after_tests`): what follows (the
+closing experiments, the written answers) cannot change an autograded score, which is read
+from a test cell's own outputs, made before it; a crash or a time limit after it stops only
+the cells after it. So a wrong answer that loses its points here loses them in a full run
+(`--whole-notebooks` runs them to the end).
 """
 
 import time
@@ -76,11 +83,12 @@ def _registry_problems(grader, mutants):
 
 
 def check_assignment(session, assignment, *, validate=True, feedback=True, only=None, jobs=1,
-                     progress=None):
+                     progress=None, whole=False):
     """Self-check one assignment in the grading session `session`. `only`: a list of
     words; when given, only the mutants whose name holds one of them are graded. When the
     session isolates, the made-up class is graded exactly as students are (sandboxed
-    kernels, hardened test runner)."""
+    kernels, hardened test runner), except that only the solution runs to the end of each
+    notebook unless `whole` is set."""
     from nbgrader.validator import Validator
 
     say = progress or (lambda *_: None)
@@ -136,6 +144,8 @@ def check_assignment(session, assignment, *, validate=True, feedback=True, only=
             check.notes.append(f"no mutant targets {key[1]} ({key[0]})")
 
     made = class_of(grader, assignment, registered)
+    if grader.sandbox is not None and not whole:
+        grader.sandbox.stop_after_tests = frozenset(s for s in made if s != "solution")
     t = time.perf_counter()
     for student, (label, notebooks, _) in made.items():
         grader.submit(student, notebooks)
@@ -245,10 +255,10 @@ def exercise_drift(generated, committed):
 
 
 def selfcheck(course, names=None, *, workdir=None, keep=False, validate=True, feedback=True,
-              only=None, jobs=1, progress=None, isolate=True):
+              only=None, jobs=1, progress=None, isolate=True, whole=False):
     """Self-check `names` (all assignments when empty); returns the AssignmentChecks.
     With `isolate` (the default), submissions are graded in sandboxed kernels, as
-    `residual-pack grade` grades students."""
+    `residual-pack grade` grades students; with `whole`, every notebook runs to its end."""
     checks = []
     with work_folder(workdir, prefix="residual-pack-selfcheck-", keep=keep) as tmp, \
             grading_session(course, tmp / "course", names, isolate=isolate,
@@ -259,7 +269,7 @@ def selfcheck(course, names=None, *, workdir=None, keep=False, validate=True, fe
                 progress(f"{assignment}:")
             checks.append(check_assignment(session, assignment, validate=validate,
                                            feedback=feedback, only=only, jobs=jobs,
-                                           progress=progress))
+                                           progress=progress, whole=whole))
     return checks
 
 

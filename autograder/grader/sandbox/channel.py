@@ -50,6 +50,8 @@ class NotebookRun:
     # [name, wall time] as the notebook went through the Execute step, the launcher's
     # own (read from its phases file) merged in: see `stamp`
     phases: list = dataclasses.field(default_factory=list)
+    # code cells after the last autograded test that were not run (`Sandbox.stop_after_tests`)
+    left_out: int = 0
 
     def to_dict(self):
         return dataclasses.asdict(self)

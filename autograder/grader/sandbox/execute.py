@@ -150,6 +150,9 @@ class SandboxedExecute(Execute):
         self._plan = sandbox.plan(uid, f"{key[0]}/{key[1]}", assignment)
         stamp(self._run.phases, "planned")
         self._deadline = time.monotonic() + sandbox.limits.notebook_timeout
+        self._last = len(nb.cells)
+        if key[0] in sandbox.stop_after_tests:
+            self._last = cells.last_test(nb)
         self._stopped = ""  # set once the kernel cannot run more cells
         self._kept = 0
         self._dropped = {}
@@ -223,6 +226,9 @@ class SandboxedExecute(Execute):
     async def async_execute_cell(self, cell, cell_index, execution_count=None,
                                  store_history=True):
         if cell.cell_type != "code" or not cell.source.strip():
+            return cell
+        if cell_index > self._last:
+            self._run.left_out += 1
             return cell
         kind = cells.kind(cell)
         grade_id = cells.grade_id(cell) or ""
