@@ -266,18 +266,7 @@ def launch(cfg, argv, config=None):
             return status
     if cfg["level"] != FULL:
         return _launch_limits_only(cfg, argv, phases)
-    # this process stays where it is; its child starts the new pid namespace and makes
-    # its own mount, network and IPC namespaces
-    unshare(CLONE_NEWPID)
-    init = os.fork()
-    if init == 0:
-        try:
-            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the launcher gone: all of it goes
-            _run_init(cfg, argv, phases)
-        except BaseException as exc:  # noqa: BLE001
-            print(f"sandbox: {exc}", file=sys.stderr, flush=True)
-            os._exit(70)
-        os._exit(0)
+    init = _fork_init(cfg, argv, phases)
 
     def stop(*_):
         with contextlib.suppress(OSError):
@@ -289,6 +278,25 @@ def launch(cfg, argv, config=None):
     if os.WIFEXITED(status):
         return os.WEXITSTATUS(status)
     return 128 + os.WTERMSIG(status)
+
+
+def _fork_init(cfg, argv, phases=None, start=None, close=()):
+    """Start the kernel's pid namespace: this process stays where it is, and its child, the
+    namespace's first process, runs `_run_init` (with `start`; it closes `close` first) and
+    dies with this process. Returns the child's pid."""
+    unshare(CLONE_NEWPID)
+    init = os.fork()
+    if init == 0:
+        try:
+            for f in close:
+                f.close()
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # this process gone: all of it goes
+            _run_init(cfg, argv, phases, start=start)
+        except BaseException as exc:  # noqa: BLE001
+            print(f"sandbox: {exc}", file=sys.stderr, flush=True)
+            os._exit(70)
+        os._exit(0)
+    return init
 
 
 def _run_init(cfg, argv, phases=None, start=None):
@@ -375,26 +383,39 @@ def _launch_warm(cfg, config, argv):
     signal.signal(signal.SIGINT, interrupt)
     signal.signal(signal.SIGTERM, lambda *a: os._exit(143))
     signal.signal(signal.SIGHUP, lambda *a: os._exit(129))
-    data = b""
-    while True:
+    def orphaned():  # the grading process died: so does this launcher
         if os.getppid() != cfg["parent"]:
             os._exit(1)
-        ready, _, _ = select.select([client], [], [], 0.2)
-        if not ready:
-            continue
-        chunk = client.recv(4096)
-        if not chunk:
-            break
-        data += chunk
-        if b"\n" in data:
-            break
-    word, _, rest = data.partition(b"\n")[0].decode("utf-8", "replace").partition(" ")
+
+    line = read_line(client, check=orphaned)
+    word, _, rest = line.decode("utf-8", "replace").partition(" ")
     if word == "exit":
         with contextlib.suppress(ValueError):
             return int(rest)
     print(f"sandbox: the warm parent could not start the kernel: {rest or 'it ended'}",
           file=sys.stderr, flush=True)
     return 70
+
+
+def read_line(sock, limit=4096, check=None, timeout=None):
+    """One newline-ended line from `sock`, without its newline (what came when it closed
+    first, at most about `limit` bytes); `check()` is called every 0.2 s while waiting, and
+    TimeoutError is raised after `timeout` seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    data = b""
+    while b"\n" not in data and len(data) < limit:
+        ready, _, _ = select.select([sock], [], [], 0.2)
+        if not ready:
+            if check:
+                check()
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError("no line within the time limit")
+            continue
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.partition(b"\n")[0]
 
 
 def probe(uid):

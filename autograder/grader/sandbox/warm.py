@@ -41,7 +41,7 @@ import socket
 import sys
 
 from . import launcher
-from .syscalls import CLONE_NEWPID, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl, unshare
+from .syscalls import PR_SET_DUMPABLE, prctl
 
 MODULE = "autograder.grader.sandbox.warm"
 KERNEL_MODULE = "autograder.gradekernel"  # the only module a warm kernel may run
@@ -134,14 +134,7 @@ def _peer_uid(conn):
 
 
 def _request(conn):
-    conn.settimeout(10)
-    data = b""
-    while b"\n" not in data and len(data) < REQUEST_BYTES:
-        chunk = conn.recv(4096)
-        if not chunk:
-            break
-        data += chunk
-    request = json.loads(data.partition(b"\n")[0])
+    request = json.loads(launcher.read_line(conn, REQUEST_BYTES, timeout=10))
     return str(request["config"]), [str(a) for a in request["argv"]]
 
 
@@ -155,19 +148,8 @@ def _supervise(conn, root):
         raise ValueError(f"a warm parent only starts {KERNEL_MODULE}")
     with open(config) as f:
         cfg = json.load(f)
-    phases = launcher._phases_file(cfg)
-    unshare(CLONE_NEWPID)
-    init = os.fork()
-    if init == 0:
-        try:
-            conn.close()
-            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # this copy gone: all of it goes
-            launcher._run_init(cfg, argv, phases, start=_start_here)
-        except BaseException as exc:  # noqa: BLE001
-            print(f"sandbox: {exc}", file=sys.stderr, flush=True)
-            os._exit(70)
-        os._exit(0)
-    conn.settimeout(None)
+    init = launcher._fork_init(cfg, argv, launcher._phases_file(cfg), start=_start_here,
+                               close=(conn,))
     while True:
         pid, status = os.waitpid(init, os.WNOHANG)
         if pid == init:
