@@ -53,9 +53,9 @@ def _grading_on(cluster, name):
 
 def test_a_killed_worker_loses_no_student(tmp_path):
     require_dask()
-    from test_hostile import _require_isolation
+    from isolation import require_isolation
 
-    _require_isolation()
+    require_isolation()
     submissions, out = tmp_path / "class", tmp_path / "out"
     expected = make_class(submissions, CLASS)
     cluster = DaskCluster(tmp_path / "dask")
@@ -142,9 +142,9 @@ def test_a_killed_local_cluster_run_leaves_nothing_and_resumes(tmp_path):
     student: its LocalCluster's workers and their kernels go too; the next run with the
     same --out resumes from the journal, and every student is in the gradebook once."""
     require_dask()
-    from test_hostile import _require_isolation
+    from isolation import require_isolation
 
-    _require_isolation()
+    require_isolation()
     submissions, out = tmp_path / "class", tmp_path / "out"
     students = {f"s{i}": ("solution" if i % 2 else "stub") for i in range(4)}
     expected = make_class(submissions, students)

@@ -7,12 +7,10 @@ agree cell by cell, "needs manual grade" marks included.
 """
 
 import importlib.util
-import os
 from pathlib import Path
 
 import pytest
-
-from autograder.grader.sandbox.limits import FULL, isolation_available
+from isolation import require_isolation
 
 pytestmark = pytest.mark.slow
 
@@ -30,12 +28,7 @@ def _benchmark():
 
 
 def test_residual_pack_grade_and_nbgrader_autograde_agree(tmp_path):
-    level, why = isolation_available()
-    if level != FULL:
-        message = f"the sandbox cannot isolate kernels here: {why}"
-        if os.environ.get("SANDBOX_REQUIRED"):
-            pytest.fail(message)
-        pytest.skip(message)
+    require_isolation()
     found = _benchmark().grade_both(tmp_path, STUDENTS, jobs=1)
     _, batch, batch_level = found["batch"]
     _, plain, plain_level = found["plain"]

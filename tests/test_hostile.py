@@ -23,6 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from hostile import ASSIGNMENT, FULL, Context, build_class, case_names
+from isolation import cli, processes_of, require_isolation
 
 from autograder.grader.course import (
     EXERCISES,
@@ -33,8 +34,6 @@ from autograder.grader.course import (
 )
 from autograder.grader.intake import take_in
 from autograder.grader.madeup import filled_in
-from autograder.grader.sandbox.limits import FULL as NAMESPACES
-from autograder.grader.sandbox.limits import isolation_available
 
 COURSE = Path(__file__).resolve().parents[1]
 HAVE_ASSIGNMENT = (COURSE / EXERCISES / ASSIGNMENT).is_dir()
@@ -46,11 +45,6 @@ needs_assignment = pytest.mark.skipif(not HAVE_ASSIGNMENT, reason=f"no {ASSIGNME
 STUDENTS = case_names(COURSE) if HAVE_ASSIGNMENT else []
 
 
-def _cli():
-    script = Path(sys.executable).parent / "residual-pack"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "autograder.grader.cli"]
-
-
 def _journal_entries(out):
     path = out / ".grading" / "journal.jsonl"
     try:
@@ -59,46 +53,20 @@ def _journal_entries(out):
         return 0
 
 
-def _processes_of(uids):
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                status = (entry / "status").read_text()
-            except OSError:
-                continue
-            for line in status.splitlines():
-                if line.startswith("Uid:") and int(line.split()[1]) in uids:
-                    found.append(int(entry.name))
-    return found
-
-
 class Run:
     pass
 
 
-def _require_isolation():
-    """The class needs the sandbox's full isolation (root, namespaces): without it a
-    kernel can read the course's files, and the attacks on them would succeed. Skip with
-    the reason, or fail when SANDBOX_REQUIRED is set (CI)."""
-    level, why = isolation_available()
-    if level != NAMESPACES:
-        message = f"the sandbox cannot isolate kernels here: {why}"
-        if os.environ.get("SANDBOX_REQUIRED"):
-            pytest.fail(message)
-        pytest.skip(message)
-
-
 @pytest.fixture(scope="module")
 def hostile_run(tmp_path_factory):
-    _require_isolation()
+    require_isolation()
     base = tmp_path_factory.mktemp("hostile")
     submissions, out = base / "submissions", base / "graded"
     cases = build_class(submissions, Context(course=COURSE, out=out, submissions=submissions))
     originals = {p: p.read_bytes() for p in submissions.rglob("*.ipynb") if not p.is_symlink()}
     uid_base = 64000 + 50 * (os.getpid() % 19)  # away from other runs on the machine
     env = dict(os.environ, RESIDUAL_PACK_SANDBOX_UIDS=f"{uid_base}-{uid_base + 49}")
-    command = [*_cli(), "grade", ASSIGNMENT, str(submissions), "--out", str(out),
+    command = [*cli(), "grade", ASSIGNMENT, str(submissions), "--out", str(out),
                "-j", str(JOBS), "--cell-timeout", str(CELL_TIMEOUT),
                "--notebook-timeout", "150"]
     run = Run()
@@ -118,12 +86,12 @@ def hostile_run(tmp_path_factory):
     run.first_log = (base / "first.log").read_text()
     # whatever the killed run had started in sandboxes goes away with it
     uids = set(range(uid_base, uid_base + 50))
-    left = _processes_of(uids)
+    left = processes_of(uids)
     for _ in range(50):
         if not left:
             break
         time.sleep(0.2)
-        left = _processes_of(uids)
+        left = processes_of(uids)
     run.leftovers = left
     second = subprocess.run(command, cwd=COURSE, capture_output=True, text=True, env=env,
                             timeout=900)
@@ -364,7 +332,7 @@ def test_a_package_that_lives_under_tmp_is_importable_in_the_kernel(tmp_path):
     from autograder.grader.sandbox.limits import acquire_uid
     from autograder.grader.sandbox.plan import Sandbox
 
-    _require_isolation()
+    require_isolation()
     package = tmp_path / "shared" / "probe_package"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("VALUE = 42\n")

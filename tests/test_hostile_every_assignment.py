@@ -22,11 +22,11 @@ with nbgrader's own kernel on one assignment, where it earns points.
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from isolation import cli, require_isolation
 
 from autograder.grader.cells import nbgrader_meta
 from autograder.grader.course import (
@@ -39,8 +39,6 @@ from autograder.grader.course import (
     read_notebook,
 )
 from autograder.grader.madeup import filled_in
-from autograder.grader.sandbox.limits import FULL as NAMESPACES
-from autograder.grader.sandbox.limits import isolation_available
 
 COURSE = Path(__file__).resolve().parents[1]
 FIRST = "01_residual_stack"  # the full hostile class covers it
@@ -126,29 +124,15 @@ def _class(name, folder):
     return students
 
 
-def _require_isolation():
-    level, why = isolation_available()
-    if level != NAMESPACES:
-        message = f"the sandbox cannot isolate kernels here: {why}"
-        if os.environ.get("SANDBOX_REQUIRED"):
-            pytest.fail(message)
-        pytest.skip(message)
-
-
-def _cli():
-    script = Path(sys.executable).parent / "residual-pack"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "autograder.grader.cli"]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", OTHERS)
 def test_attacks_on_the_verdict_earn_nothing(name, tmp_path):
-    _require_isolation()
+    require_isolation()
     submissions, out = tmp_path / "submissions", tmp_path / "graded"
     _class(name, submissions)
     uid_base = 63000 + 50 * (os.getpid() % 19)
     env = dict(os.environ, RESIDUAL_PACK_SANDBOX_UIDS=f"{uid_base}-{uid_base + 49}")
-    done = subprocess.run([*_cli(), "grade", name, str(submissions), "--out", str(out),
+    done = subprocess.run([*cli(), "grade", name, str(submissions), "--out", str(out),
                            "-j", "2"], cwd=COURSE, capture_output=True, text=True, env=env,
                           timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -83,13 +83,13 @@ MOMENTS = {
 
 @pytest.mark.parametrize("moment", sorted(MOMENTS))
 def test_a_killed_run_leaves_no_process(tmp_path, moment):
-    from test_hostile import _cli, _require_isolation
+    from isolation import cli, require_isolation
 
-    _require_isolation()
+    require_isolation()
     submissions, out = tmp_path / "s", tmp_path / "out"
     _class(submissions)
     before = set(_ours(set()))
-    run = subprocess.Popen([*_cli(), "grade", ASSIGNMENT, str(submissions), "--out", str(out),
+    run = subprocess.Popen([*cli(), "grade", ASSIGNMENT, str(submissions), "--out", str(out),
                             "-j", "2"], cwd=COURSE, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -112,11 +112,11 @@ def test_a_killed_run_leaves_no_process(tmp_path, moment):
 
 
 def test_a_new_run_clears_what_a_killed_one_left(tmp_path):
-    from test_hostile import _require_isolation
+    from isolation import require_isolation
 
     from autograder.grader.sandbox.plan import Sandbox, remove_stale_roots
 
-    _require_isolation()
+    require_isolation()
     # a run whose grading process is gone: its root, with a socket folder still mounted
     helper = subprocess.run([sys.executable, "-c", (
         "from autograder.grader.sandbox.limits import acquire_uid; "

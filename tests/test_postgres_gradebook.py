@@ -44,9 +44,9 @@ print('port', {port}, s.connect_ex(('127.0.0.1', {port})))
 def test_a_class_graded_into_postgresql(tmp_path):
     require_postgres()
     require_dask()
-    from test_hostile import _require_isolation
+    from isolation import require_isolation
 
-    _require_isolation()
+    require_isolation()
     server = PostgresServer()
     try:
         server.start()

@@ -10,13 +10,13 @@ import os
 import signal
 import socket
 import time
-from pathlib import Path
 
 import pytest
+from isolation import processes_of, require_isolation
 
 from autograder.grader.sandbox import plan as plan_module
 from autograder.grader.sandbox.execute import SandboxKernelManager
-from autograder.grader.sandbox.limits import FULL, Limits, acquire_uid, isolation_available
+from autograder.grader.sandbox.limits import Limits, acquire_uid
 from autograder.grader.sandbox.plan import COLD_VARIABLE, Sandbox
 
 GRADER_ONLY = "RESIDUAL_PACK_TEST_GRADER_ONLY"  # in the grader's environment, not a kernel's
@@ -40,18 +40,9 @@ print(json.dumps({
 """
 
 
-def _isolated():
-    level, why = isolation_available()
-    if level != FULL:
-        message = f"the sandbox cannot isolate kernels here: {why}"
-        if os.environ.get("SANDBOX_REQUIRED"):
-            pytest.fail(message)
-        pytest.skip(message)
-
-
 @pytest.fixture(scope="module")
 def uid():
-    _isolated()
+    require_isolation()
     return acquire_uid()
 
 
@@ -185,20 +176,6 @@ def test_an_interrupt_reaches_a_warm_kernel(sandbox, uid):
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt", reply
 
 
-def _processes_of(uid):
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                status = (entry / "status").read_text()
-            except OSError:
-                continue
-            for line in status.splitlines():
-                if line.startswith("Uid:") and int(line.split()[1]) == uid:
-                    found.append(int(entry.name))
-    return found
-
-
 def test_a_warm_kernel_ends_with_its_launcher(sandbox, uid):
     _ready(sandbox)
 
@@ -211,15 +188,15 @@ def test_a_warm_kernel_ends_with_its_launcher(sandbox, uid):
             kc.start_channels()
             await kc.wait_for_ready(timeout=60)
             kc.stop_channels()
-            assert _processes_of(uid), "no kernel runs as the sandbox's uid"
+            assert processes_of({uid}), "no kernel runs as the sandbox's uid"
             assert "kernel forked" in [n for n, _ in plan.launcher_phases()]
             process = km.provisioner.process
             os.killpg(os.getpgid(process.pid), signal.SIGKILL)  # as nbclient's kill does
             process.wait(10)
             deadline = time.monotonic() + 5
-            while _processes_of(uid) and time.monotonic() < deadline:
+            while processes_of({uid}) and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
-            assert not _processes_of(uid), "the kernel outlived its launcher"
+            assert not processes_of({uid}), "the kernel outlived its launcher"
         finally:
             km.close_client_context()
             plan.remove()

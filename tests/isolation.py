@@ -1,0 +1,44 @@
+"""What the tests that run student code in the full sandbox share: the isolation check
+(skip where the machine cannot isolate kernels, fail instead under SANDBOX_REQUIRED, as in
+CI), the processes a sandbox uid still runs, and the grading command line."""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.grader.sandbox.limits import FULL, isolation_available
+
+
+def require_isolation():
+    """Kernels must run in the sandbox's full isolation (root, namespaces): without it a
+    kernel can read the course's files, and the attacks on them would succeed. Skip with
+    the reason, or fail when SANDBOX_REQUIRED is set (CI)."""
+    level, why = isolation_available()
+    if level != FULL:
+        message = f"the sandbox cannot isolate kernels here: {why}"
+        if os.environ.get("SANDBOX_REQUIRED"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def processes_of(uids):
+    """The pids of the processes that run as one of `uids`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                status = (entry / "status").read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith("Uid:") and int(line.split()[1]) in uids:
+                    found.append(int(entry.name))
+    return found
+
+
+def cli():
+    """The `residual-pack` command of this environment."""
+    script = Path(sys.executable).parent / "residual-pack"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "autograder.grader.cli"]
