@@ -7,7 +7,7 @@ submitted/, autograded/, feedback/, gradebook.db, .grading/  grading outputs, ne
 
 nbgrader's own commands (`nbgrader autograde`, the API, formgrader's autograde button,
 `nbgrader generate_feedback`) grade the way `residual-pack grade` does: the steps below
-are nbgrader's own lists of preprocessors with ours put in (autograder/grader/nbgrader_steps.py
+are nbgrader's own lists of preprocessors with ours put in (autograder/grading/nbgrader_steps.py
 says what each does). They are named as text, so this file imports nothing.
 """
 
@@ -34,10 +34,10 @@ c.OverwriteCells.add_missing_cells = True
 # (an `autograder.py`, say) cannot stand in for the installed package in the test cells
 c.Execute.extra_arguments = ["--IPKernelApp.ignore_cwd=True"]
 
-# ---- our steps in nbgrader's lists (autograder/grader/nbgrader_steps.py) ----
+# ---- our steps in nbgrader's lists (autograder/grading/nbgrader_steps.py) ----
 
 # the student version: nbgrader's steps, then the notebook guard's lists of quoted figures
-# (autograder/grader/notebook_guard.py) taken out, as they would show the model answer's
+# (autograder/authoring/notebook_guard.py) taken out, as they would show the model answer's
 c.GenerateAssignment.preprocessors = [
     "nbgrader.preprocessors.IncludeHeaderFooter",
     "nbgrader.preprocessors.InstantiateTests",
@@ -51,11 +51,11 @@ c.GenerateAssignment.preprocessors = [
     "nbgrader.preprocessors.ClearMarkScheme",
     "nbgrader.preprocessors.ComputeChecksums",
     "nbgrader.preprocessors.CheckCellMetadata",
-    "autograder.grader.nbgrader_steps.StripQuoteLists",
+    "autograder.grading.nbgrader_steps.StripQuoteLists",
 ]
 # autograde, first pass (the handed-in notebook): repaired against the release first
 c.Autograde.sanitize_preprocessors = [
-    "autograder.grader.nbgrader_steps.IntakeRepairs",  # deleted/moved/retyped cells, metadata
+    "autograder.grading.nbgrader_steps.IntakeRepairs",  # deleted/moved/retyped cells, metadata
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
@@ -67,19 +67,19 @@ c.Autograde.sanitize_preprocessors = [
 # test cells judged by the grader against the solution's reference run, and code that
 # reached into the grader held back for a manual grade
 c.Autograde.autograde_preprocessors = [
-    "autograder.grader.nbgrader_steps.CourseExecute",  # in place of nbgrader's Execute
+    "autograder.grading.nbgrader_steps.CourseExecute",  # in place of nbgrader's Execute
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
-    "autograder.grader.nbgrader_steps.WithholdForReview",
+    "autograder.grading.nbgrader_steps.WithholdForReview",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # feedback pages without the hidden tests (their source and their tracebacks)
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "autograder.grader.feedback.HideHiddenTestTracebacks",
-    "autograder.grader.feedback.ClearHiddenTestsInTestCells",
+    "autograder.grading.feedback.HideHiddenTestTracebacks",
+    "autograder.grading.feedback.ClearHiddenTestsInTestCells",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]

@@ -46,16 +46,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from autograder import mutants as mutant_registry  # noqa: E402
-from autograder.grader.course import (  # noqa: E402
+from autograder.answers import mutants as mutant_registry  # noqa: E402
+from autograder.authoring.madeup import filled_in, with_answer  # noqa: E402
+from autograder.grading.course import (  # noqa: E402
     EXERCISES,
     SOURCE,
     WorkCourse,
     private_jupyter_dirs,
     read_notebook,
 )
-from autograder.grader.madeup import filled_in, with_answer  # noqa: E402
-from autograder.grader.sandbox.limits import default_jobs  # noqa: E402
+from autograder.sandbox.limits import default_jobs  # noqa: E402
 
 ASSIGNMENT = "01_residual_stack"
 
@@ -97,7 +97,7 @@ def class_folder(keep, prefix, n):
 
 def ours(submissions, out, jobs, feedback):
     script = Path(sys.executable).parent / "residual-pack"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "autograder.grader.cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "autograder.cli"]
     command += ["grade", ASSIGNMENT, str(submissions), "--out", str(out), "-j", str(jobs),
                 "--fresh"]
     if not feedback:

@@ -201,10 +201,10 @@ def _stamp_stock_execute(runs):
 
 def grade(folder, submissions, sandboxed):
     """Grade every student in `submissions` one at a time; their results as dicts."""
-    from autograder.grader.course import WorkCourse, private_jupyter_dirs
-    from autograder.grader.session import grading_session
-    from autograder.grader.student import Grader
-    from autograder.grader.submissions import find_submissions
+    from autograder.grading.course import WorkCourse, private_jupyter_dirs
+    from autograder.grading.session import grading_session
+    from autograder.grading.student import Grader
+    from autograder.grading.submissions import find_submissions
 
     out = []
     if sandboxed:

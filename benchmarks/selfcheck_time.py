@@ -35,8 +35,8 @@ def scores(check):
 
 
 def time_reference(assignment, to_end):
-    from autograder.grader.course import SOURCE
-    from autograder.grader.reference_run import run_reference
+    from autograder.grading.course import SOURCE
+    from autograder.grading.reference_run import run_reference
 
     start = time.perf_counter()
     records = run_reference(ROOT / SOURCE / assignment, assignment, to_end=to_end)
@@ -44,7 +44,7 @@ def time_reference(assignment, to_end):
 
 
 def time_selfcheck(assignment, whole, jobs):
-    from autograder.grader.selfcheck import report, selfcheck
+    from autograder.authoring.selfcheck import report, selfcheck
 
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="selfcheck-time-") as work:
@@ -58,8 +58,8 @@ def time_selfcheck(assignment, whole, jobs):
 
 
 def main(argv=None):
-    from autograder.grader.course import assignments
-    from autograder.grader.sandbox.limits import default_jobs
+    from autograder.grading.course import assignments
+    from autograder.sandbox.limits import default_jobs
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")

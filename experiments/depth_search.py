@@ -23,7 +23,7 @@ import math
 import sys
 from dataclasses import asdict, dataclass
 
-from autograder.reference import highway_layer, highway_params, plain_layer, residual_layer
+from autograder.answers.reference import highway_layer, highway_params, plain_layer, residual_layer
 from microgpt.deepnet import label_entropy, make_net, mean_loss, plain_params, train
 from microgpt.engine import cycle_collector_paused
 from microgpt.nn import make_rng

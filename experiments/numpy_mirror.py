@@ -3,7 +3,7 @@
 Only a guide for the search: the same initial weights (drawn from the same `random.Random`
 in the same order as `make_net`), the same minibatches and the same Adam as
 `microgpt.deepnet.train`, with the gradients written out by hand. A short run agrees
-with the `Value` engine's to rounding (tests/test_experiments.py), but every number the
+with the `Value` engine's to rounding (tests/integration/test_experiments.py), but every number the
 pack reports comes from the `Value` engine (`experiments.depth_search`).
 
     python -m experiments.numpy_mirror --width 16 --steps 300 --seeds 0 1 2 \\

@@ -23,8 +23,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grader.course import EXERCISES, SOURCE, read_notebook
-from autograder.grader.madeup import filled_in
+from autograder.authoring.madeup import filled_in
+from autograder.grading.course import EXERCISES, SOURCE, read_notebook
 
 COURSE = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "01_residual_stack"
@@ -178,8 +178,8 @@ class DaskCluster:
             if proc is not None:
                 kill_group(proc)
         # what killed workers left on disk, as the next worker or run would clear it
-        from autograder.grader.cluster.worker import remove_stale_folders
-        from autograder.grader.sandbox.plan import remove_stale_roots
+        from autograder.grading.cluster.worker import remove_stale_folders
+        from autograder.grading.plan import remove_stale_roots
 
         remove_stale_folders()
         remove_stale_roots()

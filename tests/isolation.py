@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grader.sandbox.limits import FULL, isolation_available
+from autograder.sandbox.limits import FULL, isolation_available
 
 
 def require_isolation():
@@ -41,4 +41,4 @@ def processes_of(uids):
 def cli():
     """The `residual-pack` command of this environment."""
     script = Path(sys.executable).parent / "residual-pack"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "autograder.grader.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "autograder.cli"]

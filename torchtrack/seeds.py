@@ -29,9 +29,8 @@ import torch
 from tqdm.auto import tqdm
 
 from microgpt.provenance import describe, record
-
-from . import studies
-from .data import (
+from torchtrack import studies
+from torchtrack.data import (
     ENV_PATH,
     TINYSHAKESPEARE_CHARS,
     TINYSHAKESPEARE_SHA256,
@@ -197,7 +196,7 @@ def _save_plots(study, result, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from . import plot
+    from torchtrack import plot
 
     if study == "mlp":
         fig, axes = plt.subplots(1, 2, figsize=(13, 4.2))

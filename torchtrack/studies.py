@@ -16,11 +16,10 @@ from dataclasses import dataclass, replace
 import torch
 
 from microgpt.studies import grading  # noqa: F401 (the notebooks call studies.grading)
-
-from .data import get_batch, split_ids
-from .mlp import MLPConfig, grad_norm_per_layer, make_mlp, run_variant, teacher_task
-from .train import train_lm
-from .transformer import logit_lens, make_lm, stream_cosine, stream_rms, stream_states
+from torchtrack.data import get_batch, split_ids
+from torchtrack.mlp import MLPConfig, grad_norm_per_layer, make_mlp, run_variant, teacher_task
+from torchtrack.train import train_lm
+from torchtrack.transformer import logit_lens, make_lm, stream_cosine, stream_rms, stream_states
 
 __all__ = [
     "LMConfig",

@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from .data import get_batch
+from torchtrack.data import get_batch
 
 __all__ = ["lr_at", "evaluate", "train_lm"]
 

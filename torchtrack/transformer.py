@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .mlp import seeded
+from torchtrack.mlp import seeded
 
 __all__ = [
     "LAYOUTS",

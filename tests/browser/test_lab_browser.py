@@ -8,7 +8,7 @@ and does what a student does:
 2. runs all cells on the stub: every graded test cell fails with its readable message
    ("Task 1.1 is not done yet ..."); a graded cell that Run All did not reach, because an
    earlier cell failed first, is run on its own, as a student would;
-3. makes a known mistake: types a registered wrong answer (autograder/mutants/) into the
+3. makes a known mistake: types a registered wrong answer (autograder/answers/mutants/) into the
    first TODO cell and runs Task 1.1's test cells. The failing one shows the check's
    message, "This looks like a known mistake: " and that mistake's hint, and no traceback
    of the grader's code; the others pass;
@@ -38,9 +38,9 @@ from datetime import datetime
 import lab_helpers as lh
 import pytest
 
-from autograder import mutants
-from autograder.diagnosis import LEAD
-from autograder.grader.progress import FAILING, NOT_STARTED, PASSED
+from autograder.answers import mutants
+from autograder.kernel.diagnosis import LEAD
+from autograder.student.progress import FAILING, NOT_STARTED, PASSED
 from microgpt.draw import IDENTITY_COLOUR
 
 ASSIGNMENT = "01_residual_stack"
@@ -325,7 +325,7 @@ def made_mistake(nbp, nb_path, student, answers, graded, summary, stage):
     test cell it fails; then the progress command's table for the notebook as saved."""
     registered = {m.name: m for m in mutants.load(ASSIGNMENT)}
     assert MISTAKE in registered, (
-        f"autograder/mutants/{ASSIGNMENT}.py registers no wrong answer named {MISTAKE!r}")
+        f"autograder/answers/mutants/{ASSIGNMENT}.py registers no wrong answer named {MISTAKE!r}")
     mistake = registered[MISTAKE]
     index = next(i for i, g, _ in answers if g == mistake.cell)
     task = next(t for _, g, t, _ in graded if g in mistake.loses)

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.grader.cells import nbgrader_meta
-from autograder.grader.course import EXERCISES, SOURCE, notebook_paths, read_notebook
-from autograder.grader.madeup import filled_in
+from autograder.authoring.madeup import filled_in
+from autograder.cells import nbgrader_meta
+from autograder.grading.course import EXERCISES, SOURCE, notebook_paths, read_notebook
 
 from .attacks import (
     AUDIT_HOOK,
@@ -242,7 +242,7 @@ def build_class(folder, context):
         None, 0, 0, files={
             nb: as_bytes(answer(stub, "task1_1_residual_stack", WRONG_1_1)),
             "autograder/__init__.py": b"",
-            "autograder/checks.py": no_op.encode(),
+            "autograder/kernel/checks.py": no_op.encode(),
             "microgpt/__init__.py": b"Value = None\n",
             "sitecustomize.py": b"import builtins; builtins.abs = lambda x: 1e300\n",
         }, reason=["left out"])
@@ -274,7 +274,7 @@ def build_class(folder, context):
         0, 0, reason=["flagged for review"], withheld=True)
 
     # switching the checks off from inside the kernel
-    add("patched-checks", "replaces check_value and autograder.checks in sys.modules",
+    add("patched-checks", "replaces check_value and autograder.kernel.checks in sys.modules",
         answer(stub, "task1_1_residual_stack", PATCH_CHECKS), 0, 0, reason=["undid changes"],
         withheld=True)
     add("patched-builtins", "patches abs and math.isclose so every comparison passes",
@@ -342,7 +342,7 @@ def build_class(folder, context):
 
 
 def _report_id(raw):
-    from autograder.grader.submissions import student_id
+    from autograder.grading.submissions import student_id
 
     return student_id(os.fsdecode(raw))[0]
 

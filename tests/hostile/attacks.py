@@ -10,12 +10,12 @@ WRONG_1_1 = '''def residual_stack(x, depth=20):
 '''
 
 PATCH_CHECKS = '''import builtins, math, sys, types
-import autograder.checks as checks
+import autograder.kernel.checks as checks
 checks.check_value = lambda *args, **kwargs: None
 checks.check_gradient = lambda *args, **kwargs: 1.1 ** 20
-fake = types.ModuleType("autograder.checks")
+fake = types.ModuleType("autograder.kernel.checks")
 fake.__dict__.update(checks.__dict__)
-sys.modules["autograder.checks"] = fake
+sys.modules["autograder.kernel.checks"] = fake
 ''' + WRONG_1_1
 
 PATCH_BUILTINS = '''import builtins, math
@@ -26,7 +26,7 @@ math.isclose = lambda *args, **kwargs: True
 PATCH_MID_TEST = '''def residual_stack(x, depth=20):
     # called by the test cell: switch off the rest of the checks from inside the test
     import builtins, contextlib, math
-    import autograder.checks as checks
+    import autograder.kernel.checks as checks
     g = globals()
     g["check_value"] = lambda *args, **kwargs: None
     g["check_gradient"] = lambda *args, **kwargs: 1.1 ** 20
@@ -50,7 +50,7 @@ IPYTHON_HOOKS = '''ip = get_ipython()
 ip.set_custom_exc((BaseException,), lambda *args, **kwargs: None)  # swallow every error
 ip.showtraceback = lambda *args, **kwargs: None
 def _blank_tests(lines):
-    return ["pass\\n"] if any("autograder.checks" in line for line in lines) else lines
+    return ["pass\\n"] if any("autograder.kernel.checks" in line for line in lines) else lines
 ip.input_transformers_cleanup.append(_blank_tests)  # test cells become `pass`
 ''' + WRONG_1_1
 
@@ -172,16 +172,16 @@ except OSError as exc:
 
 # ---- attacks on the grading machinery inside the kernel (the kernel is only a witness)
 
-CODE_SWAP = '''import autograder.checks as c
+CODE_SWAP = '''import autograder.kernel.checks as c
 c.check_value.__code__ = (lambda *args, **kwargs: None).__code__
 c.check_gradient.__code__ = (lambda f, x, what, *a, **k: 1.1 ** 20).__code__
 ''' + WRONG_1_1
 
-DEFAULTS_SWAP = '''from autograder.checks import check_value
+DEFAULTS_SWAP = '''from autograder.kernel.checks import check_value
 check_value.__defaults__ = ("", 1e300, 1e300, True)  # every tolerance enormous
 ''' + WRONG_1_1
 
-TASK_PATCH = '''from autograder.checks import task
+TASK_PATCH = '''from autograder.kernel.checks import task
 task.__exit__ = lambda self, *args: True  # swallow every failure inside a test
 ''' + WRONG_1_1
 
@@ -201,7 +201,7 @@ kernel.do_execute = do_execute
 AUDIT_HOOK = '''import sys
 def hook(event, args):
     if event == "exec":  # the test cell starts: send its observations elsewhere
-        w = sys.modules.get("autograder.witness")
+        w = sys.modules.get("autograder.kernel.witness")
         if w is not None and w._state.get("records") is not None:
             w._state["records"] = []
 sys.addaudithook(hook)
@@ -210,7 +210,7 @@ sys.addaudithook(hook)
 TRACE_FUNCTION = '''import sys, threading
 def tracer(frame, event, arg):
     # every call the test makes passes here: empty the witness's records on the way
-    w = sys.modules.get("autograder.witness")
+    w = sys.modules.get("autograder.kernel.witness")
     if w is not None and isinstance(getattr(w, "_state", None), dict):
         if w._state.get("records"):
             w._state["records"] = []
@@ -253,7 +253,7 @@ def residual_stack(x, depth=20):
 '''
 
 CTYPES_POKE = '''import ctypes
-from autograder import checks
+from autograder.kernel import checks
 target = ctypes.cast(id(checks), ctypes.py_object).value
 target.check_value = lambda *args, **kwargs: None
 ''' + WRONG_1_1

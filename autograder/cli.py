@@ -1,0 +1,362 @@
+"""`residual-pack`: the instructors' command line, a thin layer over nbgrader's API.
+
+    residual-pack generate [ASSIGNMENT ...]     exercises/ and solutions/ from source/
+    residual-pack check-drift [ASSIGNMENT ...]  fail if those differ from a fresh generate,
+                                                or a solution fails the notebook guard
+    residual-pack selfcheck [ASSIGNMENT ...]    do the graded tests tell right from wrong?
+    residual-pack grade ASSIGNMENT SUBMISSIONS  grade a class: scores, grades.csv, feedback
+    residual-pack demo [ASSIGNMENT]             grade a made-up class of three and show it
+    residual-pack progress [FOLDER]             a student's visible tests, task by task
+    residual-pack fingerprints [ASSIGNMENT ...] the mutants' fingerprints on the visible
+                                                tests: a failing check names the mistake
+
+Every command finds the course from the working directory (or --course) and runs nbgrader
+in a work copy of it, never in the repository.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from autograder.grading.course import CourseError, check_assignments, find_course, quiet_nbgrader
+from autograder.sandbox.limits import Limits, SandboxError, default_jobs
+
+DB_URL_VARIABLE = "RESIDUAL_PACK_DB_URL"
+
+
+def _say(text):
+    print(text, flush=True)
+
+
+def cmd_generate(args, course):
+    from autograder.authoring.generate import generate
+
+    names = check_assignments(course, args.assignments) if args.assignments else None
+    start = time.perf_counter()
+    seconds = generate(course, names, progress=_say)
+    for step, s in seconds.items():
+        _say(f"  {step}: {s:.1f} s")
+    _say(f"wrote exercises/ and solutions/ for {', '.join(names or check_assignments(course, []))} "
+         f"in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def cmd_check_drift(args, course):
+    from autograder.authoring.generate import GUARD, drift
+
+    names = check_assignments(course, args.assignments) if args.assignments else None
+    problems = drift(course, names, progress=_say)
+    stale = [p for p in problems if not p.startswith(GUARD)]
+    guard = [p.removeprefix(GUARD) for p in problems if p.startswith(GUARD)]
+    if stale:
+        _say("generated folders or fingerprints are out of date (run `residual-pack "
+             "generate` or `residual-pack fingerprints`):")
+        for p in stale:
+            _say(f"  {p}")
+    if guard:
+        _say("committed solutions or README fail the notebook guard "
+             "(see autograder/authoring/notebook_guard.py):")
+        for p in guard:
+            _say(f"  {p}")
+    if problems:
+        return 1
+    _say("exercises/ and solutions/ match source/, and pass the notebook guard")
+    return 0
+
+
+def cmd_selfcheck(args, course):
+    from autograder.authoring.selfcheck import report, selfcheck
+
+    names = check_assignments(course, args.assignments)
+    start = time.perf_counter()
+    workdir = args.workdir
+    if args.keep and not workdir:
+        workdir = tempfile.mkdtemp(prefix="residual-pack-selfcheck-")
+    if workdir:
+        _say(f"working in {workdir} (kept)")
+    checks = selfcheck(
+        course, names, workdir=workdir, validate=not args.no_validate,
+        feedback=not args.no_feedback, only=args.mutant or None, jobs=args.jobs, progress=_say,
+        whole=args.whole_notebooks,
+    )
+    _say(report(checks))
+    failed = [c.assignment for c in checks if not c.ok]
+    _say(f"self-check {'FAILED for ' + ', '.join(failed) if failed else 'passed'} "
+         f"in {time.perf_counter() - start:.1f} s")
+    return 1 if failed else 0
+
+
+def _line(result):
+    if result.graded:
+        got, top = result.score()
+        return f"  {result.student}: {got:g}/{top:g} ({result.seconds:.1f} s)"
+    return f"  {result.student}: not graded: {result.reason}"
+
+
+def _progress(result):
+    _say(_line(result))
+
+
+class ClassProgress:
+    """`residual-pack grade`'s progress: a tqdm bar over the students to grade (rate and
+    time left), with a line per student above it. `start(total, done_before)` is called
+    once the class is known."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.bar = None
+
+    def start(self, total, done_before=0):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit="student", desc="grading", file=self.stream,
+                        dynamic_ncols=True, mininterval=0.5, smoothing=0.1)
+        if done_before:
+            self.bar.write(f"  {done_before} student(s) already graded (resumed)",
+                           file=sys.stdout)
+
+    def __call__(self, result):
+        if self.bar is None:
+            _progress(result)
+            return
+        self.bar.write(_line(result), file=sys.stdout)
+        sys.stdout.flush()
+        self.bar.update(1)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _feedback_list(results, root):
+    for r in results:
+        for page in r.feedback:
+            _say(f"  {r.student}: {page.relative_to(root)}")
+
+
+def _limits(args, course):
+    from autograder.grading.session import course_limits
+
+    return course_limits(course, cell_timeout=args.cell_timeout or None,
+                         notebook_timeout=args.notebook_timeout, memory=args.memory << 20,
+                         processes=args.processes)
+
+
+def cmd_grade(args, course):
+    from autograder.grading.classrun import run_grading
+    from autograder.grading.report import score_table
+
+    assignment = check_assignments(course, [args.assignment])[0]
+    out = Path(args.out or Path("runs") / f"grade-{assignment}").resolve()
+    where = f"on the Dask cluster {args.cluster}" if args.cluster else "in local processes"
+    _say(f"grading {args.submissions} for {assignment} in {out} ({args.jobs} at a time, "
+         f"{where})")
+    # read once, then gone from the environment that workers and launchers inherit
+    from_env = os.environ.pop(DB_URL_VARIABLE, None)
+    db_url = args.db_url or from_env or None
+    start = time.perf_counter()
+    bar = ClassProgress()
+    try:
+        grader, results, csv = run_grading(
+            course, assignment, args.submissions, out, jobs=args.jobs, progress=bar,
+            limits=_limits(args, course), fresh=args.fresh, feedback=not args.no_feedback,
+            say=_say, cluster=args.cluster, db_url=db_url,
+        )
+    finally:
+        bar.close()
+    _say("")
+    _say(score_table(grader, results))
+    seconds = time.perf_counter() - start
+    _say(f"\n{len(results)} submission(s) in {seconds:.1f} s "
+         f"({seconds / max(1, len(results)):.2f} s per submission)")
+    _say(f"report: {out / 'report.txt'} (and report.csv, report.json, "
+         f"score_distribution.png)")
+    _say(f"grades: {csv}\nfeedback (under {out}):")
+    _feedback_list(results, out)
+    ungraded = [r.student for r in results if not r.graded]
+    if ungraded:
+        _say(f"not graded: {', '.join(ungraded)} (see the reasons above)")
+    return 0
+
+
+def cmd_demo(args, course):
+    from autograder.authoring.demo import demo_problems, run_demo
+    from autograder.grading.report import score_table
+
+    start = time.perf_counter()
+    grader, results, about, csv, out = run_demo(course, args.assignment, args.out,
+                                                jobs=args.jobs, progress=_progress)
+    _say("")
+    _say(f"{grader.assignment}: a class of three, graded by nbgrader")
+    for student, what in about.items():
+        _say(f"  {student}: {what}")
+    _say("")
+    _say(score_table(grader, results))
+    _say(f"\ngrades: {csv}\nfeedback (under {out / 'course'}):")
+    _feedback_list(results, out / "course")
+    problems = demo_problems(grader, results)
+    for p in problems:
+        _say(f"DEMO FAILED: {p}")
+    _say(f"done in {time.perf_counter() - start:.1f} s")
+    return 1 if problems else 0
+
+
+def _jobs_option(p):
+    p.add_argument("-j", "--jobs", type=int, default=default_jobs(),
+                   help="submissions graded at a time, each in its own process and kernel "
+                        "(default: %(default)s, one per core)")
+
+
+def cmd_progress(args, course):
+    from autograder.grading.course import EXERCISES
+    from autograder.student.progress import format_table, progress
+
+    folder = Path(args.folder) if args.folder else course / EXERCISES
+    if not folder.is_dir():
+        raise CourseError(f"{folder} is not a folder")
+    rows = progress(folder, args.assignments or None, timeout=args.timeout, say=_say)
+    if not rows:
+        raise CourseError(f"no assignment notebooks with graded tests under {folder}")
+    _say(format_table(rows))
+    return 0
+
+
+def cmd_fingerprints(args, course):
+    from autograder.authoring.fingerprints import regenerate
+
+    names = check_assignments(course, args.assignments)
+    start = time.perf_counter()
+    failed = regenerate(course, names, jobs=args.jobs, write=not args.check, say=_say)
+    _say(f"fingerprints {'FAILED for ' + ', '.join(failed) if failed else 'ok'} "
+         f"in {time.perf_counter() - start:.1f} s")
+    return 1 if failed else 0
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog="residual-pack",
+        description="Generate, self-check and grade the residual connections exercise pack "
+                    "(with nbgrader).",
+    )
+    p.add_argument("--course", help="the course directory (default: found from here)")
+    p.add_argument("-v", "--verbose", action="store_true", help="show nbgrader's log")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("generate", help="write exercises/ and solutions/ from source/")
+    g.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    g.set_defaults(run=cmd_generate)
+
+    d = sub.add_parser(
+        "check-drift",
+        help="regenerate in a temporary copy; fail if exercises/ or solutions/ differ, if "
+             "autograder/kernel/fingerprints.py was made from other mutants or notebooks, or "
+             "a committed solution fails the notebook guard (errors, timeouts, machine "
+             "paths, data fallbacks, quoted figures no output shows)",
+    )
+    d.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    d.set_defaults(run=cmd_check_drift)
+
+    s = sub.add_parser(
+        "selfcheck", help="validator + autograde the solution, the stub, the mutants"
+    )
+    s.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    s.add_argument("--mutant", action="append", metavar="WORDS",
+                   help="grade only the mutants whose name contains WORDS (repeatable)")
+    s.add_argument("--no-validate", action="store_true", help="skip nbgrader's validator")
+    s.add_argument("--no-feedback", action="store_true", help="skip feedback and its leak check")
+    s.add_argument("--workdir", help="work in this folder (kept) instead of a temporary one")
+    s.add_argument("--keep", action="store_true", help="keep the temporary work folder")
+    s.add_argument("--whole-notebooks", action="store_true",
+                   help="run the stub's and the mutants' notebooks to the end, not only to "
+                        "their last autograded test cell (slower; the same scores)")
+    _jobs_option(s)
+    s.set_defaults(run=cmd_selfcheck)
+
+    gr = sub.add_parser(
+        "grade", help="grade a folder of submissions",
+        description="Grade SUBMISSIONS, a folder holding <student>/<assignment>/<nb>.ipynb, "
+                    "<student>/<nb>.ipynb or <student>.ipynb. Only notebooks are graded; each "
+                    "student separately, in a sandboxed kernel with time, memory and process "
+                    "limits. Writes an nbgrader course folder to --out with grades.csv, "
+                    "feedback/<student>/<assignment>/<nb>.html and the class report "
+                    "(report.txt, report.csv, report.json).",
+    )
+    gr.add_argument("assignment")
+    gr.add_argument("submissions")
+    gr.add_argument("--out", help="output folder (default: runs/grade-ASSIGNMENT); an "
+                                  "interrupted run there is resumed")
+    gr.add_argument("--fresh", action="store_true",
+                    help="grade everyone again, even when --out holds an interrupted run")
+    gr.add_argument("--cell-timeout", type=int, metavar="S",
+                    help="seconds a cell may run (default: the course config's Execute.timeout)")
+    gr.add_argument("--notebook-timeout", type=int, default=Limits.notebook_timeout, metavar="S",
+                    help="seconds a whole notebook may run (default: %(default)s)")
+    gr.add_argument("--memory", type=int, default=Limits.memory >> 20, metavar="MiB",
+                    help="memory per kernel process (default: %(default)s)")
+    gr.add_argument("--processes", type=int, default=Limits.processes, metavar="N",
+                    help="processes and threads per kernel (default: %(default)s)")
+    gr.add_argument("--no-feedback", action="store_true", help="skip the feedback pages")
+    gr.add_argument("--cluster", metavar="local|ADDRESS",
+                    help="grade on Dask distributed (the 'dask' extra): 'local' starts a "
+                         "LocalCluster of -j worker processes; tcp://HOST:8786 or "
+                         "tls://HOST:8786 uses a running scheduler (default: local processes, "
+                         "no Dask)")
+    gr.add_argument("--db-url", metavar="URL",
+                    help="the gradebook, as nbgrader's db_url, e.g. "
+                         "postgresql+psycopg2://USER@HOST/DB (default: SQLite in --out; also "
+                         f"read from ${DB_URL_VARIABLE}, which keeps a password off the "
+                         "command line). Only this process writes it on a cluster")
+    _jobs_option(gr)
+    gr.set_defaults(run=cmd_grade)
+
+    dm = sub.add_parser("demo", help="grade a made-up class: solution, stub, partly wrong")
+    dm.add_argument("assignment", nargs="?", help="default: 01_residual_stack")
+    dm.add_argument("--out", help="output folder (default: a new temporary folder)")
+    _jobs_option(dm)
+    dm.set_defaults(run=cmd_demo)
+
+    pr = sub.add_parser(
+        "progress", help="run your notebooks' visible tests: passed, failing, not started",
+        description="Run each assignment notebook under FOLDER (default: exercises/) as "
+                    "saved, in a fresh kernel at the graded sizes, and print per task: "
+                    "passed, failing (with the message), not started or not run, with its "
+                    "points. Only the visible tests run (a released notebook has no others).")
+    pr.add_argument("folder", nargs="?")
+    pr.add_argument("-a", "--assignment", action="append", dest="assignments",
+                    metavar="ASSIGNMENT", help="only this assignment (repeatable)")
+    pr.add_argument("--timeout", type=int, default=300, metavar="S",
+                    help="seconds a cell may run (default: %(default)s)")
+    pr.set_defaults(run=cmd_progress)
+
+    fp = sub.add_parser(
+        "fingerprints", help="run each mutant on the visible tests; write the table that "
+                             "names a known mistake in a failing check's message",
+        description="Run the solution and every registered mutant of each ASSIGNMENT (all "
+                    "by default) on the visible tests (the release notebook) and write "
+                    "autograder/kernel/fingerprints.py: for each check a mutant fails, the "
+                    "fingerprint of what it observed, with the mutant's hint. Fails when a "
+                    "mutant fails a visible test that names no mistake.")
+    fp.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    fp.add_argument("--check", action="store_true",
+                    help="write nothing; fail when the committed table differs from this run")
+    _jobs_option(fp)
+    fp.set_defaults(run=cmd_fingerprints)
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    quiet_nbgrader(args.verbose)
+    try:
+        course = find_course(args.course)
+        return args.run(args, course)
+    except (CourseError, SandboxError) as exc:
+        print(f"residual-pack: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

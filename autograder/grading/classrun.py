@@ -1,0 +1,297 @@
+"""Grading a class: every student of a folder of submissions graded on their own, `jobs`
+at a time, with a journal so that a run that is killed resumes, then nbgrader's grades.csv
+and the class report.
+
+`run_grading` is `residual-pack grade`: it prepares the output folder (a work course),
+resumes or starts the journal, grades the folder (`grade_folder`, through `grade_all`:
+worker processes, one sandbox uid each) and writes the report (report.txt, report.csv,
+report.json) beside nbgrader's grades.csv.
+"""
+
+import contextlib
+import fcntl
+import os
+import shutil
+import time
+from pathlib import Path
+
+from autograder.grading.course import (
+    CONFIG_FILE,
+    EXERCISES,
+    CourseError,
+    WorkCourse,
+    quiet_nbgrader,
+)
+from autograder.grading.journal import Journal, run_fingerprint
+from autograder.grading.report import write_report
+from autograder.grading.session import grading_session
+from autograder.grading.student import HANDED_IN, Grader, StudentResult
+from autograder.grading.submissions import find_submissions, submission_hash
+
+__all__ = ["MIN_FOR_WORKERS", "grade_all", "grade_folder", "prepare_out", "run_grading"]
+
+
+# ---------------------------------------------------------------- students, at once
+
+
+def _quiet_worker(coordinator):
+    import threading
+
+    quiet_nbgrader()
+    # the grading run may have been killed while this process was still starting (a
+    # spawned worker takes a second to import): compare with the pid it was started by,
+    # not with whatever parent it has by now
+    if os.getppid() != coordinator:
+        os._exit(1)
+
+    def orphaned():  # the grading run was killed: stop, do not finish on our own
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != coordinator:
+                os._exit(1)
+
+    threading.Thread(target=orphaned, daemon=True).start()
+
+
+def _grade_in_worker(course, root, assignment, student, feedback, sandbox=None, db_url=None):
+    work = WorkCourse(course, root, [assignment], copy=False, db_url=db_url)
+    grader = Grader(work, assignment, generate=False, sandbox=sandbox)
+    return grader.grade(student, feedback=feedback)
+
+
+# below this many submissions, starting worker processes (each imports nbgrader, a few
+# seconds) costs more than grading two at a time saves
+MIN_FOR_WORKERS = 6
+
+
+def _warm_up():
+    """A worker's first task: import what grading a student needs (nbgrader, nbconvert,
+    jupyter_client; unpickling this function already imported `classrun`), so that a pool
+    started early does it while the grading process is still setting up."""
+    import nbgrader.converters.autograde  # noqa: F401
+    import nbgrader.preprocessors  # noqa: F401
+
+    from autograder.grading import execute  # noqa: F401
+
+
+def start_workers(jobs):
+    """`jobs` grading processes (spawned, not forked: no forked kernels, loops or
+    sockets), each given `_warm_up` first. Start them once the environment the workers
+    should inherit is set (the private Jupyter folders of the session)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_quiet_worker,
+                               initargs=(os.getpid(),))
+    for _ in range(jobs):
+        pool.submit(_warm_up)
+    return pool
+
+
+def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=None,
+              cluster=None, say=None, pool=None):
+    """Grade the handed-in `students`, each on their own, `jobs` at a time (in separate
+    processes sharing the gradebook: `pool`, from `start_workers`, when the caller started
+    them early; it stays open), or as tasks on the Dask `cluster` ("local" or a
+    scheduler's address; see `cluster/`: there only this process writes the gradebook).
+    Results come back in the order of `students`; `on_result(result)` is called in this
+    process as each one is done."""
+    students = list(students)
+    results = {}
+
+    def done(student, result):
+        results[student] = result
+        if on_result:
+            on_result(result)
+        if progress:
+            progress(result)
+
+    if cluster:
+        from autograder.grading.cluster.client import grade_on_cluster
+
+        if students:
+            grade_on_cluster(grader, students, cluster, feedback=feedback, jobs=jobs,
+                             done=done, say=say)
+        return [results[s] for s in students]
+
+    if jobs <= 1 or len(students) < MIN_FOR_WORKERS:
+        for student in students:
+            try:
+                result = grader.grade(student, feedback=feedback)
+            except Exception as exc:  # noqa: BLE001 (our failure costs that student only)
+                result = StudentResult(
+                    student, reason=f"grading failed: {type(exc).__name__}: {exc}"
+                )
+            done(student, result)
+        return [results[s] for s in students]
+
+    from concurrent.futures import as_completed
+
+    work = grader.work
+    own = pool is None
+    if own:
+        pool = start_workers(jobs)
+    try:
+        futures = {
+            pool.submit(_grade_in_worker, work.course, work.root, grader.assignment, s,
+                        feedback, grader.sandbox, work.db_url): s
+            for s in students
+        }
+        for future in as_completed(futures):
+            student = futures[future]
+            try:
+                result = future.result()
+            except Exception as exc:  # noqa: BLE001 (a worker died: that student only)
+                result = StudentResult(
+                    student, reason=f"the grading process failed: {type(exc).__name__}: {exc}"
+                )
+            done(student, result)
+    finally:
+        if own:
+            pool.shutdown()
+    return [results[s] for s in students]
+
+
+# ---------------------------------------------------------------- a whole folder
+
+
+def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, journal=None,
+                 cluster=None, say=None, pool=None):
+    """Grade every student in the folder `submissions` with `grader`, each on their own,
+    and export nbgrader's grades.csv into the work course. Returns (results, csv path).
+    With a `journal`, students it has as done (same submission) are not graded again."""
+    found = find_submissions(submissions, grader.assignment, grader.notebooks)
+    if not found:
+        raise CourseError(f"no submissions in {submissions}")
+    digests = {s: submission_hash(nbs) for s, (nbs, _) in found.items()}
+    earlier = {}
+    if journal is not None:
+        earlier = {s: r for s, (h, r) in journal.done.items()
+                   if s in found and h == digests[s]}
+    todo = [s for s in found if s not in earlier]
+    for student in todo:
+        grader.submit(student, found[student][0])
+
+    def record(result):
+        result.notes[:0] = found[result.student][1]
+        if journal is not None:
+            journal.append(result, digests[result.student])
+
+    start = getattr(progress, "start", None)
+    if start:  # a progress bar: how many there are to grade
+        start(len(todo), len(earlier))
+    fresh = grade_all(grader, todo, feedback=feedback, jobs=jobs, progress=progress,
+                      on_result=record, cluster=cluster, say=say, pool=pool)
+    by_student = {r.student: r for r in fresh}
+    by_student.update(earlier)
+    results = [by_student[s] for s in found]
+    csv = grader.export_csv(grader.work.path("grades.csv"))
+    return results, csv
+
+
+# nbgrader's outputs in a work course, cleared before a new run there
+_RUN_OUTPUTS = ("submitted", "autograded", "feedback", "gradebook.db", "grades.csv",
+                "exercises", "source", HANDED_IN, ".grading/journal.jsonl", "report.txt",
+                "report.csv", "report.json", "score_distribution.png")
+
+
+def prepare_out(out, keep=False):
+    """Make `out` ready to be a work course: new, empty, or one of our earlier runs
+    (whose outputs are cleared, unless `keep`)."""
+    out = Path(out).resolve()
+    if out.exists() and any(p.name != ".grading" for p in out.iterdir()):
+        if not (out / CONFIG_FILE).is_file() or (out / ".git").exists():
+            raise CourseError(
+                f"{out} is not empty and not an earlier grading run; pick another --out"
+            )
+        if not keep:
+            for name in _RUN_OUTPUTS:
+                path = out / name
+                if path.is_dir():
+                    shutil.rmtree(path)
+                elif path.exists():
+                    path.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    os.chmod(out, 0o700)  # the gradebook and every submission: the grading user's only
+    return out
+
+
+def _lock(out):
+    """Hold `out`'s run lock (until this process exits): one grading run at a time."""
+    folder = Path(out) / ".grading"
+    folder.mkdir(parents=True, exist_ok=True)
+    f = open(folder / "lock", "a+")  # noqa: SIM115 (kept open: it is the lock)
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        raise CourseError(f"another grading run is using {out}") from None
+    _LOCKS.append(f)
+    return f
+
+
+_LOCKS = []
+
+
+@contextlib.contextmanager
+def _early_workers(jobs, submissions, cluster):
+    """The worker pool of a run that will use one (`jobs` > 1, no cluster, at least
+    MIN_FOR_WORKERS student folders), started now: spawning the workers and importing
+    nbgrader in them (a few seconds) overlaps the release's generation and the reference
+    run. None otherwise."""
+    pool = None
+    if jobs > 1 and not cluster:
+        try:
+            folders = sum(1 for p in Path(submissions).iterdir() if p.is_dir())
+        except OSError:
+            folders = 0
+        if folders >= MIN_FOR_WORKERS:
+            pool = start_workers(jobs)
+    try:
+        yield pool
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+
+
+def run_grading(course, assignment, submissions, out, jobs=1, progress=None, limits=None,
+                fresh=False, feedback=True, isolate=True, say=None, cluster=None,
+                db_url=None):
+    """`residual-pack grade`: grade the folder `submissions` in the work course `out`.
+
+    Every notebook runs in a sandbox (`limits`, by default the course's: see `session`)
+    unless `isolate` is False.
+    A run interrupted earlier in `out` (same assignment, sources and limits) is resumed:
+    students graded then are not graded again, unless `fresh`. Writes grades.csv and the
+    class report. With `cluster` the students are graded on Dask (see `cluster/`);
+    `db_url` is the gradebook's (default: SQLite in `out`). Returns (grader, results,
+    grades.csv)."""
+    say = say or (lambda *_: None)
+    out = prepare_out(out, keep=True)
+    _lock(out)
+    with grading_session(course, out, [assignment], limits=limits, isolate=isolate,
+                         db_url=db_url) as session, _early_workers(jobs, submissions,
+                                                                   cluster) as pool:
+        header = {"assignment": assignment,
+                  "fingerprint": run_fingerprint(course, assignment, session.sandbox)}
+        journal = Journal(out, header)
+        resumed = not fresh and journal.load() and (out / EXERCISES / assignment).is_dir()
+        if not resumed:
+            journal.done.clear()
+            prepare_out(out)
+            journal.start()
+        elif journal.done:
+            say(f"resuming an interrupted run: {len(journal.done)} student(s) already graded "
+                f"are not graded again")
+        grader = session.grader(assignment, generate=not resumed)
+        if session.sandbox is not None:
+            say(f"isolation: {session.describe()}")
+        results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress,
+                                    feedback=feedback, journal=journal, cluster=cluster,
+                                    say=say, pool=pool)
+        header_text = f"{assignment}: {len(results)} submission(s)"
+        if session.sandbox is not None:
+            header_text += f"\nisolation: {session.describe()}"
+        write_report(grader, results, out, header_text)
+    return grader, results, csv

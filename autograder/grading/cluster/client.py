@@ -1,0 +1,173 @@
+"""The coordinator's side (`residual-pack grade --cluster`): the Dask client, a task per
+student, and what comes back written into the course, where this process is the only
+writer of the gradebook.
+
+The function it sends, `worker.grade_task`, runs in the workers; the bundle it leaves on
+the scheduler is `bundle.make_bundle`'s.
+"""
+
+import contextlib
+import hashlib
+import logging
+import shutil
+
+from autograder.grading.cluster.bundle import BUNDLE_KEY, SAFE_NAME, make_bundle, pack_fingerprint
+from autograder.grading.cluster.worker import grade_task
+from autograder.grading.course import CourseError
+from autograder.grading.student import StudentResult
+
+__all__ = ["have_dask", "connect", "check_workers", "task_key", "grade_on_cluster",
+           "apply_outcome", "write_gradebook"]
+
+
+def have_dask():
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+
+def apply_outcome(grader, outcome):
+    """Write what a worker returned into the course: the repaired, autograded and feedback
+    files, and the submission's rows in the gradebook (this process is its only writer).
+    Returns the StudentResult, its feedback paths on this machine."""
+    result = StudentResult.from_dict(outcome["result"])
+    student = result.student
+    work = grader.work
+    folders = {"autograded": work.path("autograded", student, grader.assignment),
+               "feedback": work.path("feedback", student, grader.assignment)}
+    if outcome.get("submitted"):
+        folders["submitted"] = grader.submission_folder(student)
+    for kind, folder in folders.items():
+        if folder.exists():
+            shutil.rmtree(folder)
+        files = outcome.get(kind) or {}
+        if files:
+            folder.mkdir(parents=True)
+        for name, data in files.items():
+            if not SAFE_NAME.match(name):
+                raise ValueError(f"bad file name {name!r} from a worker")
+            (folder / name).write_bytes(data)
+    result.feedback = sorted(folders["feedback"].glob("*.html"))
+    write_gradebook(work, grader.assignment, student, outcome.get("gradebook"))
+    return result
+
+
+def write_gradebook(work, assignment, student, rows):
+    """Put `student` in the gradebook and, if graded, their submission with `rows` (what
+    the worker's nbgrader autograde wrote), replacing an earlier one."""
+    from nbgrader.api import MissingEntry
+
+    with work.api().gradebook as gb:
+        gb.update_or_create_student(student)
+        if rows is None:
+            return
+        with contextlib.suppress(MissingEntry):
+            gb.remove_submission(assignment, student)
+        extra = {"timestamp": rows["timestamp"]} if rows.get("timestamp") else {}
+        sub = gb.add_submission(assignment, student, **extra)
+        for nb in sub.notebooks:
+            saved = rows["notebooks"].get(nb.name)
+            if saved is None:
+                continue
+            nb.late_submission_penalty = saved["late_submission_penalty"]
+            nb.flagged = saved["flagged"]
+            for grade in nb.grades:
+                if grade.name in saved["grades"]:
+                    grade.auto_score, grade.needs_manual_grade = saved["grades"][grade.name]
+            for comment in nb.comments:
+                if comment.name in saved["comments"]:
+                    comment.auto_comment = saved["comments"][comment.name]
+        gb.db.commit()
+
+
+def task_key(assignment, student, digest, bundle):
+    """The Dask key of a student's task: the same inputs, the same key."""
+    name = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"residual-pack-grade-{assignment}-{name}-{digest[:12]}-{bundle[:12]}"
+
+
+@contextlib.contextmanager
+def connect(cluster, jobs=1):
+    """A Dask client: `cluster` "local" starts a LocalCluster of `jobs` worker processes
+    (one thread each) on the loopback address; else it is a scheduler's address."""
+    if not have_dask():
+        raise CourseError("--cluster needs Dask: install the pack with its 'dask' extra "
+                          "(pip install 'microgpt-residuals[dask]')")
+    import dask
+    from distributed import Client, LocalCluster
+
+    with dask.config.set({"distributed.worker.daemon": False,
+                          "distributed.scheduler.allowed-failures": 3}):
+        if cluster == "local":
+            with LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True,
+                              host="127.0.0.1", dashboard_address=None,
+                              silence_logs=logging.ERROR) as local, Client(local) as client:
+                yield client
+        else:
+            try:
+                client = Client(cluster, timeout="30s")
+            except (OSError, TimeoutError) as exc:
+                raise CourseError(f"cannot reach the Dask scheduler at {cluster}: {exc}") from None
+            with client:
+                yield client
+
+
+def check_workers(client, timeout=60):
+    """Wait for a worker; fail when one runs another pack than this process."""
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except TimeoutError:
+        raise CourseError(f"no worker joined the Dask scheduler within {timeout} s") from None
+    mine = pack_fingerprint()
+    theirs = client.run(pack_fingerprint)
+    other = {addr: fp for addr, fp in theirs.items() if fp != mine}
+    if other:
+        raise CourseError(f"worker(s) run another pack than this one ({mine}): " +
+                          ", ".join(f"{a}: {fp}" for a, fp in sorted(other.items())))
+    return len(theirs)
+
+
+def grade_on_cluster(grader, students, cluster, feedback=True, jobs=1, done=None, say=None):
+    """Grade `students` (already handed in to `grader`'s work course) as Dask tasks on
+    `cluster` ("local" or a scheduler address); `done(student, result)` is called here as
+    each result has been written to the gradebook."""
+    from distributed import as_completed
+
+    from autograder.grading.submissions import submission_hash
+
+    say = say or (lambda *_: None)
+    work = grader.work
+    bundle, digest = make_bundle(work.course, grader.assignment, grader.sandbox)
+    pack = pack_fingerprint()
+    with connect(cluster, jobs) as client:
+        workers = check_workers(client)
+        say(f"cluster: {client.scheduler.address}, {workers} worker(s) now, pack {pack}, "
+            f"bundle {digest[:12]}")
+        client.set_metadata([BUNDLE_KEY, digest], bundle)
+        futures = {}
+        for student in students:
+            folder = grader.handed_in_folder(student)
+            paths = {p.stem: p for p in sorted(folder.glob("*.ipynb"))} if folder.is_dir() else {}
+            task = {"student": student, "assignment": grader.assignment, "bundle": digest,
+                    "pack": pack, "feedback": feedback,
+                    "files": {f"{n}.ipynb": p.read_bytes() for n, p in paths.items()}}
+            key = task_key(grader.assignment, student, submission_hash(paths), digest)
+            futures[client.submit(grade_task, task, key=key, pure=False)] = student
+        written = set()
+        for future in as_completed(futures):
+            student = futures[future]
+            if student in written:  # never twice, whatever the cluster does
+                continue
+            try:
+                result = apply_outcome(grader, future.result())
+            except Exception as exc:  # noqa: BLE001 (that student only, with the reason)
+                result = StudentResult(
+                    student, reason=f"the grading worker failed: {type(exc).__name__}: {exc}")
+                write_gradebook(work, grader.assignment, student, None)
+            written.add(student)
+            future.release()
+            if done:
+                done(student, result)

@@ -1,0 +1,451 @@
+"""nbgrader's Execute step with the kernel in the sandbox: `SandboxedExecute`.
+
+A module-level nbgrader preprocessor (configurable like nbgrader's own `Execute`, whose
+options it inherits), which `course.WorkCourse.config` puts in place of `Execute` in
+autograde when grading is sandboxed, and the course's `nbgrader_config.py` for nbgrader's
+own autograde (then `nbgrader_steps.CourseExecute` sets up its sandbox itself).
+It runs in the grading worker. For each notebook it asks the sandbox for a kernel plan
+(`plan.Sandbox.plan`), starts the kernel through the launcher (`SandboxKernelManager`),
+sends each graded test cell in its witness version and judges what the kernel observed
+against the reference run (`judge`), and turns every failure of the student's code (a
+time limit, a dead or stuck kernel, a flood of output) into an error in the cell it
+happened in. What it saw goes back to the grader as a `NotebookRun` through the channel.
+"""
+
+import asyncio
+import contextlib
+import os
+import secrets
+import signal
+import sys
+import time
+from queue import Empty
+
+import zmq
+import zmq.asyncio
+from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.manager import AsyncKernelManager
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.util import run_sync
+from nbformat import NotebookNode
+from nbgrader.preprocessors import Execute
+from traitlets import Instance, default
+
+from autograder import cells
+from autograder.grading.channel import CHANNEL, CellRun, Channel, NotebookRun, stamp
+from autograder.grading.judge import verdict as judge_cell
+from autograder.grading.report import describe_end
+from autograder.grading.testsource import GradedCellError, prepare
+from autograder.kernel.policy import OUTPUT_NOTE, REPORT_KEY, test_cell_code
+from autograder.sandbox.launcher import launch_command
+from autograder.sandbox.limits import SandboxError, size_words
+
+__all__ = ["SandboxKernelClient", "SandboxKernelManager", "SandboxedExecute"]
+
+
+class SandboxKernelClient(AsyncKernelClient):
+    """jupyter_client's client, ready sooner: once the kernel has answered kernel_info
+    and IOPub is seen to be connected, it waits for IOPub to be quiet for `quiet`
+    seconds (jupyter_client waits 0.2 s, a fifth of a warm kernel's start-up). A late
+    status message does no harm: nbclient reads a cell's messages by their parent."""
+
+    quiet = 0.02
+
+    async def _ready(self, timeout=None):
+        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+        while True:
+            self.kernel_info()
+            try:
+                reply = await self.shell_channel.get_msg(timeout=1)
+            except Empty:
+                reply = {}
+            if reply.get("msg_type") == "kernel_info_reply":
+                try:  # the reply's own status messages show that IOPub is connected
+                    await self.iopub_channel.get_msg(timeout=0.2)
+                except Empty:
+                    pass
+                else:
+                    self._handle_kernel_info_reply(reply)
+                    break
+            if not await self._async_is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout} seconds")
+        while True:
+            try:
+                await self.iopub_channel.get_msg(timeout=self.quiet)
+            except Empty:
+                return
+
+    wait_for_ready = _ready
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """Starts the kernel through the sandbox launcher, over IPC sockets in the
+    kernel's own folder, and refuses messages above the size limit."""
+
+    def __init__(self, plan=None, limits=None, **kwargs):
+        super().__init__(**kwargs)
+        self.plan = plan
+        self.limits = limits
+        self.transport = "ipc"
+        self.ip = str(plan.conn / "k")
+        self.connection_file = str(plan.conn / "kernel.json")
+        self.context.setsockopt(zmq.MAXMSGSIZE, limits.message)
+        self.client_factory = SandboxKernelClient
+
+    def client(self, **kwargs):
+        # the client's sockets come from a context of their own whose sockets refuse
+        # (and disconnect) a peer that sends a message above the limit
+        if getattr(self, "client_context", None) is None:
+            self.client_context = zmq.asyncio.Context()
+            self.client_context.setsockopt(zmq.MAXMSGSIZE, self.limits.message)
+            # the client connects before the kernel listens: retry every 10 ms, not 100
+            self.client_context.setsockopt(zmq.RECONNECT_IVL, 10)
+        kwargs.setdefault("context", self.client_context)
+        return super().client(**kwargs)
+
+    def close_client_context(self):
+        context, self.client_context = getattr(self, "client_context", None), None
+        if context is not None:
+            context.destroy(linger=0)
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        kernel = [sys.executable, "-m", "autograder.kernel.gradekernel", "-f",
+                  self.connection_file, *(extra_arguments or [])]
+        return launch_command(self.plan.config, kernel)
+
+
+class SandboxedExecute(Execute):
+    """nbgrader's Execute, with the kernel in a sandbox and every failure of the
+    student's code (a time limit, a dead or stuck kernel, a flood of output)
+    turned into an error in the cell it happened in, the notebook going on when it
+    can. Graded test cells go to the kernel's hardened runner (see gradekernel)."""
+
+    channel = Instance(Channel, help="Where the grading worker put the sandbox to use, and "
+                                     "where each notebook's run goes back (this process's "
+                                     "channel unless given)")
+
+    @default("channel")
+    def _default_channel(self):
+        return CHANNEL
+
+    def set_up(self, assignment):
+        """Called when no grading worker put a sandbox in the channel (nbgrader's own
+        autograde): `nbgrader_steps.CourseExecute` sets one up for this process."""
+        raise SandboxError("no sandbox to run this notebook in: nbgrader's own autograde "
+                           "uses autograder.grading.nbgrader_steps.CourseExecute")
+
+    def preprocess(self, nb, resources=None, km=None):
+        info = (resources or {}).get("nbgrader", {})
+        key = (info.get("student", ""), info.get("notebook", ""))
+        assignment = info.get("assignment", "")
+        if self.channel.sandbox is None or self.channel.driver == "nbgrader":
+            self.set_up(assignment)
+        sandbox, uid = self.channel.current()
+        self._run = NotebookRun(level=sandbox.level)
+        stamp(self._run.phases, "execute step")
+        self._limits = sandbox.limits
+        self._expected = sandbox.references.get(assignment, {}).get(key[1], {})
+        self._plan = sandbox.plan(uid, f"{key[0]}/{key[1]}", assignment)
+        stamp(self._run.phases, "planned")
+        self._deadline = time.monotonic() + sandbox.limits.notebook_timeout
+        self._last = len(nb.cells)
+        if key[0] in sandbox.stop_after_tests:
+            self._last = cells.last_test(nb)
+        self._stopped = ""  # set once the kernel cannot run more cells
+        self._kept = 0
+        self._dropped = {}
+        self._reply = None
+        start = time.monotonic()
+        try:
+            return super().preprocess(nb, resources, km)
+        finally:
+            self._run.seconds = time.monotonic() - start
+            self._kill_kernel()
+            with contextlib.suppress(Exception):
+                self.km.close_client_context()
+            self._run.phases += self._plan.launcher_phases()
+            self._plan.remove()
+            stamp(self._run.phases, "sandbox removed")
+            self._run.phases.sort(key=lambda phase: phase[1])
+            self.channel.record(*key, self._run)
+
+    # the timing record's phases (nbclient's sync names wrap its own async functions, so
+    # both are set here)
+    async def async_start_new_kernel(self, **kwargs):
+        stamp(self._run.phases, "launch")
+        await super().async_start_new_kernel(**kwargs)
+
+    start_new_kernel = run_sync(async_start_new_kernel)
+
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        stamp(self._run.phases, "kernel ready")
+        return kc
+
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
+
+    async def _async_cleanup_kernel(self):
+        stamp(self._run.phases, "cells done")
+        # the notebook is done: the kernel is killed rather than asked to shut down (a
+        # graceful shutdown waits half a second or more for a kernel that nothing needs
+        # any more; its sandbox goes anyway)
+        self._kill_kernel()
+        await super()._async_cleanup_kernel()
+        stamp(self._run.phases, "kernel stopped")
+
+    _cleanup_kernel = run_sync(_async_cleanup_kernel)
+
+    def create_kernel_manager(self):
+        self.km = SandboxKernelManager(plan=self._plan, limits=self._limits,
+                                       config=self.config)
+        return self.km
+
+    def _kill_kernel(self):
+        km = getattr(self, "km", None)
+        provisioner = getattr(km, "provisioner", None)
+        process = getattr(provisioner, "process", None)
+        if process is not None and process.poll() is None:
+            # the launcher's process group (its own session): the launcher and, without
+            # namespaces, the kernel it forked; with them, the kernel's pid namespace
+            # ends with the launcher
+            group = getattr(provisioner, "pgid", None)
+            if group and group != os.getpgid(0):
+                with contextlib.suppress(OSError):
+                    os.killpg(group, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                process.kill()
+            with contextlib.suppress(Exception):
+                process.wait(10)
+
+    def _get_timeout(self, cell):
+        remaining = self._deadline - time.monotonic()
+        return max(1, int(min(self._limits.cell_timeout, remaining) + 0.999))
+
+    async def async_execute_cell(self, cell, cell_index, execution_count=None,
+                                 store_history=True):
+        if cell.cell_type != "code" or not cell.source.strip():
+            return cell
+        if cell_index > self._last:
+            self._run.left_out += 1
+            return cell
+        kind = cells.kind(cell)
+        grade_id = cells.grade_id(cell) or ""
+        record = CellRun(cell_index, grade_id, kind, "ok")
+        if not self._run.cells:
+            stamp(self._run.phases, "first cell")
+        self._run.cells.append(record)
+        if not self._stopped and time.monotonic() >= self._deadline:
+            self._stopped = (f"the notebook used up its time limit "
+                             f"({self._limits.notebook_timeout} s)")
+            self._run.ended = self._stopped
+            self._kill_kernel()
+        if self._stopped:
+            return self._not_run(cell, record)
+        self._reply = None
+        self._timed_out = False
+        # after its reply, a cell's output may still be arriving (a flood that is being
+        # left out): wait for it as long as the cell itself may take
+        self.iopub_timeout = max(4, self._limits.cell_timeout)
+        start = time.monotonic()
+        original = self.kc.execute
+        nonce, test = "", None
+        if kind == "test":
+            try:
+                test = prepare(cell.source)
+                code = test.witness
+            except GradedCellError:
+                code = "raise SyntaxError('this test cell could not be prepared')\n"
+            nonce = secrets.token_hex(16)
+            sent = test_cell_code(code, grade_id, "witness", nonce)
+
+            def execute(_code, *args, **kwargs):
+                return original(sent, *args, **kwargs)
+            self.kc.execute = execute
+        try:
+            await super().async_execute_cell(cell, cell_index, execution_count,
+                                             store_history)
+        except DeadKernelError:
+            await asyncio.sleep(0.2)
+            ended = self._plan.ended()
+            why = describe_end(ended, self._limits)
+            self._stopped = why
+            self._run.ended = f"{why}, in cell {cell_index}"
+            record.status = "died"
+            record.ename, record.evalue = "KernelDied", why
+            self._add_error(cell, "KernelDied", f"{why}; the cells after this one did not run")
+        except (CellTimeoutError, Empty, asyncio.TimeoutError) as exc:
+            # the kernel did not go quiet after the cell (a flood of output, or a
+            # kernel that ignored the interrupt): it cannot be trusted with more cells
+            record.status = "stuck"
+            why = (f"the kernel did not finish cell {cell_index} within its time limit "
+                   f"and did not stop when interrupted")
+            if self._timed_out is False:
+                why = f"the kernel stopped answering during cell {cell_index} ({exc})"
+            self._stopped = why
+            self._run.ended = why
+            record.ename, record.evalue = "CellTimeoutError", why
+            self._kill_kernel()
+            self._add_error(cell, "CellTimeoutError", why)
+        finally:
+            if kind == "test":
+                with contextlib.suppress(AttributeError):
+                    del self.kc.execute
+        record.seconds = time.monotonic() - start
+        reply = (self._reply or {}).get("content", {})
+        if record.status == "ok":
+            if self._timed_out:
+                record.status = "timeout"
+                record.ename = "CellTimeoutError"
+                record.evalue = f"stopped after {self._timed_out} s"
+            elif reply.get("status") == "error":
+                record.status = "error"
+                record.ename = str(reply.get("ename", ""))[:200]
+                record.evalue = str(reply.get("evalue", ""))[:2000]
+            elif self._reply is None:
+                record.status = "error"
+                record.ename = "NoReply"
+                self._add_error(cell, "NoReply", "the kernel sent no reply for this cell")
+        extra = reply.get(REPORT_KEY) if kind == "test" else None
+        if isinstance(extra, dict):
+            record.restored = [str(x)[:200] for x in extra.get("restored", [])][:50]
+            record.changed = [str(x)[:200] for x in extra.get("changed", [])][:50]
+        if kind == "test":
+            self._judge(record, test, extra, reply, nonce)
+        record.output_dropped = self._dropped.get(cell_index, 0)
+        record.stderr = any(o.get("output_type") == "stream" and o.get("name") == "stderr"
+                            for o in cell.get("outputs", []))
+        if kind == "test":
+            self._settle_test_cell(cell, record)
+        return cell
+
+    execute_cell = run_sync(async_execute_cell)
+
+    def _judge(self, record, test, report, reply, nonce):
+        """The grader's verdict on a test cell: its observations against the
+        reference run's (see `judge`); the kernel's own status can only fail it."""
+        expected = self._expected.get(record.grade_id)
+        if expected is None or test is None:
+            why = ("no expected observations for this test (the reference run did "
+                   "not record it)" if test is not None else
+                   "this test cell could not be prepared for grading")
+            record.checks, record.verdict = 0, why
+        else:
+            hidden = set(expected.get("hidden", [])) | set(test.hidden)
+            kernel_error = (record.ename, record.evalue) if record.status != "ok" else None
+            found = judge_cell(report, reply.get("status", ""), kernel_error,
+                               expected["records"], hidden, nonce)
+            record.checks, record.hidden = found.checks, found.hidden
+            record.verdict = "" if found.passed else found.message
+        if record.verdict and record.status == "ok":
+            record.status, record.ename = "error", "CheckFailed"
+            record.evalue = record.verdict
+
+    def _not_run(self, cell, record):
+        record.status = "not run"
+        record.ename, record.evalue = "NotRun", self._stopped
+        cell.outputs = []
+        self._add_error(cell, "NotRun", f"not run: {self._stopped}")
+        return cell
+
+    def _add_error(self, cell, name, message):
+        if any(o.get("output_type") == "error" and o.get("ename") == name
+               for o in cell.get("outputs", [])):
+            return
+        cell.setdefault("outputs", []).append(NotebookNode(
+            output_type="error", ename=name, evalue=message,
+            traceback=[f"{name}: {message}"],
+        ))
+
+    @staticmethod
+    def _settle_test_cell(cell, record):
+        """The score of a test cell comes from the grader's verdict only (nbgrader
+        scores a cell with an error output 0). When it failed, the verdict goes first as
+        the error (a failed check's message; the kernel's own error when the student's
+        code raised); when it passed, a line says so. A result (nbgrader would read
+        partial credit from it) is never kept."""
+        outputs = [o for o in cell.get("outputs", [])
+                   if o.get("output_type") != "execute_result"]
+        errors = [o for o in outputs if o.get("output_type") == "error"]
+        rest = [o for o in outputs if o.get("output_type") != "error"]
+        if record.status != "ok":
+            own = [o for o in errors if record.verdict in (
+                f"{o.get('ename', '')}: {o.get('evalue', '')}", o.get("ename", ""))]
+            if own:  # the kernel's own error is the reason: it goes first
+                first, errors = own[0], [o for o in errors if o is not own[0]]
+            else:
+                message = record.verdict or record.evalue
+                name = "CheckFailed" if record.verdict else (record.ename or "Error")
+                first = NotebookNode(output_type="error", ename=name, evalue=message,
+                                     traceback=[f"{name}: {message}"])
+            outputs = [first] + rest + errors
+        else:
+            outputs = rest + [NotebookNode(
+                output_type="stream", name="stdout",
+                text=f"graded: all {record.checks} check(s) of this cell passed\n")]
+        cell.outputs = outputs
+
+    def on_cell_executed(self, **kwargs):
+        self._reply = kwargs.get("execute_reply")
+        super().on_cell_executed(**kwargs)
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        self._timed_out = timeout
+        reply = await super()._async_handle_timeout(timeout, cell)
+        # did the interrupt stop it? a kernel_info reply comes once the cell is over
+        if not await self._answers(self._limits.grace):
+            self._kill_kernel()
+            raise CellTimeoutError("the kernel did not stop when interrupted")
+        return reply
+
+    async def _answers(self, within):
+        try:
+            msg_id = self.kc.kernel_info()
+            if asyncio.iscoroutine(msg_id):
+                msg_id = await msg_id
+            deadline = time.monotonic() + within
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                msg = await self.kc.shell_channel.get_msg(timeout=left)
+                if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                    return True
+        except (Empty, asyncio.TimeoutError):
+            return False
+        except Exception:  # noqa: BLE001 (no answer is no answer)
+            return False
+
+    def output(self, outs, msg, display_id, cell_index):
+        size = _message_size(msg)
+        text = msg.get("content", {}).get("text")
+        if isinstance(text, str) and OUTPUT_NOTE in text:  # the kernel left some out
+            self._dropped[cell_index] = self._dropped.get(cell_index, 0) + 1
+        if self._kept + size > self._limits.output:
+            first = cell_index not in self._dropped
+            self._dropped[cell_index] = self._dropped.get(cell_index, 0) + size
+            if first:
+                kept = size_words(self._limits.output)
+                note = NotebookNode(output_type="stream", name="stdout", text=(
+                    f"\n[grading: this cell's output beyond the {kept} "
+                    f"kept per notebook was left out]\n"))
+                outs.append(note)
+            return None
+        self._kept += size
+        return super().output(outs, msg, display_id, cell_index)
+
+
+def _message_size(msg):
+    content = msg.get("content", {})
+    size = 0
+    for value in (content.get("text"), content.get("evalue")):
+        if isinstance(value, str):
+            size += len(value)
+    for key in ("data", "traceback"):
+        value = content.get(key)
+        if isinstance(value, dict):
+            size += sum(len(v) if isinstance(v, str) else len(str(v)) for v in value.values())
+        elif isinstance(value, list):
+            size += sum(len(str(v)) for v in value)
+    return size + 200

@@ -1,0 +1,90 @@
+"""A grading run's journal, so that a run that is killed resumes where it stopped.
+
+`Journal` keeps one line per student done (`.grading/journal.jsonl` in the work course),
+headed by what the scores depend on besides the submissions (`run_fingerprint`): a new
+run with the same header skips the students it lists with the same submission.
+"""
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from autograder.grading.course import SOURCE
+from autograder.grading.student import StudentResult
+
+__all__ = ["Journal", "run_fingerprint"]
+
+
+class Journal:
+    """`.grading/journal.jsonl` in the work course: one line per student done, written
+    (and flushed to disk) by the coordinating process once the student's grades are in
+    the gradebook. A run that is killed resumes from it: a student whose line is there,
+    with the same submission fingerprint, is not graded again."""
+
+    def __init__(self, root, header):
+        self.folder = Path(root) / ".grading"
+        self.path = self.folder / "journal.jsonl"
+        self.header = header
+        self.done = {}  # student -> (hash, StudentResult)
+
+    def load(self):
+        """Read an earlier run's journal; False (and nothing read) if it is not for the
+        same assignment, sources and settings."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+        if text and not text.endswith("\n"):  # the kill cut the last line short: drop it
+            text = text[: text.rfind("\n") + 1]
+            with open(self.path, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+        lines = text.splitlines()
+        try:
+            if json.loads(lines[0]) != self.header:
+                return False
+        except (IndexError, ValueError):
+            return False
+        for line in lines[1:]:
+            try:  # a line cut short by the kill is simply not there
+                entry = json.loads(line)
+                self.done[entry["student"]] = (entry["hash"],
+                                               StudentResult.from_dict(entry["result"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+        return True
+
+    def start(self):
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(self.header) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def append(self, result, digest):
+        entry = {"student": result.student, "hash": digest, "result": result.to_dict(),
+                 "at": round(time.time(), 3)}  # when it was written: the class's pace
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.done[result.student] = (digest, result)
+
+
+def run_fingerprint(course, assignment, sandbox):
+    """What the scores depend on besides the submissions: the assignment's source, the
+    limits and the isolation level."""
+    digest = hashlib.sha256()
+    folder = Path(course) / SOURCE / assignment
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        if "__pycache__" in path.parts or ".ipynb_checkpoints" in path.parts:
+            continue
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    if sandbox is not None:
+        digest.update(json.dumps(asdict(sandbox.limits), sort_keys=True).encode())
+        digest.update(sandbox.level.encode())
+    return digest.hexdigest()[:16]

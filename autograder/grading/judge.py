@@ -1,0 +1,88 @@
+"""The verdict on one graded test cell, given in the grading process.
+
+The student's sandboxed kernel ran the cell's witness version and sent back, in its
+reply, the observations its checks made (`witness`), stamped with the nonce the grader
+sent with the cell. The reference run (`reference_run`) ran the reference version of the
+same cell on the instructor's solution and kept, for each check, the expected observation
+and how to compare. `verdict` pairs them in order and compares each with `compare`, the
+same code that compares in a student's own kernel. The cell passes only when every
+expected check was observed, in the same order and from the same line, and agrees.
+
+Nothing the kernel says can make a cell pass on its own: a cell that ran no check, sent no
+report, or a report for another cell, fails. A failure in the hidden tests is reported
+without the check's inputs or expected value.
+"""
+
+from dataclasses import dataclass
+
+from autograder.kernel.compare import compare
+
+__all__ = ["Verdict", "verdict", "HIDDEN_FAILURE"]
+
+HIDDEN_FAILURE = ("a check that runs only at grading failed (check {n} of {total} in this "
+                  "cell); its inputs and expected value are not shown")
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    message: str = ""  # why it failed, in words for the student
+    checks: int = 0  # checks the reference makes in this cell
+    hidden: bool = False  # the failure is in the hidden tests
+
+
+def _short(text, limit=2000):
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def verdict(report, reply_status, kernel_error, expected, hidden_lines, nonce):
+    """The verdict on one test cell.
+
+    report: what the kernel sent with its reply ({"nonce", "records": [...]}) or None.
+    reply_status: "ok" or "error" (or "" when there was no reply).
+    kernel_error: (ename, evalue) of the cell's error, if it raised.
+    expected: the reference run's records for this cell.
+    hidden_lines: the lines of the cell that hold hidden tests.
+    nonce: what the grader sent with the cell.
+    """
+    total = len(expected)
+    if not isinstance(report, dict) or report.get("nonce") != nonce:
+        why = "the kernel sent no report of this test" if not isinstance(report, dict) \
+            else "the kernel's report is not for this test"
+        return Verdict(False, why + "; the test counts as failed", total)
+    records = report.get("records")
+    if not isinstance(records, list):
+        return Verdict(False, "the kernel's report holds no observations", total)
+    ename, evalue = kernel_error or ("", "")
+
+    def stopped(n, hidden):
+        if ename:
+            if hidden:
+                return f"{ename} in a check that runs only at grading (check {n} of {total})"
+            return _short(f"{ename}: {evalue}" if evalue else ename)
+        return f"the test stopped before check {n} of {total}"
+
+    for i, want in enumerate(expected):
+        hidden = want.get("line") in hidden_lines
+        if i >= len(records):
+            return Verdict(False, stopped(i + 1, hidden), total, hidden)
+        got = records[i]
+        if not isinstance(got, dict) or got.get("line") != want.get("line") \
+                or got.get("kind") != want.get("kind"):
+            return Verdict(False, f"check {i + 1} of {total} was not the one the test makes "
+                                  f"there (the checks ran out of order)", total, hidden)
+        message = compare(want.get("kind"), got.get("observed"), want.get("expected"),
+                          want.get("params") or {})
+        if message is not None:
+            if hidden:
+                return Verdict(False, HIDDEN_FAILURE.format(n=i + 1, total=total), total, True)
+            return Verdict(False, _short(message), total)
+    if len(records) > total:
+        return Verdict(False, f"the kernel reported {len(records)} checks where the test "
+                              f"makes {total}", total)
+    if reply_status != "ok":
+        why = _short(f"{ename}: {evalue}" if evalue else ename) if ename else \
+            "the kernel did not finish the test"
+        return Verdict(False, why, total)
+    return Verdict(True, "", total)

@@ -1,0 +1,324 @@
+"""Our grading as steps of nbgrader's own autograde, for instructors who run nbgrader.
+
+`nbgrader_config.py` names these classes in nbgrader's lists of preprocessors, so that
+`nbgrader autograde` (the command, `NbGraderAPI.autograde`, formgrader's autograde
+button) grades the way `residual-pack grade` does:
+
+- `IntakeRepairs`, first of the sanitize steps: the handed-in notebook is repaired against
+  the release (`intake.take_in`: deleted, moved, retyped and pasted cells, damaged nbgrader
+  metadata); a notebook that is not the assignment's is refused with the reason;
+- `CourseExecute` (`sandbox.execute.SandboxedExecute` that sets up its own sandbox), in
+  place of nbgrader's `Execute`: the kernel runs in
+  the sandbox and the test cells are judged against the reference run. Called by nbgrader
+  rather than by our `Grader`, it sets up the sandbox itself, once per process
+  (`course_sandbox`): the same decision as `residual-pack grade` (full isolation as root
+  where namespaces work; "limits only", said once in nbgrader's log with the reason, as
+  any other user; refused as root without namespaces);
+- `WithholdForReview`, after nbgrader's `SaveAutoGrades`: a notebook whose code reached
+  into the grader or the interpreter, or changed what the tests rely on, gets its
+  autograded points set to zero with nbgrader's "needs manual grade" mark, which
+  formgrader lists (the reason goes into the gradebook as the cell's comment);
+- feedback: `feedback.FEEDBACK_PREPROCESSORS` (no hidden test on the page);
+- `StripQuoteLists`, last of `generate_assignment`'s steps: the student version carries
+  no list of the figures the model answer prints (see `course.strip_quote_lists`).
+
+`residual-pack grade` runs the same code through `Grader` (intake before nbgrader, where
+unreadable bytes can be named; the withholding after it, for its report); `WorkCourse`
+sets nbgrader's lists itself, so these steps do not run twice there.
+"""
+
+import atexit
+import contextlib
+import logging
+from pathlib import Path
+
+import nbformat
+from nbgrader.preprocessors.base import NbGraderPreprocessor
+
+from autograder.cells import grade_id, is_autograded_test
+from autograder.grading.execute import SandboxedExecute
+
+__all__ = ["IntakeRepairs", "WithholdForReview", "StripQuoteLists", "course_sandbox",
+           "withhold_grades", "SANITIZE_STEPS", "AUTOGRADE_STEPS", "GENERATE_STEPS",
+           "FEEDBACK_STEPS"]
+
+HERE = "autograder.grading"
+# nbgrader 0.9's own lists, with our steps: what nbgrader_config.py sets
+SANITIZE_STEPS = [
+    f"{HERE}.nbgrader_steps.IntakeRepairs",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "nbgrader.preprocessors.OverwriteCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+AUTOGRADE_STEPS = [
+    f"{HERE}.nbgrader_steps.CourseExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    f"{HERE}.nbgrader_steps.WithholdForReview",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# nbgrader 0.9's generate_assignment, then the notebook guard's lists of quoted figures out
+GENERATE_STEPS = [
+    "nbgrader.preprocessors.IncludeHeaderFooter",
+    "nbgrader.preprocessors.InstantiateTests",
+    "nbgrader.preprocessors.LockCells",
+    "nbgrader.preprocessors.ClearSolutions",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.SaveCells",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbgrader.preprocessors.ClearMarkScheme",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    f"{HERE}.nbgrader_steps.StripQuoteLists",
+]
+FEEDBACK_STEPS = [
+    "nbgrader.preprocessors.GetGrades",
+    f"{HERE}.feedback.HideHiddenTestTracebacks",
+    f"{HERE}.feedback.ClearHiddenTestsInTestCells",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
+
+log = logging.getLogger("residual_pack")
+
+
+def coursedir_of(preprocessor):
+    """nbgrader's CourseDirectory of the converter running `preprocessor` (its parent's
+    parent), else one made from the config."""
+    obj = preprocessor
+    while obj is not None:
+        found = getattr(obj, "coursedir", None)
+        if found is not None:
+            return found
+        obj = getattr(obj, "parent", None)
+    from nbgrader.coursedir import CourseDirectory
+
+    return CourseDirectory(config=preprocessor.config)
+
+
+def _logger(preprocessor):
+    return getattr(preprocessor, "log", None) or log
+
+
+# ---------------------------------------------------------------- the sandbox, for nbgrader
+
+
+class _CourseSandbox:
+    """The sandbox nbgrader's own autograde uses in this process, made on first use."""
+
+    sandbox = None
+    error = None
+
+
+def course_sandbox(preprocessor):
+    """Make sure this process's channel holds a sandbox (made once, from the course's
+    limits, closed at exit) and says in nbgrader's log how kernels are isolated; a second
+    call does nothing. Raises `SandboxError` (every time) when the machine must not run
+    student code (root without namespaces)."""
+    from autograder.grading.channel import CHANNEL
+    from autograder.grading.session import new_sandbox
+    from autograder.sandbox.launcher import FULL
+    from autograder.sandbox.limits import SandboxError
+
+    if CHANNEL.sandbox is not None:
+        return CHANNEL.sandbox
+    if _CourseSandbox.error is not None:
+        raise SandboxError(_CourseSandbox.error)
+    say = _logger(preprocessor)
+    coursedir = coursedir_of(preprocessor)
+    try:
+        sandbox = new_sandbox(coursedir.root)
+    except SandboxError as exc:
+        _CourseSandbox.error = str(exc)
+        say.error("residual-pack: %s", exc)
+        raise
+    atexit.register(sandbox.close)
+    CHANNEL.use(sandbox, driver="nbgrader")
+    _CourseSandbox.sandbox = sandbox
+    if sandbox.level == FULL:
+        say.info("residual-pack: student kernels run in the sandbox: %s", sandbox.describe())
+    else:
+        say.warning(
+            "residual-pack: FALLING BACK to a weaker sandbox: %s. The kernel runs as this "
+            "user and can read what this user can (the hidden tests, the solutions, the "
+            "gradebook); scores are still the grader's verdict. Grade as root on Linux "
+            "for the full sandbox.", sandbox.describe())
+    return sandbox
+
+
+def prepare_assignment(preprocessor, sandbox, assignment):
+    """Give `sandbox` what it needs to grade `assignment` when nbgrader (not our `Grader`)
+    drives: the reference run's records (cached in the course's `.grading/`, run again
+    when the source changed) and the files released with it."""
+    from autograder.grading.reference_run import reference_records
+
+    coursedir = coursedir_of(preprocessor)
+    source = Path(coursedir.format_path(coursedir.source_directory, ".", assignment))
+    cache = Path(coursedir.root) / ".grading"
+    sandbox.references[assignment] = reference_records(
+        source, assignment, cache, timeout=sandbox.limits.cell_timeout,
+        say=lambda text: _logger(preprocessor).info("residual-pack: %s", text))
+    sandbox.add_release(assignment, coursedir.format_path(
+        coursedir.release_directory, ".", assignment))
+
+
+def _nbgrader_drives():
+    from autograder.grading.channel import CHANNEL
+
+    return getattr(CHANNEL, "driver", "") != "grader"
+
+
+# ---------------------------------------------------------------- intake
+
+
+class CourseExecute(SandboxedExecute):
+    """`SandboxedExecute` for nbgrader's own autograde (CLI, API, formgrader): with no
+    grading worker to hand it a sandbox, it sets up this process's own, once."""
+
+    def set_up(self, assignment):
+        from autograder.compat import check_schemas_once
+
+        check_schemas_once()
+        prepare_assignment(self, course_sandbox(self), assignment)
+
+
+class IntakeRepairs(NbGraderPreprocessor):
+    """The handed-in notebook repaired against the release before nbgrader's own sanitize
+    steps (see `intake.take_in`); each repair is a line in nbgrader's log, and a reason to
+    withhold the score for review is kept for `WithholdForReview`."""
+
+    def preprocess(self, nb, resources):
+        from autograder.compat import check_schemas_once
+        from autograder.grading.channel import CHANNEL
+        from autograder.grading.intake import take_in
+
+        check_schemas_once()  # nbgrader's own steps that come next validate every cell
+        info = resources.get("nbgrader", {})
+        student, assignment = info.get("student", ""), info.get("assignment", "")
+        name = info.get("notebook", "")
+        coursedir = coursedir_of(self)
+        release_path = Path(coursedir.format_path(
+            coursedir.release_directory, ".", assignment)) / f"{name}.ipynb"
+        if not release_path.is_file():  # nothing to repair against: nbgrader's own checks
+            self.log.warning("residual-pack: no release %s to repair %s against",
+                             release_path, name)
+            return nb, resources
+        release = nbformat.read(str(release_path), as_version=nbformat.NO_CONVERT)
+        data = nbformat.writes(nb).encode("utf-8", "surrogatepass")
+        intake = take_in(data, f"{name}.ipynb", release, assignment,
+                         foreign_ids(coursedir, assignment))
+        if intake.problem:
+            raise ValueError(f"{student}: {intake.problem}")
+        for note in intake.notes:
+            self.log.warning("residual-pack: %s/%s: repaired: %s", student, name, note)
+        for flag in intake.flags:
+            self.log.warning("residual-pack: %s/%s: for a human to look at: %s",
+                             student, name, flag)
+        CHANNEL.intake[(student, name)] = list(intake.withhold)
+        return intake.notebook, resources
+
+
+def foreign_ids(coursedir, assignment):
+    """{other assignment: its grade ids}, from the course's source folder."""
+    source = Path(coursedir.root) / coursedir.source_directory
+    found = {}
+    if not source.is_dir():
+        return found
+    for folder in sorted(p for p in source.iterdir() if p.is_dir()):
+        if folder.name == assignment or folder.name.startswith((".", "_")):
+            continue
+        ids = set()
+        for path in sorted(folder.glob("*.ipynb")):
+            with contextlib.suppress(Exception):
+                nb = nbformat.read(str(path), as_version=nbformat.NO_CONVERT)
+                ids |= {grade_id(c) for c in nb.cells}
+        ids.discard(None)
+        found[folder.name] = ids
+    return found
+
+
+# ---------------------------------------------------------------- withholding
+
+
+def withhold_grades(gradebook, assignment, student, autograded, notebooks=None,
+                    comment=""):
+    """Set every autograded cell of `student`'s submission that scored to zero, marked as
+    needing a manual grade (formgrader lists it; a person gives the points back there);
+    `autograded`: {(notebook, grade_id): True for test cells}; only `notebooks` when
+    given. With a `comment`, it goes on each such cell. Returns the points held back."""
+    held = 0.0
+    submission = gradebook.find_submission(assignment, student)
+    for notebook in submission.notebooks:
+        if notebooks is not None and notebook.name not in notebooks:
+            continue
+        for grade in notebook.grades:
+            if autograded.get((notebook.name, grade.name)) and grade.auto_score:
+                held += float(grade.auto_score)
+                grade.auto_score = 0.0
+                grade.needs_manual_grade = True
+        if comment and held:  # test cells carry no comment: the answers' do
+            for found in notebook.comments:
+                found.auto_comment = comment[:4000]
+    gradebook.db.commit()
+    return held
+
+
+class WithholdForReview(NbGraderPreprocessor):
+    """After `SaveAutoGrades`: when intake or the sandboxed run saw code that reached into
+    the grader or changed what the tests rely on, the notebook's autograded points are
+    held back for a person (`withhold_grades`), with the reasons in nbgrader's log and as
+    the cells' comments."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook
+
+        from autograder.grading.channel import CHANNEL
+        from autograder.grading.report import tampering_seen
+
+        info = resources.get("nbgrader", {})
+        student, assignment = info.get("student", ""), info.get("assignment", "")
+        name = info.get("notebook", "")
+        run = CHANNEL.take(student, name)
+        reasons = list(CHANNEL.intake.pop((student, name), []))
+        if run is not None:
+            reasons += tampering_seen(_RunsOf({name: run.to_dict()}))
+        if not reasons or not _nbgrader_drives():
+            return nb, resources
+        autograded = {(name, grade_id(c)): True for c in nb.cells if is_autograded_test(c)}
+        text = "withheld for review: " + "; ".join(reasons)
+        with Gradebook(info["db_url"]) as gb:
+            held = withhold_grades(gb, assignment, student, autograded, [name],
+                                   comment=f"residual-pack: score {text}")
+        self.log.warning("residual-pack: %s/%s: autograded score (%g) %s", student, name,
+                         held, text)
+        return nb, resources
+
+
+class _RunsOf:
+    """What `report.tampering_seen` reads: an object with `runs`."""
+
+    def __init__(self, runs):
+        self.runs = runs
+
+
+
+# ---------------------------------------------------------------- generate_assignment
+
+
+class StripQuoteLists(NbGraderPreprocessor):
+    """The notebook guard's lists of quoted figures left out of the student version: on an
+    answer cell they would list the figures of the model answer (nbgrader's checksums
+    do not cover this metadata)."""
+
+    def preprocess(self, nb, resources):
+        from autograder.grading.course import QUOTES_METADATA
+
+        for cell in nb.cells:
+            cell.metadata.pop(QUOTES_METADATA, None)
+        return nb, resources

@@ -1,0 +1,417 @@
+"""A grading run's sandbox, as the grading worker plans it: the read-only library every
+kernel sees, and for each kernel a folder, a socket folder and the launcher's config.
+
+`Sandbox` is made once per grading run (by `session.grading_session`) and pickled to the
+worker processes; `Sandbox.plan` writes one kernel's launch config (`launcher` reads it).
+`end_run` and `remove_stale_roots` clear what a run, or a killed one, left behind.
+"""
+
+import compileall
+import contextlib
+import dataclasses
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder.kernel.policy import ASSIGNMENT_VARIABLE, KERNEL_PACKAGE, OUTPUT_VARIABLE
+from autograder.sandbox.launcher import FULL, is_launcher
+from autograder.sandbox.limits import Limits, SandboxError, isolation_available
+from autograder.sandbox.syscalls import MS_NODEV, MS_NOEXEC, MS_NOSUID, mount, umount
+from autograder.sandbox.warm import is_warm_parent, serve_command
+
+COLD_VARIABLE = "RESIDUAL_PACK_COLD_KERNELS"  # set to 1: every kernel starts a new Python
+# {sandbox root: [process, socket, ready]}: this process's warm parents (`warm`); per
+# process, not per Sandbox object (a worker gets a fresh copy of it with every task)
+_WARM = {}
+CONN_SPACE = 1 << 20  # bytes a kernel may write in its sockets' folder (a tmpfs)
+
+
+@dataclasses.dataclass
+class KernelPlan:
+    """One kernel's sandbox: its launch config and the folders the grading process keeps."""
+
+    folder: Path  # host folder (root only), removed after the kernel
+    config: Path  # the launcher's config
+    conn: Path  # the ZeroMQ sockets and connection file (the kernel's uid only)
+    exit_file: Path  # the launcher writes how the kernel ended
+    phases_file: Path = None  # the launcher's timing record (lines "name wall-time")
+
+    def launcher_phases(self):
+        """[name, wall time] the launcher noted as it started the kernel ([] if none)."""
+        found = []
+        try:
+            text = self.phases_file.read_text()[:4096]
+        except (OSError, AttributeError):
+            return found
+        for line in text.splitlines():
+            name, _, when = line.rpartition(" ")
+            with contextlib.suppress(ValueError):
+                found.append([name, float(when)])
+        return found
+
+    def ended(self):
+        """How the kernel process ended, as the launcher saw it ({} if unknown)."""
+        try:
+            return json.loads(self.exit_file.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def remove(self):
+        _unmount_under(self.folder)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class Sandbox:
+    """The sandbox settings of one grading run, shared (pickled) with its worker processes.
+
+    `root` is a fresh root-only folder holding the read-only library the kernels see and,
+    per kernel, a folder that is removed when the kernel is done."""
+
+    def __init__(self, limits=None, level=None, root=None, warm=True):
+        self.limits = limits or Limits()
+        if level is None:
+            level, why = isolation_available()
+        else:
+            why = ""
+        if level != FULL and hasattr(os, "geteuid") and os.geteuid() == 0:
+            # without namespaces the kernel would run as root: no process limit applies,
+            # and a student's os.kill(-1, SIGKILL) ends every process on the machine
+            raise SandboxError(
+                "refusing to run student code as root without the namespace sandbox "
+                f"({why or level}); grade as an unprivileged user, or where root may "
+                "unshare namespaces")
+        self.level = level
+        self.why = why
+        # {assignment: {notebook: {grade_id: {"records", "hidden"}}}}: the reference run's
+        # expected observations, which the graded test cells are judged against
+        self.references = {}
+        # {assignment: [[file, path in the working folder]]}: what is released besides the
+        # notebooks (see add_release)
+        self.support = {}
+        # kernels forked from a warm parent (`warm`), unless switched off for this run
+        self.warm = warm and os.environ.get(COLD_VARIABLE, "") in ("", "0")
+        # students whose notebooks stop after their last autograded test cell (the
+        # self-check's stub and wrong answers: the cells after it cannot change an
+        # autograded score); everyone else's notebook runs to its end
+        self.stop_after_tests = frozenset()
+        self.root = Path(root) if root else Path(tempfile.mkdtemp(prefix="rp-", dir="/tmp"))
+        os.chmod(self.root, 0o711)
+        (self.root / "owner").write_text(str(os.getpid()))
+        self._prepare()
+
+    def describe(self):
+        if self.level == FULL:
+            return "own uid, private filesystem, no network (namespaces); " + \
+                self.limits.describe()
+        return f"limits only ({self.why}); " + self.limits.describe()
+
+    def _prepare(self):
+        import autograder
+
+        lib = self.root / "lib" / "autograder"
+        lib.mkdir(parents=True)
+        home = Path(autograder.__file__).parent
+        shutil.copy2(home / "__init__.py", lib / "__init__.py")
+        kernel = KERNEL_PACKAGE.split(".")[-1]
+        shutil.copytree(home / kernel, lib / kernel,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        self.autograder_dir = str(Path(autograder.__file__).resolve().parent)
+        self.packages = _our_packages()  # {name: folder}: microgpt, torchtrack, ...
+        # compiled once here: a kernel cannot write bytecode (its library is read-only),
+        # so a module without an up-to-date .pyc would be compiled again by every kernel
+        for folder in [lib, *(f for n, f in self.packages.items() if n != "autograder")]:
+            with contextlib.suppress(OSError):
+                compileall.compile_dir(folder, quiet=2, maxlevels=10)
+        for p in [lib.parent, lib, *lib.rglob("*")]:
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        self.lib = str(lib)
+        self.mpl_cache = self._matplotlib_cache()
+        self.binds = self._binds()
+
+    def add_release(self, assignment, folder):
+        """Give the kernels of `assignment` the files released with it besides the
+        notebooks (from its release `folder`), in their working folder. Once per
+        assignment: the grader calls it when the release exists."""
+        if assignment in self.support:
+            return
+        folder = Path(folder)
+        self.support[assignment] = [
+            [str(path), str(path.relative_to(folder))]
+            for path in sorted(folder.rglob("*"))
+            if path.is_file() and path.suffix != ".ipynb"
+            and ".ipynb_checkpoints" not in path.parts
+        ]
+
+    def _matplotlib_cache(self):
+        """matplotlib's font list, built once, so that no kernel spends a second on it."""
+        folder = self.root / "matplotlib"
+        folder.mkdir()
+        env = dict(os.environ, MPLCONFIGDIR=str(folder))
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"],
+                           env=env, capture_output=True, timeout=120)
+        for p in [folder, *folder.iterdir()]:
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        return str(folder)
+
+    def _binds(self):
+        """[source, target] pairs bound read-only into a kernel's root."""
+        binds = []
+        covered = []
+
+        def add(src, dst=None):
+            src = os.path.realpath(src)
+            dst = dst or src
+            if not os.path.exists(src):
+                return
+            if any(dst == c or dst.startswith(c + "/") for c in covered) and dst == src:
+                return
+            binds.append([src, dst])
+            covered.append(dst)
+
+        for top in ("/usr", "/etc"):
+            add(top)
+        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            path = "/" + name
+            if os.path.isdir(path) and not os.path.islink(path):
+                add(path)
+        add(sys.base_prefix)
+        add(sys.prefix)
+        add(str(Path(sys.executable).resolve().parent))
+        for name, folder in sorted(self.packages.items()):
+            if name != "autograder":
+                binds.append([folder, folder])
+        binds.append([self.lib, self.autograder_dir])  # the kernel-side modules only
+        # the font list, where a warm parent's matplotlib found it (see `warm`)
+        binds.append([self.mpl_cache, self.mpl_cache])
+        return binds
+
+    def _kernel_env(self, folder, assignment=""):
+        """The environment a kernel gets (all of it: nothing of the grader's is kept)."""
+        limits = self.limits
+        env = {
+            "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "USER": "student",
+            "LOGNAME": "student",
+            "PYTHONSAFEPATH": "1",  # the working folder is not on sys.path
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "JUPYTER_PLATFORM_DIRS": "0",
+            ASSIGNMENT_VARIABLE: assignment,
+            OUTPUT_VARIABLE: str(limits.output),
+        }
+        # nbgrader sets these in the grading process while it runs the notebook; the
+        # notebooks read them to pick their small graded configurations
+        for name in ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING"):
+            if name in os.environ:
+                env[name] = os.environ[name]
+        home = "/sandbox/home" if self.level == FULL else str(folder / "home")
+        env.update({
+            "HOME": home,
+            "IPYTHONDIR": f"{home}/.ipython",
+            "MPLCONFIGDIR": f"{home}/.config/matplotlib",
+            "JUPYTER_CONFIG_DIR": f"{home}/.jupyter",
+            "JUPYTER_DATA_DIR": f"{home}/.local/share/jupyter",
+            "JUPYTER_RUNTIME_DIR": f"{home}/.local/share/jupyter/runtime",
+            "TMPDIR": "/tmp" if self.level == FULL else str(folder / "tmp"),
+        })
+        return env
+
+    def plan(self, uid, label, assignment=""):
+        """Folders and the launch config for one kernel run by `uid` (None: limits only)."""
+        folder = Path(tempfile.mkdtemp(prefix=f"{uid or 'k'}-", dir=self.root))
+        os.chmod(folder, 0o711)
+        conn = folder / "c"
+        conn.mkdir(mode=0o700)
+        if self.level == FULL:
+            # the kernel writes its sockets here, in the host's filesystem: a tmpfs of its
+            # own keeps what else it writes there to CONN_SPACE, not the host's disk
+            mount("tmpfs", str(conn), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  f"size={CONN_SPACE},mode=700")
+        plan = KernelPlan(folder, folder / "launch.json", conn, folder / "exit.json",
+                          folder / "phases.txt")
+        limits = self.limits
+        env = self._kernel_env(folder, assignment)
+        home = env["HOME"]
+        work = "/sandbox/work" if self.level == FULL else str(folder / "work")
+        config = {
+            "level": self.level,
+            "uid": uid,
+            "label": label,
+            "folder": str(folder),
+            "conn": str(conn),
+            "newroot": str(folder / "r"),
+            "binds": self.binds,
+            "support": self.support.get(assignment, []),
+            "mpl_cache": self.mpl_cache,
+            "warm": self._warm_socket(),
+            "home": home,
+            "work": work,
+            "env": env,
+            "exit_file": str(plan.exit_file),
+            "phases_file": str(plan.phases_file),
+            "limits": dataclasses.asdict(limits),
+            "parent": os.getpid(),  # the launcher's parent; it stops the kernel if that goes
+        }
+        plan.config.write_text(json.dumps(config))
+        os.chmod(plan.config, 0o600)
+        return plan
+
+    def _warm_socket(self):
+        """The socket of this process's warm parent (`warm`) once it is ready, else None
+        (the kernel then starts cold). The first call starts it; the kernels planned
+        while it imports start cold."""
+        if not self.warm or self.level != FULL:
+            return None
+        warm = _WARM.get(str(self.root))
+        if warm is None:
+            path = self.root / f"warm-{os.getpid()}.sock"
+            env = self._kernel_env(self.root)
+            # what matplotlib reads once, at import: the font list built for the kernels
+            # (bound into each kernel's root) and the backend ipykernel would choose
+            env.update(MPLCONFIGDIR=self.mpl_cache,
+                       MPLBACKEND="module://matplotlib_inline.backend_inline")
+            try:
+                process = subprocess.Popen(
+                    serve_command(path), env=env, cwd="/", stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
+            except OSError:
+                self.warm = False
+                return None
+            warm = _WARM[str(self.root)] = [process, str(path), False]
+        process, path, ready = warm
+        if process.poll() is not None:
+            self.warm = False
+            return None
+        if not ready:
+            if not select.select([process.stdout], [], [], 0)[0]:
+                return None
+            line = process.stdout.readline()
+            if line.strip() != b"ready":
+                self.warm = False
+                self._stop_warm()
+                return None
+            warm[2] = True
+        return path
+
+    def _stop_warm(self):
+        warm = _WARM.pop(str(self.root), None)
+        if warm is not None:
+            with contextlib.suppress(OSError):
+                warm[0].kill()
+            with contextlib.suppress(Exception):
+                warm[0].wait(10)
+                warm[0].stdout.close()
+
+    def close(self):
+        self._stop_warm()
+        end_run(self.root)
+
+
+def _our_packages():
+    """{top-level package: its folder} for the packages this pack installs (the
+    distribution that holds `autograder`): the kernels may import them."""
+    import importlib.metadata
+    import importlib.util
+
+    names = {"autograder", "microgpt"}
+    try:
+        dist = importlib.metadata.packages_distributions().get("autograder", [None])[0]
+        if dist:
+            names |= set((importlib.metadata.distribution(dist).read_text("top_level.txt")
+                          or "").split())
+    except Exception:  # noqa: BLE001 (then the two we know of)
+        pass
+    found = {}
+    for name in sorted(names):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.submodule_search_locations:
+            found[name] = str(Path(list(spec.submodule_search_locations)[0]).resolve())
+    return found
+
+
+def _unmount_under(folder):
+    """Unmount (lazily) every mount at or below `folder` (the sockets' tmpfs)."""
+    folder = os.path.realpath(folder)
+    try:
+        with open("/proc/self/mounts") as f:
+            points = [line.split()[1] for line in f]
+    except OSError:
+        return
+    for point in sorted(points, key=len, reverse=True):
+        point = point.replace("\\040", " ")
+        if point == folder or point.startswith(folder + "/"):
+            with contextlib.suppress(OSError, AttributeError):
+                umount(point)
+
+
+def leftover_launchers(folder):
+    """Pids of sandbox launchers whose config lies in `folder` (a run's root), and of its
+    warm parents and their copies."""
+    folder = os.path.realpath(folder) + "/"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        args = [a.decode("utf-8", "replace") for a in args]
+        if is_warm_parent(args, folder):
+            found.append(int(entry.name))
+        elif is_launcher(args):
+            i = args.index("launch")
+            if i + 1 < len(args) and os.path.realpath(args[i + 1]).startswith(folder):
+                found.append(int(entry.name))
+    return found
+
+
+def end_run(folder):
+    """End what a grading run left in its sandbox root `folder`: kill its launchers (their
+    kernels go with them: each namespace's first process dies with its launcher), unmount
+    the sockets' folders, remove the files."""
+    for pid in leftover_launchers(folder):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    _unmount_under(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def abandoned(folders):
+    """The folders among `folders` whose `owner` file names a process that is gone (a
+    killed run's); a folder without a readable owner, or whose owner lives, is kept."""
+    for folder in folders:
+        try:
+            owner = int((folder / "owner").read_text())
+        except (OSError, ValueError):
+            continue
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            yield folder
+        except OSError:
+            pass
+
+
+def remove_stale_roots():
+    """End the leftovers of earlier runs whose grading process is gone (a killed run):
+    their launchers and kernels, mounts and folders."""
+    for folder in abandoned(Path("/tmp").glob("rp-*")):
+        end_run(folder)
+
+

@@ -1,0 +1,239 @@
+"""The reference run: the instructor's solution, run once per assignment on the grader's
+side, to say what every graded check must observe.
+
+Each source notebook (solutions and hidden tests in place) runs from the top to its last
+graded test cell (what follows cannot change what a test observes) in a kernel of
+`autograder.kernel.gradekernel`, as nbgrader runs a submission at grading time (with
+`NBGRADER_EXECUTION` set, so the experiments take their small graded configurations; the
+library's model answers stay on, as the tests call them to compute what is expected). Its
+graded test cells are sent in their reference version (`testsource`) and in the
+`reference` mode (`witness`): each check
+computes its expected observation, makes sure the solution meets it, and records it with
+its tolerances. The records of every test cell are what `judge` compares a student's
+observations with.
+
+The solution is the instructor's code, so this kernel is not sandboxed; it runs with a
+throwaway HOME and working folder. A solution that fails one of its own checks, or a test
+cell that makes no check at all (its verdict would have to come from the kernel), stops
+the grading with the reason: nothing can be graded against a broken reference.
+"""
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder.cells import is_autograded_test, last_test, nbgrader_meta
+from autograder.grading.course import CourseError, notebook_paths, read_notebook
+from autograder.grading.testsource import GradedCellError, prepare
+from autograder.kernel.policy import (
+    ASSIGNMENT_VARIABLE,
+    REFERENCE_VARIABLE,
+    REPORT_KEY,
+    test_cell_code,
+)
+
+__all__ = ["ReferenceError", "run_reference", "reference_records", "fingerprint"]
+
+FORMAT = 1  # of the records file; a new format is a new fingerprint
+
+
+class ReferenceError(CourseError):
+    """The reference run could not say what the checks must observe."""
+
+
+def fingerprint(source_dir, assignment):
+    """What the reference records depend on: the source notebooks, the code of the packages
+    the kernel uses, and this file's format."""
+    import importlib.util
+
+    digest = hashlib.sha256(f"{FORMAT} {assignment}".encode())
+    for path in notebook_paths(source_dir):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for package in ("autograder", "microgpt", "torchtrack"):
+        # found, not imported: importing torchtrack imports torch (seconds)
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        folder = Path(list(spec.submodule_search_locations)[0])
+        for path in sorted(folder.glob("*.py")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    digest.update(Path(__file__).read_bytes())  # how the run is made (grader/, not above)
+    return digest.hexdigest()[:20]
+
+
+def _kernel_manager_class():
+    from jupyter_client.manager import AsyncKernelManager
+
+    class ReferenceKernelManager(AsyncKernelManager):
+        """A local kernel of `autograder.kernel.gradekernel` (the grader's own environment)."""
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            folder = tempfile.mkdtemp(prefix="residual-pack-reference-kernel-")
+            self.transport, self.ip = "ipc", os.path.join(folder, "k")
+            self.connection_file = os.path.join(folder, "kernel.json")
+            self.folder = folder
+
+        async def _async_cleanup_resources(self, restart=False):
+            await super()._async_cleanup_resources(restart)
+            if not restart:
+                shutil.rmtree(self.folder, ignore_errors=True)
+
+        def format_kernel_cmd(self, extra_arguments=None):
+            return [sys.executable, "-m", "autograder.kernel.gradekernel", "-f",
+                    self.connection_file, "--IPKernelApp.ignore_cwd=True",
+                    *(extra_arguments or [])]
+
+    return ReferenceKernelManager
+
+
+def _client_class():
+    from nbclient import NotebookClient
+
+    class ReferenceClient(NotebookClient):
+        """Runs a source notebook; its graded test cells in their reference version."""
+
+        replies = None
+
+        async def async_execute_cell(self, cell, cell_index, execution_count=None,
+                                     store_history=True):
+            if not (cell.cell_type == "code" and is_autograded_test(cell)):
+                return await super().async_execute_cell(cell, cell_index, execution_count,
+                                                        store_history)
+            grade_id = nbgrader_meta(cell).get("grade_id", "")
+            try:
+                source = prepare(cell.source)
+            except GradedCellError as exc:
+                raise ReferenceError(f"test cell {grade_id}: {exc}") from None
+            nonce = secrets.token_hex(8)
+            code = test_cell_code(source.reference, grade_id, "reference", nonce)
+            original = self.kc.execute
+
+            def execute(_code, *args, **kwargs):
+                return original(code, *args, **kwargs)
+
+            self.kc.execute = execute
+            self._last_reply = None
+            try:
+                await super().async_execute_cell(cell, cell_index, execution_count,
+                                                 store_history)
+            finally:
+                del self.kc.execute
+            content = (self._last_reply or {}).get("content", {})
+            report = content.get(REPORT_KEY) or {}
+            self.replies[grade_id] = {
+                "status": content.get("status"),
+                "error": f"{content.get('ename', '')}: {content.get('evalue', '')}",
+                "records": report.get("records", []),
+                "nonce_ok": report.get("nonce") == nonce,
+                "hidden": sorted(source.hidden),
+            }
+            return cell
+
+        def on_cell_executed_hook(self, cell, cell_index, execute_reply):
+            self._last_reply = execute_reply
+
+    return ReferenceClient
+
+
+def _run_notebook(path, assignment, timeout, workdir, to_end=False):
+    nb = read_notebook(path)
+    if not to_end:
+        nb.cells = nb.cells[: last_test(nb) + 1]
+    client_class = _client_class()
+    client = client_class(
+        nb, timeout=timeout, allow_errors=True, kernel_name="python3",
+        resources={"metadata": {"path": str(workdir)}},
+        kernel_manager_class=_kernel_manager_class(),
+    )
+    client.on_cell_executed = client.on_cell_executed_hook
+    client.replies = {}
+    names = ("NBGRADER_EXECUTION", ASSIGNMENT_VARIABLE, REFERENCE_VARIABLE)
+    env_before = {k: os.environ.get(k) for k in names}
+    os.environ["NBGRADER_EXECUTION"] = "autograde"
+    os.environ[ASSIGNMENT_VARIABLE] = assignment
+    os.environ[REFERENCE_VARIABLE] = "1"  # the model answers stay on: the tests call them
+    try:
+        client.execute()
+    finally:
+        for key, value in env_before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return nb, client.replies
+
+
+def run_reference(source_dir, assignment, timeout=120, to_end=False):
+    """{notebook: {grade_id: {"records": [...], "hidden": [...]}}} from running the
+    solution (up to its last test cell; to its end with `to_end`, the same records);
+    raises ReferenceError when the solution fails one of its own checks."""
+    out = {}
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="residual-pack-reference-") as tmp:
+        for path in notebook_paths(source_dir):
+            tests = [nbgrader_meta(c).get("grade_id") for c in read_notebook(path).cells
+                     if is_autograded_test(c)]
+            if not tests:
+                out[path.stem] = {}
+                continue
+            workdir = Path(tmp) / path.stem
+            workdir.mkdir()
+            try:
+                _, replies = _run_notebook(path, assignment, timeout, workdir, to_end)
+            except ReferenceError:
+                raise
+            except Exception as exc:  # noqa: BLE001 (a kernel that would not start, ...)
+                raise ReferenceError(f"{assignment}/{path.name}: the reference run failed: "
+                                     f"{type(exc).__name__}: {exc}") from None
+            cells = {}
+            for grade_id in tests:
+                reply = replies.get(grade_id)
+                if reply is None:
+                    problems.append(f"{path.stem}: {grade_id} did not run")
+                    continue
+                failed = [r["failed"] for r in reply["records"] if "failed" in r]
+                if failed or reply["status"] != "ok":
+                    why = failed[0] if failed else reply["error"]
+                    problems.append(f"{path.stem}: the solution fails {grade_id}: {why}")
+                    continue
+                if not reply["nonce_ok"]:
+                    problems.append(f"{path.stem}: {grade_id} sent no report")
+                    continue
+                if not reply["records"]:
+                    problems.append(
+                        f"{path.stem}: {grade_id} makes no check (use the checks of "
+                        f"autograder.kernel.checks: the grader does not take a kernel's word)")
+                    continue
+                cells[grade_id] = {"records": reply["records"], "hidden": reply["hidden"]}
+            out[path.stem] = cells
+    if problems:
+        raise ReferenceError(f"{assignment}: " + "; ".join(problems))
+    return out
+
+
+def reference_records(source_dir, assignment, cache_dir, timeout=120, say=None):
+    """The reference records of `assignment`, from `cache_dir` when a run with the same
+    fingerprint saved them there, else from a new run (then saved)."""
+    cache_dir = Path(cache_dir)
+    key = fingerprint(source_dir, assignment)
+    path = cache_dir / f"reference-{assignment}-{key}.json"
+    if path.is_file():
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+    if say:
+        say(f"{assignment}: running the solution once for the expected observations")
+    records = run_reference(source_dir, assignment, timeout)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(records), encoding="utf-8")
+    os.replace(tmp, path)
+    return records
+

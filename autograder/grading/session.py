@@ -1,0 +1,92 @@
+"""One grading session, set up in one place for `grade`, `demo` and `selfcheck`.
+
+A session is, in this order: the limits (from the course config, `course_limits`); the
+leftovers of killed runs cleared; the sandbox; private Jupyter and IPython folders; the
+work course; a `Grader` per assignment. Leaving the session closes the sandbox (its
+launchers, kernels, mounts and files) whatever happened inside.
+
+    with grading_session(course, out, [assignment]) as session:
+        grader = session.grader(assignment)
+        ...
+"""
+
+import contextlib
+from pathlib import Path
+
+from autograder.grading.course import (
+    WorkCourse,
+    course_cell_timeout,
+    private_jupyter_dirs,
+    work_folder,
+)
+from autograder.grading.plan import Sandbox, remove_stale_roots
+from autograder.grading.student import Grader
+from autograder.sandbox.limits import Limits
+
+__all__ = ["course_limits", "new_sandbox", "GradingSession", "grading_session"]
+
+
+def course_limits(course, **overrides):
+    """The limits of a grading run of `course`: the course config's per-cell time limit
+    (`Execute.timeout`), `Limits`' defaults for the rest, then `overrides` (those that
+    are None are left out)."""
+    settings = {"cell_timeout": course_cell_timeout(course, default=Limits.cell_timeout)}
+    settings.update({k: v for k, v in overrides.items() if v is not None})
+    return Limits(**settings)
+
+
+def new_sandbox(course, limits=None):
+    """The sandbox of a grading run of `course` (`limits`, default `course_limits`), once
+    the leftovers of killed runs are cleared. The caller closes it (`grading_session`
+    does; nbgrader's own autograde closes its one at exit)."""
+    remove_stale_roots()
+    return Sandbox(limits or course_limits(course))
+
+
+class GradingSession:
+    """What a session holds: the course, the work course's folder, the sandbox (None when
+    not isolating) and the work course itself, made on first use so that a caller may
+    clear the folder first (a run that does not resume)."""
+
+    def __init__(self, course, root, names, sandbox, db_url=None):
+        self.db_url = db_url
+        self.course = Path(course).resolve()
+        self.root = Path(root)
+        self.names = names
+        self.sandbox = sandbox
+        self._work = None
+
+    @property
+    def work(self):
+        if self._work is None:
+            self._work = WorkCourse(self.course, self.root, self.names, db_url=self.db_url)
+        return self._work
+
+    def grader(self, assignment, generate=True):
+        """A `Grader` of `assignment` in the work course (its release generated unless
+        `generate` is false: a resumed run has it), grading in the sandbox."""
+        return Grader(self.work, assignment, generate=generate, sandbox=self.sandbox)
+
+    def describe(self):
+        """How the kernels are isolated, in words ("" without a sandbox)."""
+        return self.sandbox.describe() if self.sandbox is not None else ""
+
+
+@contextlib.contextmanager
+def grading_session(course, root, names=None, *, limits=None, isolate=True, jupyter=None,
+                    db_url=None):
+    """A `GradingSession` of `course` whose work course is `root` (assignments `names`,
+    all when None). With `isolate` (the default) student code runs in a sandbox with
+    `limits` (default: `course_limits(course)`); the stale roots of killed runs are
+    cleared first. The Jupyter and IPython folders are `jupyter` (kept) or a temporary
+    folder (removed). The gradebook is nbgrader's `db_url` (default: SQLite in `root`)."""
+    sandbox = None
+    if isolate:
+        sandbox = new_sandbox(course, limits)
+    try:
+        with work_folder(jupyter, prefix="residual-pack-jupyter-") as folder, \
+                private_jupyter_dirs(folder):
+            yield GradingSession(course, root, names, sandbox, db_url=db_url)
+    finally:
+        if sandbox is not None:
+            sandbox.close()

@@ -1,0 +1,119 @@
+"""The folder of submissions a class hands in, and who is who in it.
+
+A folder of submissions may hold, for an assignment `A` with notebook `N.ipynb`:
+
+    SUBMISSIONS/<student>/A/N.ipynb   nbgrader's own layout (what `nbgrader collect` makes)
+    SUBMISSIONS/<student>/N.ipynb     one folder per student
+    SUBMISSIONS/<student>.ipynb       one file per student (assignments with one notebook)
+
+A student folder whose only notebook has another name (`N (1).ipynb`) counts as `N.ipynb`
+when the assignment has a single notebook. Only notebooks are graded: every other file a
+student hands in (an `autograder.py`, a `microgpt/` folder) is left out and reported, and
+symbolic links are not followed. A name that is not plain text gets an id of its own.
+"""
+
+import hashlib
+import os
+from pathlib import Path
+
+from autograder.grading.course import CourseError, notebook_paths
+
+__all__ = ["student_id", "find_submissions", "submission_hash"]
+
+
+def student_id(name):
+    """(the student id for a file or folder `name`, a note or ""): the name itself when it
+    is plain text (letters, digits, ``._@+-`` and spaces, at most 100 characters), else
+    `student-` and a digest of its bytes, so that any name is graded and reported."""
+    ok = (0 < len(name) <= 100 and name == name.strip() and not name.startswith(".")
+          and all(ch.isalnum() or ch in "._@+- " for ch in name)
+          and not any(0xD800 <= ord(ch) <= 0xDFFF for ch in name))
+    if ok:
+        return name, ""
+    raw = os.fsencode(name)
+    made = "student-" + hashlib.sha256(raw).hexdigest()[:10]
+    return made, f"the name {raw!r} is not plain text; graded as {made}"
+
+
+def find_submissions(folder, assignment, notebooks):
+    """{student: ({notebook name: path}, [notes])} for every student in `folder`."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise CourseError(f"{folder} is not a folder of submissions")
+    found = {}
+    for entry in sorted(folder.iterdir(), key=lambda p: os.fsencode(p.name)):
+        if entry.name.startswith((".", "_")):
+            continue
+        found_before = set(found)
+        if entry.is_symlink():  # it could point at anything, another student's work included
+            found[entry.name.removesuffix(".ipynb")] = (
+                {}, [f"{entry.name} is a symbolic link; links are not followed"])
+            continue
+        if entry.is_file() and entry.suffix == ".ipynb":
+            if len(notebooks) != 1:
+                found[entry.stem] = (
+                    {},
+                    [f"{entry.name}: one file per student works only for one-notebook "
+                     f"assignments; {assignment} has {notebooks}"],
+                )
+            else:
+                found[entry.stem] = ({notebooks[0]: entry}, [])
+        elif entry.is_dir():
+            inner = entry / assignment if (entry / assignment).is_dir() else entry
+            found[entry.name] = _match_notebooks(inner, notebooks)
+        for raw in set(found) - found_before:  # the id the gradebook and the report use
+            made, note = student_id(raw)
+            if note:
+                files, notes = found.pop(raw)
+                found[made] = (files, [note, *notes])
+    return found
+
+
+def _match_notebooks(folder, notebooks):
+    notes = []
+    files = {}
+    for p in notebook_paths(folder):
+        if p.is_symlink():
+            notes.append(f"{p.name} is a symbolic link; links are not followed")
+        else:
+            files[p.stem] = p
+    matched = {name: files.pop(name) for name in notebooks if name in files}
+    if len(notebooks) == 1 and not matched and len(files) == 1:
+        (stem, path), = files.items()
+        matched[notebooks[0]] = path
+        files.clear()
+        notes.append(f"graded {path.name} as {notebooks[0]}.ipynb")
+    if files:
+        notes.append("ignored notebook(s) not in the assignment: "
+                     + ", ".join(sorted(p.name for p in files.values())))
+    others = sorted(
+        str(p.relative_to(folder))
+        for p in _walk_files(folder)
+        if p.suffix != ".ipynb" and ".ipynb_checkpoints" not in p.parts
+    )
+    if others:
+        shown = ", ".join(others[:5]) + (" ..." if len(others) > 5 else "")
+        notes.append(f"left out {len(others)} file(s) that are not notebooks: {shown}")
+    return matched, notes
+
+
+def _walk_files(folder, limit=10000):
+    """Files under `folder` (links not followed), at most `limit` of them."""
+    count = 0
+    for root, _dirs, files in os.walk(folder, followlinks=False):
+        for name in files:
+            yield Path(root) / name
+            count += 1
+            if count >= limit:
+                return
+
+
+def submission_hash(notebooks):
+    """A fingerprint of what a student handed in ({name: path})."""
+    digest = hashlib.sha256()
+    for name in sorted(notebooks):
+        digest.update(name.encode() + b"\0")
+        with open(notebooks[name], "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,203 @@
+"""A graded test cell as the two kernels get it: the witness's version and the reference's.
+
+A test cell mixes two kinds of code: what calls the student's code (inputs, the calls
+themselves) and what says what is right (expected values, tolerances, the texts that go
+with them, reference answers). At grading time the student's kernel must get only the
+first kind; the second stays with the grader. `prepare(source)` parses the cell and
+returns:
+
+- `witness`: the cell for the student's kernel. Every check call (see `JUDGE_ARGUMENTS`)
+  loses the arguments that say what is right: a positional one becomes `None`, a keyword
+  one goes. Imports that only those arguments used go too (so `autograder.answers.reference`, the
+  model answers, is never imported there). Comments go (unparsed from the syntax tree).
+- `reference`: the same cell, arguments kept, for the instructor's solution on the
+  grader's side; its checks record the expected observations.
+- `hidden`: the lines of both that come from the hidden tests, so that a failure there is
+  reported without its inputs or expected values.
+
+Both versions have the same statements on the same lines, so a record's line (where in
+the cell a check was called) pairs a student's observation with the expected one. A
+top-level `print(...)` (a test cell's "every check passed" line) becomes `pass` in both:
+at grading time the grader says whether the checks passed.
+"""
+
+import ast
+import copy
+import functools
+from dataclasses import dataclass
+
+from autograder.kernel.policy import kernel_side
+
+__all__ = ["JUDGE_ARGUMENTS", "GradedCellError", "GradedCell", "prepare"]
+
+BEGIN_HIDDEN = "BEGIN HIDDEN TESTS"
+END_HIDDEN = "END HIDDEN TESTS"
+
+# check function -> (positions, keywords) of the arguments that say what is right
+JUDGE_ARGUMENTS = {
+    "check_value": ({1}, {"expected", "expected_text", "rtol", "atol", "value_ok"}),
+    "check_values": ({1}, {"expected", "expected_text", "rtol", "atol"}),
+    "check_numbers": ({1}, {"expected", "expected_text", "rtol", "atol", "labels"}),
+    "check_gradient": (set(), {"h", "rtol", "atol"}),
+    "check_gradients": (set(), {"reference", "reference_text", "h", "rtol", "atol"}),
+    "check_range": ({1, 2}, {"low", "high", "expected_text"}),
+    "check_same": ({1}, {"expected", "expected_text"}),
+    "check_tensor": ({1}, {"expected", "rtol", "atol"}),
+    "check_module": (set(), {"reference", "rtol", "atol"}),
+}
+
+
+class GradedCellError(ValueError):
+    """A test cell that cannot be split into a witness and a reference version."""
+
+
+@dataclass(frozen=True)
+class GradedCell:
+    witness: str
+    reference: str
+    hidden: frozenset  # line numbers (1-based) of both versions
+
+
+def hidden_line_numbers(source):
+    """The numbers (1-based) of the lines of `source` between the hidden-test markers."""
+    lines, inside = set(), False
+    for number, line in enumerate(source.splitlines(), 1):
+        if BEGIN_HIDDEN in line:
+            inside = True
+        elif END_HIDDEN in line:
+            inside = False
+        elif inside:
+            lines.add(number)
+    return lines
+
+
+def _called_name(call):
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+class _DropPrints(ast.NodeTransformer):
+    """Top-level `print(...)` statements become `pass`."""
+
+    def visit_Module(self, node):
+        node.body = [
+            ast.copy_location(ast.Pass(), s)
+            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+            and _called_name(s.value) == "print" else s
+            for s in node.body
+        ]
+        return node
+
+
+class _StripJudgeArguments(ast.NodeTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        name = _called_name(node)
+        if name not in JUDGE_ARGUMENTS:
+            return node
+        positions, keywords = JUDGE_ARGUMENTS[name]
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+                k.arg is None for k in node.keywords):
+            raise GradedCellError(
+                f"line {node.lineno}: {name}(...) with *args or **kwargs: the grader cannot "
+                f"tell which arguments say what is right")
+        node.args = [ast.copy_location(ast.Constant(None), a) if i in positions else a
+                     for i, a in enumerate(node.args)]
+        node.keywords = [k for k in node.keywords if k.arg not in keywords]
+        return node
+
+
+def _used_names(tree):
+    used = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            used.add(node.id)
+    return used
+
+
+def _prune_imports(tree):
+    """Imports of names nothing uses any more become `pass` (in place)."""
+    used = _used_names(tree)
+
+    class Prune(ast.NodeTransformer):
+        def _keep(self, node, bound):
+            node.names = [a for a in node.names if bound(a) in used]
+            return node if node.names else ast.copy_location(ast.Pass(), node)
+
+        def visit_Import(self, node):
+            return self._keep(node, lambda a: a.asname or a.name.split(".")[0])
+
+        def visit_ImportFrom(self, node):
+            return self._keep(node, lambda a: a.asname or a.name)
+
+    Prune().visit(tree)
+
+
+def _grader_only(name):
+    """Whether the dotted `name` (a module, or a name in one) is of `autograder` but not
+    of the package a student's kernel gets (`autograder.kernel`, the allowlist)."""
+    if not (name == "autograder" or name.startswith("autograder.")):
+        return False
+    return not kernel_side(name)
+
+
+def _grader_only_uses(tree):
+    """(line, name) of what the witness version imports that only the grader has: a
+    witness cell that still uses one is a mistake."""
+    found = []
+    for node in ast.walk(tree):
+        modules = []
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            modules = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        for module in modules:
+            if _grader_only(module):
+                found.append((node.lineno, module))
+    return found
+
+
+def _statements(tree):
+    return [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+
+
+def prepare(source):
+    """The witness and reference versions of the test cell `source` (see the module doc).
+    Every student's test cell is the release's (nbgrader puts it back), so each source
+    is prepared once per process."""
+    return _prepare(source)
+
+
+@functools.lru_cache(maxsize=256)
+def _prepare(source):
+    try:
+        original = ast.parse(source)
+    except SyntaxError as exc:
+        raise GradedCellError(f"the test cell does not parse: {exc}") from None
+    hidden_source = hidden_line_numbers(source)
+    reference = _DropPrints().visit(copy.deepcopy(original))
+    witness = _StripJudgeArguments().visit(_DropPrints().visit(copy.deepcopy(original)))
+    _prune_imports(witness)
+    leaks = _grader_only_uses(witness)
+    if leaks:
+        line, module = leaks[0]
+        raise GradedCellError(
+            f"line {line}: the student's kernel would need {module}, which only the grader "
+            f"has; pass it only in the arguments that say what is right")
+    witness_text = ast.unparse(ast.fix_missing_locations(witness)) + "\n"
+    reference_text = ast.unparse(ast.fix_missing_locations(reference)) + "\n"
+    ours = _statements(ast.parse(witness_text))
+    theirs = _statements(ast.parse(reference_text))
+    first = _statements(original)
+    if not (len(ours) == len(theirs) == len(first)) or any(
+            a.lineno != b.lineno for a, b in zip(ours, theirs)):
+        raise GradedCellError("the witness and reference versions of the cell do not line up")
+    hidden = frozenset(
+        new.lineno for new, old in zip(ours, first)
+        if old.lineno in hidden_source
+    )
+    return GradedCell(witness_text, reference_text, hidden)

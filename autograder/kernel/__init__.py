@@ -1,0 +1,12 @@
+"""What a student's kernel loads: the only package of `autograder` a graded kernel gets.
+
+`checks` (what test cells call, and students too), `gptchecks` and `torchchecks` (the GPT
+and torch-track checks), `probes` (what a test hands to student code), `compare` (the
+verdict and its words, shared with the grader's judge), `witness` (where an observation
+goes: compared now, recorded for the grader, or kept as expected), `diagnosis` with its
+generated table `fingerprints` (a failing check named after the known mistake it looks
+like), `policy` (what a graded kernel loads, guards and switches off), `gradekernel` (the
+graded kernel) and `snapshot` (the state its tests depend on).
+
+Nothing here imports the rest of `autograder` (`tests/unit/test_layout.py` checks it).
+"""

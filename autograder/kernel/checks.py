@@ -1,0 +1,340 @@
+"""Checks that the notebooks' graded test cells call.
+
+Each check observes the student's code (calls it, and turns what came back into plain
+data) and then settles the observation (`witness.settle`): in a student's kernel it is
+compared with the expected value at once, and a wrong answer raises `CheckFailed` (an
+`AssertionError`, so nbgrader scores the cell as failed) with a message for the student:
+what was checked, the expected value, and what came back. At grading time the same check
+only records what it observed; the grader compares.
+
+    with task("Task 1.1"):
+        check_value(residual_stack(Value(1.0), depth=20), 1.1**20,
+                    what="residual_stack(Value(1.0), depth=20)", expected_text="1.1**20")
+
+An expected value that takes work (a reference run, a model answer) is passed as
+`expected(lambda: ...)`, so that it is computed only where something compares with it.
+"""
+
+import numbers
+
+from autograder.kernel.compare import MAX_ITEMS, encode, short_repr
+from autograder.kernel.diagnosis import diagnose_raised
+from autograder.kernel.witness import CheckFailed, Expected, NotAnswered, expected, resolve, settle
+from microgpt.engine import Value
+
+__all__ = [
+    "CheckFailed",
+    "NotAnswered",
+    "Expected",
+    "expected",
+    "task",
+    "check_value",
+    "check_values",
+    "check_numbers",
+    "check_gradient",
+    "check_gradients",
+    "check_range",
+    "check_same",
+    "central_difference",
+    "observe_number",
+    "observe_numbers",
+]
+
+
+class task:
+    """`with task("Task 1.1"):` turns a missing or unfinished answer into a failure naming the task.
+
+    A stub's NotImplementedError becomes one short `NotAnswered` message (its traceback
+    says nothing a student needs); a NameError keeps its traceback, since it may come
+    from a bug in the student's own code rather than from a cell that was not run.
+    """
+
+    def __init__(self, task_id):
+        self.task_id = task_id
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        __tracebackhide__ = True  # IPython leaves this frame out of the traceback
+        task_id = self.task_id
+        if kind is not None and issubclass(kind, NameError):
+            raise NotAnswered(
+                f"{task_id}: {exc}. Run the notebook's cells above this one, in order, "
+                f"so that the code this check needs is defined."
+            ) from exc
+        if kind is not None and issubclass(kind, NotImplementedError):
+            raise NotAnswered(
+                f"{task_id} is not done yet: the code still raises NotImplementedError ({exc}). "
+                f"Replace the stub in the {task_id} cell with your code and run that cell."
+            ) from None
+        if isinstance(exc, Exception) and not getattr(exc, "from_check", False):
+            # the known mistake it looks like, if any
+            diagnose_raised(task_id, exc, in_message=isinstance(exc, CheckFailed))
+        return False
+
+
+# ---------------------------------------------------------------- observing
+
+
+def _real(x):
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def observe_number(obj, what, allow_value=True):
+    """`obj` (a number, or a Value holding one) as an observation; else the problem."""
+    is_value = isinstance(obj, Value)
+    inner = obj.data if is_value else obj
+    if _real(inner):
+        try:
+            seen = {"number": encode(float(inner)), "is_value": is_value}
+            if is_value:
+                seen["repr"] = short_repr(obj)
+            return seen
+        except (OverflowError, ValueError, TypeError):
+            pass
+    if obj is None:
+        problem = (f"{what}: expected a number or a Value, got None. "
+                   f"Does the function end with `return`?")
+    elif isinstance(obj, (list, tuple)):
+        problem = (f"{what}: expected a single number or Value, got a {type(obj).__name__} "
+                   f"of {len(obj)} items: {short_repr(obj)}")
+    elif is_value:
+        problem = (f"{what}: expected a Value holding a number, got a Value whose .data is "
+                   f"a {type(inner).__name__}: {short_repr(inner)}")
+    else:
+        problem = (f"{what}: expected a number or a Value, got a {type(obj).__name__}: "
+                   f"{short_repr(obj)}")
+    return {"problem": problem}
+
+
+class _TooMuch(Exception):
+    pass
+
+
+def _nested(obj, budget, depth=0):
+    """Numbers and Values (at any depth of lists and tuples) as encoded floats; anything
+    else as a marker saying what it was."""
+    if isinstance(obj, Value) and _real(obj.data):
+        obj = obj.data
+    if _real(obj):
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _TooMuch
+        try:
+            return encode(float(obj))
+        except (OverflowError, ValueError, TypeError):
+            return {"not": type(obj).__name__, "repr": short_repr(obj)}
+    if isinstance(obj, (list, tuple)) and depth < 8:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _TooMuch
+        return [_nested(item, budget, depth + 1) for item in obj]
+    return {"not": type(obj).__name__, "repr": short_repr(obj)}
+
+
+def observe_numbers(obj, what):
+    """Nested lists of numbers or Values as an observation (see `compare`)."""
+    try:
+        return {"numbers": _nested(obj, [MAX_ITEMS])}
+    except _TooMuch:
+        return {"problem": f"{what}: more than {MAX_ITEMS} numbers came back"}
+    except RecursionError:
+        return {"problem": f"{what}: the result is nested too deeply to read"}
+
+
+def _expected_numbers(value):
+    return {"numbers": _nested(resolve(value), [MAX_ITEMS * 10])}
+
+
+def _expected_number(value):
+    value = resolve(value)
+    return {"number": encode(float(value.data if isinstance(value, Value) else value))}
+
+
+# ---------------------------------------------------------------- the checks
+
+
+def _reproducible(flag):
+    """The params entry of a check whose numbers come from a training run (none else)."""
+    return {} if flag else {"reproducible": False}
+
+
+
+def check_value(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0, value_ok=True,
+                reproducible=True):
+    """Fail unless $|actual - expected| \\le atol + rtol\\,|expected|$; `actual`: number or Value.
+
+    `value_ok=False` also fails a `Value` where a plain number (such as a `.grad`) is due.
+    `reproducible=False` says that the number comes from a training run, whose last
+    digits differ from one machine (or thread count) to another: a wrong answer's number
+    is then not part of the fingerprint that names a known mistake (`diagnosis`).
+    """
+    params = {"what": what, "expected_text": expected_text, "rtol": rtol, "atol": atol,
+              "value_ok": value_ok, **_reproducible(reproducible)}
+    return settle("number", observe_number(actual, what), lambda: _expected_number(expected),
+                  params)
+
+
+def check_values(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0,
+                 reproducible=True):
+    """`check_value` on each item: `actual` must be a list or tuple as long as `expected`."""
+    return check_numbers(actual, expected, what, expected_text=expected_text, rtol=rtol,
+                         atol=atol, reproducible=reproducible)
+
+
+def check_numbers(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0, labels=(),
+                  reproducible=True):
+    """Nested lists (of lists ...) of numbers or Values, equal in shape and item by item.
+    `labels[d]` names the items at depth d in a message ("position", "component");
+    unnamed depths are shown as [i]. `reproducible`: as in `check_value`."""
+    params = {"what": what, "expected_text": expected_text, "rtol": rtol, "atol": atol,
+              "labels": list(labels), **_reproducible(reproducible)}
+    return settle("numbers", observe_numbers(actual, what), lambda: _expected_numbers(expected),
+                  params)
+
+
+def central_difference(f, x, h=1e-6):
+    """$f'(x) \\approx (f(x+h) - f(x-h)) / 2h$ in float64; `f` may return a number or a Value."""
+    x = float(x)
+
+    def number(t):
+        out = f(t)
+        seen = observe_number(out, f"f({t!r})")
+        if "problem" in seen:
+            raise CheckFailed(seen["problem"])
+        return float(out.data if isinstance(out, Value) else out)
+
+    return (number(x + h) - number(x - h)) / (2 * h)
+
+
+def _no_graph(what, out, inputs="the input"):
+    if out is None:
+        got = "None. Does the function end with `return`?"
+    else:
+        got = (f"a {type(out).__name__} ({short_repr(out)}), "
+               f"so there is no graph to run backward on")
+    return {"problem": f"{what}: expected a Value built from {inputs}, got {got}"}
+
+
+DETACHED_HINT = ("No path in the output's graph leads back to {inputs}, so backward() cannot "
+                 "reach {them}: the output no longer depends on {them}. Was a result rebuilt "
+                 "from numbers (Value(... .data ...))? Build it from {inputs} with Value "
+                 "operations.")
+GRAPH_WALK_LIMIT = 200_000  # nodes; a bigger graph is not searched for the hint
+
+
+def _reaches(out, leaves):
+    """Does the graph of `out` reach any of `leaves`? (True when too big to tell.)"""
+    wanted = {id(v) for v in leaves}
+    stack, seen = [out], set()
+    while stack:
+        v = stack.pop()
+        if id(v) in wanted:
+            return True
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if len(seen) > GRAPH_WALK_LIMIT:
+            return True
+        stack.extend(getattr(v, "_children", ()))
+    return False
+
+
+def _with_detached_hint(observed, out, leaves, inputs):
+    if isinstance(observed, dict) and "problem" not in observed and not _reaches(out, leaves):
+        observed["hint"] = DETACHED_HINT.format(
+            inputs=inputs, them="them" if inputs.endswith("s") else "it")
+    return observed
+
+
+def check_gradient(f, x, what, h=1e-6, rtol=1e-5, atol=1e-8):
+    """Fail unless `.grad` of the input after `f(Value(x)).backward()` matches central differences.
+
+    `f` takes a `Value` and returns a `Value` built from it. Returns the `.grad` it checked.
+    Central differences cannot tell a gradient below `atol` from 0, and a graph cut off from
+    its input agrees with them when the output is constant: check the values too.
+    """
+    x = float(x)
+    leaf = Value(x)
+    out = f(leaf)
+    grad = None
+    if not isinstance(out, Value):
+        observed = _no_graph(what, out)
+    else:
+        out.backward()
+        grad = leaf.grad
+        observed = observe_number(grad, f"{what} (the input's .grad)")
+        if grad == 0:
+            observed = _with_detached_hint(observed, out, [leaf], "the input")
+    params = {"what": what, "h": h, "rtol": rtol, "atol": atol}
+    return settle("gradient", observed,
+                  lambda: {"number": encode(central_difference(lambda t: f(Value(t)), x, h))},
+                  params, result=grad)
+
+
+def check_gradients(f, xs, what, names=None, reference=None, reference_text="",
+                    h=1e-6, rtol=1e-5, atol=1e-8):
+    """`check_gradient` for a function of many inputs: after `f(vs).backward()`, with
+    `vs = [Value(x) for x in xs]`, each `vs[i].grad` must match the central difference in
+    input `i` of `reference` (a function of a list of floats; `f` itself when None).
+    `names[i]` says which input that is in a message. Returns the grads."""
+    xs = [float(x) for x in xs]
+    names = list(names or [f"input {i}" for i in range(len(xs))])
+    leaves = [Value(x) for x in xs]
+    out = f(leaves)
+    grads = None
+    if not isinstance(out, Value):
+        observed = _no_graph(what, out, "the inputs")
+    else:
+        out.backward()
+        grads = [leaf.grad for leaf in leaves]
+        observed = observe_numbers(grads, what)
+        if not any(grads):
+            observed = _with_detached_hint(observed, out, leaves, "the inputs")
+
+    def central():
+        of = f if reference is None else reference
+        found = []
+        for i in range(len(xs)):
+
+            def moved(t, i=i):
+                inputs = [t if j == i else x for j, x in enumerate(xs)]
+                return of(inputs if reference is not None else [Value(v) for v in inputs])
+
+            found.append(encode(central_difference(moved, xs[i], h)))
+        return {"numbers": found}
+
+    source = f"central difference of {reference_text}" if reference_text else \
+        "central difference"
+    params = {"what": what, "names": names, "h": h, "rtol": rtol, "atol": atol,
+              "source": source}
+    return settle("gradients", observed, central, params, result=grads)
+
+
+def check_range(actual, low, high, what, expected_text=""):
+    """Fail unless low < actual < high (a bound of None is no bound)."""
+    params = {"what": what, "expected_text": expected_text,
+              "low": None if low is None else float(low),
+              "high": None if high is None else float(high)}
+    return settle("range", observe_number(actual, what), lambda: {}, params)
+
+
+def check_same(actual, expected, what, expected_text=""):
+    """Plain data (strings, booleans, numbers, lists and dicts of them) equal to `expected`."""
+    params = {"what": what, "expected_text": expected_text}
+    return settle("same", {"data": _plain(actual)}, lambda: {"data": _plain(resolve(expected))},
+                  params)
+
+
+def _plain(obj, depth=0):
+    """`obj` as JSON data (lists for tuples, strings for other objects)."""
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if _real(obj):
+        return encode(obj)
+    if isinstance(obj, (list, tuple)) and depth < 8:
+        return [_plain(x, depth + 1) for x in obj[:1000]]
+    if isinstance(obj, dict) and depth < 8:
+        return {str(k): _plain(v, depth + 1) for k, v in list(obj.items())[:1000]}
+    return f"<{type(obj).__name__}>"

@@ -1,0 +1,173 @@
+"""Diagnosis by fingerprint: a failing visible check names the known mistake it looks like.
+
+Every assignment registers wrong answers (`autograder/answers/mutants/`), each with a hint that
+names the mistake without giving the answer. The instructor's `residual-pack fingerprints`
+(`grader/fingerprints.py`) runs each of them against the *visible* tests only, the ones a
+student's notebook holds, and keeps, for the first failing check of each failing test
+cell, a fingerprint of what that check observed: a hash of the kind of check, the words
+that name it (`what`) and the observation with its numbers rounded to a few digits.
+`autograder/kernel/fingerprints.py` (generated, committed) maps those hashes to the hints.
+
+When a check fails (in a student's kernel, or in the grading process where `judge`
+compares a graded kernel's observations), `compare` asks `diagnose` for the same hash of
+what the failing check observed; a known one adds "This looks like a known mistake: ...".
+
+What reaches a student is hashes and hint texts: no expected value, no wrong answer's
+code, and nothing of the hidden tests, whose observations are never fingerprinted (a
+hidden failure's message says only which check failed, see `judge`).
+"""
+
+import hashlib
+import json
+import math
+import os
+import re
+
+from autograder.kernel import fingerprints as _table
+
+__all__ = ["fingerprint", "canonical", "diagnose", "diagnose_raised", "known_hints",
+           "DIGITS", "LEAD", "RECORD_VARIABLE", "VERSION"]
+
+VERSION = 1  # of the fingerprint: a change here makes every committed one stale
+DIGITS = 4  # significant digits an observed number keeps in a fingerprint
+LEAD = "This looks like a known mistake: "
+MAX_SHOWN = 3  # hints shown when several known mistakes observe the same
+# set (to a file path) only by `residual-pack fingerprints`, in the kernels it starts:
+# each failing check then appends its fingerprint and message to that file
+RECORD_VARIABLE = "RESIDUAL_PACK_FINGERPRINT_LOG"
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+# the repr of a returned Value (its grad and data in another form) is left out; a check's
+# own hint (such as "no path leads back to the input") is kept: it tells two mistakes apart
+_LEFT_OUT = ("repr",)
+
+
+def _round(x):
+    """`x` to DIGITS significant digits, as text (nan, inf kept; -0 is 0)."""
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if not isinstance(x, (int, float)):
+        return x
+    x = float(x)
+    if not math.isfinite(x):
+        return repr(x)
+    if abs(x) < 1e-12:
+        return "0"
+    return f"{x:.{DIGITS}g}"
+
+
+def _text(s):
+    """Text as observed, without what changes from run to run (addresses, last digits)."""
+    s = _ADDRESS.sub("0x?", s)
+    return _NUMBER.sub(lambda m: _round(float(m.group())), s)
+
+
+def canonical(item, exact=True):
+    """An observation with its numbers rounded (with `exact` false, left out: a training
+    run's numbers differ in their last digits from one machine to another), its texts made
+    stable and a Value's repr left out: what a fingerprint hashes."""
+    if isinstance(item, dict):
+        return {str(k): canonical(v, exact)
+                for k, v in sorted(item.items(), key=lambda kv: str(kv[0]))
+                if k not in _LEFT_OUT}
+    if isinstance(item, (list, tuple)):
+        return [canonical(v, exact) for v in item]
+    if isinstance(item, str):
+        if item in ("nan", "inf", "-inf"):  # how `compare.encode` sends those numbers
+            return item
+        return _text(item)
+    if item is None:
+        return None
+    return _round(item) if exact else "#"
+
+
+def fingerprint(kind, what, observed, exact=True):
+    """The fingerprint (16 hex digits) of what a check of `kind`, named `what`, observed.
+    `exact` false: a training run's observation, whose numbers are left out."""
+    body = json.dumps([VERSION, str(kind), _text(str(what)), canonical(observed, exact)],
+                      sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
+
+
+def _index(tables):
+    """{fingerprint: [hint, ...]} over every assignment's table."""
+    known = {}
+    for table in tables.values():
+        hints = table.get("hints", [])
+        for key, ids in table.get("known", {}).items():
+            mine = known.setdefault(key, [])
+            mine += [hints[i] for i in ids if 0 <= i < len(hints) and hints[i] not in mine]
+    return known
+
+
+_KNOWN = _index(_table.TABLES)
+
+
+def known_hints(key):
+    """The hints of the known mistakes whose fingerprint is `key` ([] if none)."""
+    return list(_KNOWN.get(key, ()))
+
+
+def diagnose(kind, observed, params, message):
+    """`message` (a failing check's), with the known mistake it looks like, if any."""
+    try:
+        what = (params or {}).get("what", "")
+        key = fingerprint(kind, what, observed,
+                          exact=(params or {}).get("reproducible", True) is not False)
+    except Exception:  # noqa: BLE001 (an odd observation is simply not diagnosed)
+        return message
+    text = _words(known_hints(key))
+    if text:
+        message = _joined(message, text)
+    _record(key, kind, what, f"{FAILED}: {message}")
+    return message
+
+
+FAILED = "CheckFailed"  # the name of the exception a failing check raises (`witness`)
+RAISED = "raised"  # the kind of fingerprint an error raised in a task's test has
+
+
+def _joined(message, text):
+    """`message`, then `text` as a sentence of its own."""
+    message = message.rstrip()
+    return f"{message} {text}" if message.endswith((".", "?", "!")) else f"{message}. {text}"
+
+
+def _words(hints):
+    return LEAD + " Or: ".join(hints[:MAX_SHOWN]) if hints else ""
+
+
+def diagnose_raised(task_id, exc, in_message=False):
+    """Name the known mistake that raises `exc` in the test of `task_id`, if it is one (an
+    answer that raises instead of returning, or a test that stops without a check's
+    verdict): in a CheckFailed's message, or in a note under the student's own traceback
+    (Python 3.11 and later). `in_message`: add them to the message (a CheckFailed, whose
+    rendering shows its message only). Returns the words added ("" if none)."""
+    try:
+        error = f"{type(exc).__name__}: {exc}"
+        key = fingerprint(RAISED, task_id, {RAISED: error})
+    except Exception:  # noqa: BLE001 (an exception whose str() fails is not diagnosed)
+        return ""
+    text = _words(known_hints(key))
+    if text and in_message and len(exc.args) == 1:
+        exc.args = (_joined(str(exc.args[0]), text),)
+        error = f"{type(exc).__name__}: {exc}"
+    elif text and hasattr(exc, "add_note"):
+        exc.add_note(text)
+    _record(key, RAISED, task_id, error)
+    return text
+
+
+def _record(key, kind, what, error):
+    """Log a failing check's fingerprint and the error it shows (`error`: "name: message"
+    as a notebook's output holds it), when `residual-pack fingerprints` asks for it."""
+    path = os.environ.get(RECORD_VARIABLE)
+    if not path:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"key": key, "kind": kind, "what": what,
+                                "error": error}) + "\n")
+    except OSError:
+        pass

@@ -1,0 +1,104 @@
+"""Checks for the torch track's graded cells: a student's module or function against the
+reference one, in float64. Like `autograder.kernel.checks`, each observes first (runs the
+student's module and turns what came back into plain data) and lets `witness.settle`
+compare: at once in a student's kernel, in the grading process at grading time. A failure
+raises `autograder.kernel.checks.CheckFailed` with what was checked, expected against actual.
+
+The reference is passed as a function that builds it (`reference=lambda: ...`), so that
+a graded kernel, which never compares, never builds or runs it.
+"""
+
+import contextlib
+
+import torch
+
+from autograder.kernel.checks import CheckFailed
+from autograder.kernel.compare import MAX_ITEMS, encode
+from autograder.kernel.witness import resolve, settle
+
+__all__ = ["check_tensor", "check_module", "module_observation", "with_moved_norms"]
+
+
+@contextlib.contextmanager
+def seeded(seed):
+    """Run the block with torch's global generator seeded with `seed`, then restore it."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+def _tensor_data(t):
+    t = t.detach().double().flatten()
+    if t.numel() > MAX_ITEMS:
+        raise CheckFailed(f"a tensor of {t.numel()} numbers is too large to check")
+    return [encode(v) for v in t.tolist()]
+
+
+def _observe_tensor(actual, what):
+    if actual is None:
+        return {"problem": f"{what}: expected a tensor, got None. Does the code end with "
+                           f"`return`?"}
+    if not isinstance(actual, torch.Tensor):
+        return {"problem": f"{what}: expected a tensor, got a {type(actual).__name__}"}
+    return {"tensor": {"shape": list(actual.shape), "data": _tensor_data(actual)}}
+
+
+def check_tensor(actual, expected, what, rtol=1e-9, atol=1e-9):
+    """Fail unless `actual` is a tensor of `expected`'s shape, equal within tolerance."""
+    params = {"what": what, "rtol": rtol, "atol": atol}
+    return settle("tensor", _observe_tensor(actual, what),
+                  lambda: _observe_tensor(resolve(expected), "the reference"), params)
+
+
+def module_observation(module, inputs, what):
+    """`module` on `inputs`: its output, then the gradients in the input and in every
+    parameter of the loss sum(output * fixed random weights), as named tensors."""
+    x = inputs.detach().clone().requires_grad_(True)
+    module.zero_grad(set_to_none=True)
+    y = module(x)
+    if not isinstance(y, torch.Tensor):
+        kind = "None" if y is None else type(y).__name__
+        return {"problem": f"{what}: expected forward to return a tensor, got {kind}"}
+    seen = [["the output", {"shape": list(y.shape), "data": _tensor_data(y)}]]
+    if not y.requires_grad:
+        return {"problem": f"{what}: the output is not connected to the input and the "
+                           f"weights (no graph to backpropagate through)"}
+    weights = torch.randn(y.shape, generator=torch.Generator().manual_seed(7), dtype=y.dtype)
+    (y * weights).sum().backward()
+    if x.grad is None:
+        return {"problem": f"{what}: no gradient reached the input"}
+    seen.append(["the gradient at the input", {"shape": list(x.grad.shape),
+                                               "data": _tensor_data(x.grad)}])
+    for name, p in sorted(module.named_parameters()):
+        if p.grad is not None:
+            seen.append([f"the gradient of {name}", {"shape": list(p.grad.shape),
+                                                     "data": _tensor_data(p.grad)}])
+    return {"tensors": seen}
+
+
+def check_module(make, inputs, what, reference=None, seed=0, rtol=1e-9, atol=1e-9):
+    """The module `make()` builds (under `seeded(seed)`) gives the output and the
+    gradients of the one `reference()` builds under the same seed, on `inputs`."""
+    with seeded(seed):
+        module = make()
+    observed = module_observation(module, inputs, what)
+
+    def reference_observation():
+        with seeded(seed):
+            built = reference()
+        return module_observation(built, inputs, "the reference")
+
+    params = {"what": what, "rtol": rtol, "atol": atol}
+    return settle("tensors", observed, reference_observation, params)
+
+
+def with_moved_norms(block, seed):
+    """`block` with its two norm gains moved away from 1 (so that norm1 and norm2 cannot
+    stand in for each other), the same way for every block made with the same seed."""
+    g = torch.Generator().manual_seed(seed)
+    dim = block.norm1.weight.shape[0]
+    dtype = block.norm1.weight.dtype
+    with torch.no_grad():
+        block.norm1.weight.add_(0.5 * torch.randn(dim, generator=g, dtype=dtype))
+        block.norm2.weight.add_(0.5 * torch.randn(dim, generator=g, dtype=dtype))
+    return block

@@ -1,0 +1,43 @@
+"""Where a student's code runs at grading time: a throwaway sandbox per notebook.
+
+The grading process (nbgrader's autograde, our `Grader`) never runs student code itself.
+nbgrader's Execute step is replaced by `autograder.grading.execute.SandboxedExecute`,
+which starts the kernel through the launcher
+(`python -m autograder.sandbox.launcher launch CONFIG -- KERNEL...`):
+
+- **Its own user and a private view of the machine** (`namespaces`, when the grading
+  process runs as root on Linux): the kernel runs under a numeric uid of its own (a slot
+  held by the grading worker, never shared with another kernel running at the same time)
+  in new mount, pid, network and IPC namespaces. Its root is an empty tmpfs holding,
+  read-only, only the system (/usr, /etc), Python and the virtual environment, `microgpt`
+  and the package `autograder.kernel` (not the grader, not the answers). The
+  course folder (source/, solutions/, the gradebook, the work course, every submission)
+  does not exist there. It has no network. Its only writable space is a tmpfs of
+  `Limits.disk` bytes (HOME, the working folder, /tmp). Killing the pid namespace's first
+  process kills everything the student started.
+- **Limits** (every level): address space, processes (per uid, so they only count
+  against this kernel), CPU seconds, file size, open files, no core dumps; a time limit per
+  cell and per notebook, enforced from outside; a cap on the output kept and on the size
+  of any message the kernel sends.
+- **No shared files with other students**: the kernel gets its cells over ZeroMQ (a
+  socket in a folder that only its uid can enter), never the notebook file; nothing of a
+  submission but its notebook is handed to nbgrader at all.
+
+When the grading process is not root (a laptop), the level is `limits`: resource limits, a
+throwaway folder and a clean environment only. `residual-pack grade` says which level
+ran; the README's threat model lists what each one defends.
+
+One module per process, in the order they depend on each other:
+
+- `syscalls`: the few Linux calls (mount, unshare, prctl) that ctypes makes for us;
+- `launcher`: the root process between the grading worker and the kernel; only the
+  standard library;
+- `limits`: what a notebook may use, how many at a time, whether this machine can
+  isolate, the uid slots;
+- `warm`: the warm parent that kernels are forked from.
+
+The grading process's side (`autograder.grading`): `plan` (the run's sandbox and each
+kernel's launch config), `channel` and `execute` (`SandboxedExecute`, nbgrader's step).
+
+This file imports nothing, so that the launcher starts with the standard library only.
+"""

@@ -1,0 +1,164 @@
+"""A student's progress: the visible tests of every notebook they have, task by task.
+
+`residual-pack progress [FOLDER]` runs each assignment notebook under FOLDER (default:
+`exercises/` of the course, or the folder itself when it holds notebooks) top to bottom
+in a fresh kernel, as saved on disk, and prints per assignment and graded test cell:
+passed, failing (with the check's message), not started (the task still raises
+`NotImplementedError`) or not run, with the cell's points. It runs what the student's
+notebook holds, so it never runs a hidden test (the released notebooks have none), and it
+runs the experiments at their graded sizes (`NBGRADER_EXECUTION=validate`, as nbgrader's
+Validate does), so a whole course takes minutes, not hours.
+"""
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from autograder.cells import is_autograded_test, nbgrader_meta
+from autograder.kernel.diagnosis import LEAD
+
+__all__ = ["TaskStatus", "notebook_progress", "find_notebooks", "progress", "format_table"]
+
+PASSED, FAILING, NOT_STARTED, NOT_RUN = "passed", "failing", "not started", "not run"
+STUB_WORDS = "is not done yet"  # what checks.task says about a stub's NotImplementedError
+
+
+@dataclass
+class TaskStatus:
+    assignment: str
+    grade_id: str
+    points: float
+    status: str
+    message: str = ""
+
+
+def _is_test(cell):
+    return is_autograded_test(cell)
+
+
+def _status(cell):
+    if cell.get("execution_count") is None:
+        return NOT_RUN, ""
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "error":
+            text = f"{out.get('ename', '')}: {out.get('evalue', '')}".strip(": ")
+            if NotImplementedError.__name__ in text or STUB_WORDS in text:
+                return NOT_STARTED, ""
+            return FAILING, _short(text) if text else "the cell raised"
+    return PASSED, ""
+
+
+def _short(text):
+    """A failure in a line: the check's message cut to 300 characters, then the known
+    mistake it looks like when the diagnosis named one (what a student most needs, and it
+    comes last)."""
+    lines = text.splitlines()
+    named = next((line for line in lines if LEAD in line), "")
+    head = lines[0].partition(LEAD)[0].strip()
+    short = head if len(head) <= 300 else head[:299] + "\u2026"
+    if named:
+        short = f"{short} {LEAD}{named.partition(LEAD)[2][:400]}".strip()
+    return short
+
+
+def _ipc_kernel_manager():
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IPCKernelManager(AsyncKernelManager):
+        """The student's own python3 kernel, over local sockets in a private folder."""
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.folder = tempfile.mkdtemp(prefix="residual-pack-progress-")
+            self.transport, self.ip = "ipc", os.path.join(self.folder, "k")
+            self.connection_file = os.path.join(self.folder, "kernel.json")
+
+        async def _async_cleanup_resources(self, restart=False):
+            await super()._async_cleanup_resources(restart)
+            if not restart:
+                shutil.rmtree(self.folder, ignore_errors=True)
+
+    return IPCKernelManager
+
+
+def notebook_progress(path, assignment, timeout=300):
+    """Run one notebook and say how each of its graded test cells fared."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(str(path), as_version=4)
+    env_before = os.environ.get("NBGRADER_EXECUTION")
+    os.environ["NBGRADER_EXECUTION"] = "validate"  # the kernel inherits it: graded sizes
+    try:
+        client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3",
+                                kernel_manager_class=_ipc_kernel_manager(),
+                                resources={"metadata": {"path": str(Path(path).parent)}})
+        try:
+            client.execute()
+        except Exception as exc:  # noqa: BLE001 (a dead kernel: the cells not reached say so)
+            stopped = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        else:
+            stopped = ""
+    finally:
+        if env_before is None:
+            os.environ.pop("NBGRADER_EXECUTION", None)
+        else:
+            os.environ["NBGRADER_EXECUTION"] = env_before
+    rows = []
+    for cell in nb.cells:
+        if not _is_test(cell):
+            continue
+        meta = nbgrader_meta(cell)
+        status, message = _status(cell)
+        if status == NOT_RUN and stopped:
+            message = f"the run stopped before this cell ({stopped})"
+        rows.append(TaskStatus(assignment, meta.get("grade_id", "?"),
+                               float(meta.get("points", 0) or 0), status, message))
+    return rows
+
+
+def find_notebooks(folder):
+    """[(assignment, notebook path)] under `folder`: its subfolders' notebooks (one
+    assignment each), or its own notebooks (named by their file)."""
+    folder = Path(folder)
+    found = []
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        found += [(sub.name, nb) for nb in sorted(sub.glob("*.ipynb"))
+                  if not nb.name.startswith(".")]
+    if not found:
+        found = [(nb.stem, nb) for nb in sorted(folder.glob("*.ipynb"))]
+    return found
+
+
+def progress(folder, assignments=None, timeout=300, say=print):
+    rows = []
+    for assignment, path in find_notebooks(folder):
+        if assignments and assignment not in assignments:
+            continue
+        say(f"running {path} ...")
+        rows += notebook_progress(path, assignment, timeout)
+    return rows
+
+
+def format_table(rows):
+    """The progress table as text: one line per graded test cell, then totals."""
+    lines = []
+    by_assignment = {}
+    for row in rows:
+        by_assignment.setdefault(row.assignment, []).append(row)
+    width = max([len(r.grade_id) for r in rows] + [10])
+    for assignment, mine in by_assignment.items():
+        got = sum(r.points for r in mine if r.status == PASSED)
+        top = sum(r.points for r in mine)
+        lines.append(f"{assignment}: {got:g} of {top:g} points on the visible tests")
+        for r in mine:
+            tail = f"  {r.message}" if r.message else ""
+            lines.append(f"  {r.grade_id:<{width}}  {r.points:>4g}  {r.status}{tail}")
+    counts = {s: sum(r.status == s for r in rows) for s in (PASSED, FAILING, NOT_STARTED,
+                                                           NOT_RUN)}
+    lines.append(", ".join(f"{n} {s}" for s, n in counts.items()) +
+                 " (visible tests only: the graded run adds hidden ones)")
+    return "\n".join(lines)

@@ -1,0 +1,44 @@
+"""Both of the course's grading paths give the same scores on the same class.
+
+Part of tests/hostile's class (honest students, repaired notebooks, attacks on the
+verdict) is graded by `residual-pack grade` and by plain `nbgrader autograde` in a copy of
+the course, with `benchmarks/grade_paths.py`; both must run sandboxed (namespaces) and
+agree cell by cell, "needs manual grade" marks included.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from isolation import require_isolation
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDENTS = ["honest-full", "honest-partial", "deleted-cells", "duplicated-cells",
+            "patched-checks", "tamper-during-test"]
+
+
+def _benchmark():
+    spec = importlib.util.spec_from_file_location("grade_paths",
+                                                  ROOT / "benchmarks" / "grade_paths.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_residual_pack_grade_and_nbgrader_autograde_agree(tmp_path):
+    require_isolation()
+    found = _benchmark().grade_both(tmp_path, STUDENTS, jobs=1)
+    _, batch, batch_level = found["batch"]
+    _, plain, plain_level = found["plain"]
+    assert "own uid, private filesystem, no network (namespaces)" in batch_level
+    assert "student kernels run in the sandbox: own uid" in plain_level
+    assert found["differ"] == []
+    # and the scores are the ones the hostile class expects
+    assert sum(v[0] for v in plain["honest-full"].values()) == 6.0
+    assert sum(v[0] for v in plain["honest-partial"].values()) == 2.0
+    assert sum(v[0] for v in plain["patched-checks"].values()) == 0.0
+    tampered = plain["tamper-during-test"]
+    assert sum(v[0] for v in tampered.values()) == 0.0
+    assert any(manual for _, manual in tampered.values())  # held back for a person

@@ -1,0 +1,92 @@
+"""The course's nbgrader_config.py puts our steps into nbgrader's own lists, and nothing
+else changes in them: the lists are nbgrader's defaults with ours put in."""
+
+from pathlib import Path
+
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
+from nbgrader.preprocessors import Execute, GetGrades, SaveAutoGrades
+from traitlets.config.loader import PyFileConfigLoader
+from traitlets.utils.importstring import import_item
+
+from autograder.grading import nbgrader_steps
+from autograder.grading.course import WorkCourse
+from autograder.grading.execute import SandboxedExecute
+from autograder.grading.feedback import FEEDBACK_PREPROCESSORS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _config():
+    return PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+
+
+def test_the_config_names_our_steps_in_nbgraders_lists():
+    cfg = _config()
+    assert cfg.Autograde.sanitize_preprocessors == nbgrader_steps.SANITIZE_STEPS
+    assert cfg.Autograde.autograde_preprocessors == nbgrader_steps.AUTOGRADE_STEPS
+    assert cfg.GenerateFeedback.preprocessors == nbgrader_steps.FEEDBACK_STEPS
+    assert cfg.GenerateAssignment.preprocessors == nbgrader_steps.GENERATE_STEPS
+    for name in [*nbgrader_steps.SANITIZE_STEPS, *nbgrader_steps.AUTOGRADE_STEPS,
+                 *nbgrader_steps.FEEDBACK_STEPS, *nbgrader_steps.GENERATE_STEPS]:
+        assert import_item(name)  # every name imports
+
+
+def test_the_lists_are_nbgraders_own_with_ours_put_in():
+    traits = Autograde.class_traits()
+    ours = {"IntakeRepairs", "WithholdForReview"}
+    sanitize = [import_item(n) for n in nbgrader_steps.SANITIZE_STEPS]
+    assert [c for c in sanitize if c.__name__ not in ours] == \
+        traits["sanitize_preprocessors"].default()
+    autograde = [import_item(n) for n in nbgrader_steps.AUTOGRADE_STEPS]
+    stock = [Execute if issubclass(c, SandboxedExecute) else c for c in autograde
+             if c.__name__ not in ours]
+    assert stock == traits["autograde_preprocessors"].default()
+    # withholding comes after nbgrader has saved the scores it holds back
+    names = [c.__name__ for c in autograde]
+    assert names.index("WithholdForReview") == names.index(SaveAutoGrades.__name__) + 1
+    generate = [import_item(n) for n in nbgrader_steps.GENERATE_STEPS]
+    assert generate[:-1] == GenerateAssignment.class_traits()["preprocessors"].default()
+    assert generate[-1].__name__ == "StripQuoteLists"
+    feedback = [import_item(n) for n in nbgrader_steps.FEEDBACK_STEPS]
+    assert feedback == FEEDBACK_PREPROCESSORS
+    assert GenerateFeedback.class_traits()["preprocessors"].default() == \
+        [GetGrades, CSSHTMLHeaderPreprocessor]
+
+
+def test_the_batch_command_sets_the_lists_itself(tmp_path):
+    """`residual-pack grade` does intake and withholding in its Grader: its work course
+    gives nbgrader the stock lists, with the sandboxed Execute when sandboxed."""
+    work = WorkCourse(ROOT, tmp_path, ["01_residual_stack"])
+    traits = Autograde.class_traits()
+    cfg = work.config()
+    assert cfg.Autograde.sanitize_preprocessors == traits["sanitize_preprocessors"].default()
+    assert cfg.Autograde.autograde_preprocessors == traits["autograde_preprocessors"].default()
+    work.use_sandbox()
+    steps = work.config().Autograde.autograde_preprocessors
+    assert steps[0] is SandboxedExecute and Execute not in steps
+
+
+def test_schemas_checked_once_validate_cells_as_jsonschema_does():
+    import jsonschema
+    import pytest
+    from nbgrader.nbgraderformat import v3
+
+    from autograder.compat import check_schemas_once
+
+    check_schemas_once()
+    check_schemas_once()  # a second call wraps nothing again
+    from nbgrader.nbgraderformat import common
+
+    assert common.jsonschema.schema_checked_once
+    assert not isinstance(common.jsonschema._module, type(common.jsonschema))
+    validator = v3.MetadataValidatorV3()
+    good = {"grade": True, "solution": False, "locked": True, "points": 2,
+            "grade_id": "t", "schema_version": 3, "task": False}
+    common.jsonschema.validate(good, validator.schema)
+    for bad in ({**good, "points": "x"}, {**good, "grade": "yes", "locked": 1}):
+        with pytest.raises(jsonschema.ValidationError) as ours:
+            common.jsonschema.validate(bad, validator.schema)
+        with pytest.raises(jsonschema.ValidationError) as theirs:
+            jsonschema.validate(bad, validator.schema)
+        assert ours.value.message == theirs.value.message

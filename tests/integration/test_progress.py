@@ -1,0 +1,102 @@
+"""`residual-pack progress`: a student's visible tests, task by task, in a real kernel."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.authoring.madeup import filled_in
+from autograder.cells import nbgrader_meta
+from autograder.grading.course import EXERCISES, SOURCE, read_notebook
+from autograder.student.progress import (
+    FAILING,
+    NOT_RUN,
+    NOT_STARTED,
+    PASSED,
+    format_table,
+    progress,
+)
+
+COURSE = Path(__file__).resolve().parents[2]
+NAME = "01_residual_stack"
+TESTS = ["task1_1_test_output", "task1_1_test_gradient", "task1_2_test_input_gradient"]
+
+
+def _release():
+    return read_notebook(COURSE / EXERCISES / NAME / f"{NAME}.ipynb")
+
+
+def _answered(changes):
+    nb = filled_in(_release(), read_notebook(COURSE / SOURCE / NAME / f"{NAME}.ipynb"))
+    for cell in nb.cells:
+        gid = nbgrader_meta(cell).get("grade_id")
+        if gid in changes:
+            cell.source = changes[gid]
+    return nb
+
+
+def _run(tmp_path, nb):
+    folder = tmp_path / "mine" / NAME
+    folder.mkdir(parents=True)
+    nbformat.write(nb, str(folder / f"{NAME}.ipynb"))
+    rows = progress(tmp_path / "mine", say=lambda _: None)
+    return {r.grade_id: r for r in rows}
+
+
+@pytest.mark.slow
+def test_the_released_stub_is_not_started(tmp_path):
+    rows = _run(tmp_path, _release())
+    assert list(rows) == TESTS
+    assert {r.status for r in rows.values()} == {NOT_STARTED}
+    assert "0 of 6 points" in format_table(list(rows.values()))
+
+
+@pytest.mark.slow
+def test_a_wrong_answer_fails_with_the_checks_message_and_the_rest_pass(tmp_path):
+    rows = _run(tmp_path, _answered({
+        "task1_2_input_gradient": "def input_gradient(stack, x, depth):\n    return 0.0\n"}))
+    assert [rows[t].status for t in TESTS] == [PASSED, PASSED, FAILING]
+    assert "input_gradient(plain_stack, 1.0, 3)" in rows[TESTS[2]].message
+    assert "4 of 6 points" in format_table(list(rows.values()))
+
+
+@pytest.mark.slow
+def test_a_dead_kernel_leaves_the_later_tests_not_run(tmp_path):
+    rows = _run(tmp_path, _answered({
+        "task1_2_input_gradient": "import os\nos._exit(3)\n"}))
+    assert [rows[t].status for t in TESTS] == [PASSED, PASSED, NOT_RUN]
+    assert "stopped" in rows[TESTS[2]].message
+
+
+@pytest.mark.slow
+def test_the_command_prints_the_table(tmp_path):
+    folder = tmp_path / "mine" / NAME
+    folder.mkdir(parents=True)
+    nbformat.write(_release(), str(folder / f"{NAME}.ipynb"))
+    script = Path(sys.executable).parent / "residual-pack"
+    done = subprocess.run([str(script), "progress", str(tmp_path / "mine")], cwd=COURSE,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "task1_1_test_output" in done.stdout and "not started" in done.stdout
+
+
+def test_outside_any_course_the_checkout_is_the_course(tmp_path, monkeypatch):
+    """A student who runs `residual-pack progress` from a folder of their own (say an
+    `exercises/` folder handed out alone) gets the course the pack was installed from."""
+    from autograder.grading.course import find_course
+
+    monkeypatch.chdir(tmp_path)
+    assert find_course() == COURSE
+
+
+def test_a_long_failure_keeps_the_known_mistake_it_looks_like():
+    from autograder.kernel.diagnosis import LEAD
+    from autograder.student.progress import _short
+
+    message = "CheckFailed: " + "x" * 500 + ". " + LEAD + "did you build the stack from .data?"
+    short = _short(message + "\nmore lines of the message")
+    assert short.endswith(LEAD + "did you build the stack from .data?")
+    assert len(short) < 400 and "more lines" not in short
+    assert _short("CheckFailed: short\nsecond line") == "CheckFailed: short"

@@ -1,0 +1,93 @@
+"""autograder/grading/execute.py: SandboxedExecute as a preprocessor of its own,
+configured and exercised without a kernel (whole notebooks run in test_pipeline)."""
+
+import time
+
+import nbformat
+import pytest
+from traitlets.config import Config
+
+from autograder.grading.channel import CHANNEL, CellRun, Channel
+from autograder.grading.execute import SandboxedExecute, _message_size
+from autograder.sandbox.limits import Limits, SandboxError
+
+
+def _test_cell(outputs=()):
+    cell = nbformat.v4.new_code_cell("check(f(1), 2)")
+    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True,
+                                 "points": 1, "grade_id": "t", "schema_version": 3}
+    cell.outputs = [nbformat.from_dict(o) for o in outputs]
+    return cell
+
+
+def test_it_is_configured_like_nbgraders_execute():
+    assert SandboxedExecute(config=Config({"Execute": {"timeout": 5}})).timeout == 5
+    assert SandboxedExecute(config=Config({"SandboxedExecute": {"timeout": 6}})).timeout == 6
+
+
+def test_its_channel_is_this_processs_unless_given():
+    assert SandboxedExecute().channel is CHANNEL
+    own = Channel()
+    step = SandboxedExecute(channel=own)
+    assert step.channel is own
+    with pytest.raises(SandboxError, match="no sandbox"):  # CourseExecute sets one up
+        step.preprocess(nbformat.v4.new_notebook(), {})
+
+
+PRINTED = {"output_type": "stream", "name": "stdout", "text": "all good!\n"}
+RESULT = {"output_type": "execute_result", "execution_count": 1, "metadata": {},
+          "data": {"text/plain": "0.5"}}
+
+
+def test_a_passed_test_says_so_and_keeps_no_result():
+    cell = _test_cell([PRINTED, RESULT])
+    SandboxedExecute._settle_test_cell(cell, CellRun(0, "t", "test", "ok", checks=3))
+    assert [o["output_type"] for o in cell.outputs] == ["stream", "stream"]
+    assert cell.outputs[-1]["text"] == "graded: all 3 check(s) of this cell passed\n"
+
+
+def test_a_failed_test_gives_the_verdict_first():
+    cell = _test_cell([PRINTED, RESULT])
+    record = CellRun(0, "t", "test", "error", "CheckFailed", "expected 2, got 3",
+                     verdict="check 1: expected 2, got 3")
+    SandboxedExecute._settle_test_cell(cell, record)
+    first = cell.outputs[0]
+    assert (first["output_type"], first["ename"]) == ("error", "CheckFailed")
+    assert first["evalue"] == "check 1: expected 2, got 3"
+    assert "execute_result" not in [o["output_type"] for o in cell.outputs]
+
+
+def test_a_test_without_expected_observations_fails():
+    step = SandboxedExecute()
+    step._expected = {}
+    record = CellRun(0, "t", "test", "ok")
+    step._judge(record, object(), {}, {"status": "ok"}, "nonce")
+    assert record.status == "error" and record.ename == "CheckFailed"
+    assert "no expected observations" in record.verdict
+
+
+def test_the_time_left_bounds_a_cell():
+    step = SandboxedExecute()
+    step._limits = Limits(cell_timeout=120)
+    step._deadline = time.monotonic() + 30.2
+    assert step._get_timeout(None) == 31
+    step._deadline = time.monotonic() - 5
+    assert step._get_timeout(None) == 1
+
+
+def test_output_beyond_the_limit_is_left_out_with_a_note():
+    step = SandboxedExecute()
+    step._limits = Limits(output=1000)
+    step._kept, step._dropped = 900, {}
+    outs = []
+    big = {"msg_type": "stream", "content": {"name": "stdout", "text": "x" * 500}}
+    assert step.output(outs, big, None, 4) is None
+    assert step.output(outs, big, None, 4) is None
+    assert len(outs) == 1 and "beyond the 1000 bytes kept per notebook" in outs[0]["text"]
+    assert step._dropped[4] == 2 * _message_size(big)
+
+
+def test_the_size_of_a_message():
+    assert _message_size({"content": {"text": "abc"}}) == 203
+    assert _message_size({"content": {"data": {"text/plain": "ab", "x": 1},
+                                      "traceback": ["a", "bc"]}}) == 2 + 1 + 3 + 200

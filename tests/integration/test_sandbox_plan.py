@@ -1,0 +1,86 @@
+"""autograder/grading/plan.py: the run's sandbox and one kernel's launch config."""
+
+import json
+import os
+import time
+
+import pytest
+
+from autograder.grading import plan as plan_module
+from autograder.grading.plan import Sandbox, end_run, leftover_launchers
+from autograder.kernel import policy
+from autograder.sandbox.limits import FULL, LIMITS, Limits, SandboxError
+
+ROOT_USER = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+@pytest.mark.skipif(not ROOT_USER, reason="the refusal is for a grading process run as root")
+def test_root_without_namespaces_refuses_to_run_student_code():
+    with pytest.raises(SandboxError, match="refusing to run student code as root"):
+        Sandbox(level=LIMITS)
+
+
+@pytest.fixture(scope="module")
+def box():
+    level = FULL if ROOT_USER else LIMITS
+    made = Sandbox(Limits(cell_timeout=7), level=level)
+    yield made
+    made.close()
+
+
+def test_only_kernel_side_modules_are_copied(box):
+    lib = box.root / "lib"
+    copied = {".".join(p.relative_to(lib).with_suffix("").parts).removesuffix(".__init__")
+              for p in lib.rglob("*.py")}
+    assert copied and all(policy.kernel_side(name) for name in copied), copied
+    assert "autograder.kernel.checks" in copied
+    assert [box.lib, box.autograder_dir] in box.binds
+
+
+def test_a_kernel_plan(box, tmp_path):
+    release = tmp_path / "release"
+    (release / "data").mkdir(parents=True)
+    (release / "nb.ipynb").write_text("{}")
+    (release / "data" / "table.csv").write_text("1,2")
+    box.add_release("hw", release)
+    box.add_release("hw", tmp_path)  # once per assignment: the first release stays
+    plan = box.plan(64999 if box.level == FULL else None, "ann/nb", "hw")
+    try:
+        config = json.loads(plan.config.read_text())
+        assert config["label"] == "ann/nb" and config["level"] == box.level
+        assert config["support"] == [[str(release / "data" / "table.csv"), "data/table.csv"]]
+        assert config["limits"]["cell_timeout"] == 7
+        env = config["env"]
+        assert env[policy.ASSIGNMENT_VARIABLE] == "hw" and env["PYTHONSAFEPATH"] == "1"
+        assert env["HOME"] == config["home"]
+        assert oct(plan.config.stat().st_mode & 0o777) == "0o600"
+        assert plan.ended() == {}
+        plan.exit_file.write_text('{"code": 0}')
+        assert plan.ended() == {"code": 0}
+        assert box.plan(None, "x", "other").config.read_text().count('"support": []') == 1
+    finally:
+        plan.remove()
+    assert not plan.folder.exists()
+    assert str(plan.conn) not in open("/proc/self/mounts").read()
+
+
+def test_a_run_ends_with_nothing_left(tmp_path):
+    level = FULL if ROOT_USER else LIMITS
+    (tmp_path / "rp-test").mkdir()
+    made = Sandbox(level=level, root=tmp_path / "rp-test")
+    made.plan(None, "x")
+    # planning starts this process's warm parent (namespaces only), and nothing else
+    warm = plan_module._WARM.get(str(made.root))
+    expected = [warm[0].pid] if warm else []
+    deadline = time.monotonic() + 10  # (a process just started may not show its command yet)
+    while leftover_launchers(made.root) != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert leftover_launchers(made.root) == expected
+    assert bool(warm) == (level == FULL and made.warm)
+    end_run(made.root)
+    assert not made.root.exists()
+    if warm:
+        assert warm[0].wait(10) is not None
+        plan_module._WARM.pop(str(made.root))
+    assert "limits only" in Sandbox.describe(type("S", (), {"level": LIMITS, "why": "a laptop",
+                                                            "limits": Limits()})())

@@ -1,0 +1,293 @@
+"""The graded cells' checks: each passes on right answers and fails, with its message, on wrong."""
+
+import math
+import re
+
+import pytest
+from hypothesis import given
+from strategies import floats
+
+from autograder.answers import mutants as mutant_registry
+from autograder.kernel.checks import (
+    CheckFailed,
+    NotAnswered,
+    central_difference,
+    check_gradient,
+    check_gradients,
+    check_value,
+    check_values,
+    task,
+)
+from microgpt import Value
+
+
+def residual(x, depth):
+    """The right answer to Task 1.1, written here as an oracle."""
+    for _ in range(depth):
+        x = x + (0.1 * x).relu()
+    return x
+
+
+def detached(x, depth):
+    """Right numbers, but computed on floats: no path back to the input."""
+    h = x.data
+    for _ in range(depth):
+        h = h + max(0.0, 0.1 * h)
+    return Value(h)
+
+
+def fails_with(message):
+    """`pytest.raises(CheckFailed)` whose message must be exactly `message`."""
+    return pytest.raises(CheckFailed, match="^" + re.escape(message) + "$")
+
+
+# ---- the failure classes ----
+
+
+def test_failures_are_assertion_errors_so_nbgrader_counts_them():
+    assert issubclass(CheckFailed, AssertionError)
+    assert issubclass(NotAnswered, CheckFailed)
+
+
+# ---- check_value ----
+
+
+def test_check_value_passes_on_a_value_and_on_a_number():
+    check_value(residual(Value(1.0), 20), 1.1**20, what="residual_stack(Value(1.0), depth=20)")
+    check_value(1.1**20, 1.1**20, what="a float")
+    check_value(3, 3.0, what="an int")
+
+
+def test_check_value_message_states_what_expected_and_actual():
+    with fails_with("residual_stack(1.0, depth=20): expected 6.7275 (1.1**20), got 1e-20"):
+        check_value(
+            Value(1e-20), 1.1**20, what="residual_stack(1.0, depth=20)", expected_text="1.1**20"
+        )
+
+
+def test_check_value_without_expected_text():
+    with fails_with("y: expected 2, got 3"):
+        check_value(3.0, 2.0, what="y")
+
+
+def test_check_value_shows_all_digits_when_the_short_forms_look_equal():
+    with fails_with("y: expected 1.0, got 1.000001"):
+        check_value(1.000001, 1.0, what="y")
+
+
+def test_check_value_tolerance_is_relative_plus_absolute():
+    check_value(1.0 + 1e-10, 1.0, what="y")  # inside the default rtol 1e-9
+    with pytest.raises(CheckFailed):
+        check_value(1.0 + 1e-8, 1.0, what="y")
+    check_value(1.0 + 1e-8, 1.0, what="y", rtol=1e-7)
+    check_value(1e-13, 0.0, what="y", atol=1e-12)
+
+
+def test_check_value_default_atol_tells_1e_20_from_0():
+    with fails_with("g: expected 1e-20 (0.1**20), got 0"):
+        check_value(0, 0.1**20, what="g", expected_text="0.1**20")
+    check_value(0, 0.0, what="g")
+
+
+def test_check_value_fails_on_nan_and_inf():
+    with fails_with("y: expected 1, got nan"):
+        check_value(math.nan, 1.0, what="y")
+    with fails_with("y: expected 1, got inf"):
+        check_value(Value(math.inf), 1.0, what="y")
+
+
+def test_check_value_on_none_says_return_is_missing():
+    with fails_with(
+        "residual_stack(Value(1.0), depth=20): expected a number or a Value, got None. "
+        "Does the function end with `return`?"
+    ):
+        check_value(None, 1.1**20, what="residual_stack(Value(1.0), depth=20)")
+
+
+def test_check_value_on_a_list_says_it_wants_one_value():
+    with fails_with("out: expected a single number or Value, got a list of 2 items: [1.0, 2.0]"):
+        check_value([1.0, 2.0], 1.0, what="out")
+
+
+def test_check_value_on_other_types():
+    with fails_with("out: expected a number or a Value, got a str: '6.7275'"):
+        check_value("6.7275", 6.7275, what="out")
+    with fails_with("out: expected a number or a Value, got a bool: True"):
+        check_value(True, 1.0, what="out")
+    with fails_with(
+        "out: expected a Value holding a number, got a Value whose .data is a str: 'a'"
+    ):
+        check_value(Value("a"), 1.0, what="out")
+
+
+def test_check_value_cuts_long_reprs():
+    with pytest.raises(CheckFailed) as info:
+        check_value(list(range(1000)), 1.0, what="out")
+    assert len(str(info.value)) < 150
+    assert str(info.value).endswith("...")
+
+
+def test_check_value_can_insist_on_a_plain_number():
+    check_value(0.001, 0.1**3, what="g", value_ok=False)
+    with pytest.raises(CheckFailed, match=r"^g: expected a plain number, got a Value \(Value\("):
+        check_value(Value(0.001), 0.1**3, what="g", value_ok=False)
+
+
+# ---- central_difference and check_gradient ----
+
+
+def test_central_difference_on_numbers_and_values():
+    assert central_difference(lambda t: t**3, 2.0) == pytest.approx(12.0, rel=1e-8)
+    assert central_difference(lambda t: Value(t) ** 3, 2.0) == pytest.approx(12.0, rel=1e-8)
+
+
+def test_check_gradient_passes_and_returns_the_grad():
+    grad = check_gradient(lambda x: residual(x, 20), 1.0, what="d residual/dx")
+    assert grad == pytest.approx(1.1**20, rel=1e-12)
+    assert check_gradient(lambda x: residual(x, 20), -1.5, what="d residual/dx") == 1.0
+    assert check_gradient(lambda x: x, 2.0, what="identity") == 1  # depth 0: the input itself
+
+
+@given(floats(-5.0, 5.0).filter(lambda t: abs(t) > 1e-3))
+def test_check_gradient_passes_on_the_residual_stack_anywhere_off_the_kink(x0):
+    check_gradient(lambda x: residual(x, 7), x0, what="d residual/dx")
+
+
+CUT_GRAPH_HINT = next(m.hint for m in mutant_registry.load("01_residual_stack")
+                      if m.name == "right numbers on floats, graph cut from the input")
+
+
+def test_check_gradient_fails_when_the_graph_is_cut_from_the_input():
+    with fails_with(
+        "d residual_stack(x, depth=20)/dx at x = 1.0: expected 6.7275 (central difference, "
+        "h=1e-06), got 0 (the input's .grad after backward). No path in the output's graph "
+        "leads back to the input, so backward() cannot reach it: the output no longer depends "
+        "on it. Was a result rebuilt from numbers (Value(... .data ...))? Build it from the "
+        "input with Value operations. This looks like a known mistake: " + CUT_GRAPH_HINT
+    ):
+        # the visible test of Task 1.1 as a student gets it: this is a registered mistake
+        check_gradient(
+            lambda x: detached(x, 20), 1.0, what="d residual_stack(x, depth=20)/dx at x = 1.0"
+        )
+
+
+def test_check_gradient_fails_on_a_wrong_local_gradient():
+    def wrong_square(x):
+        return Value(x.data**2, (x,), (x.data,))  # the local gradient should be 2x
+
+    with fails_with("d x**2/dx: expected 6 (central difference, h=1e-06), got 3 "
+                    "(the input's .grad after backward)"):
+        check_gradient(wrong_square, 3.0, what="d x**2/dx")
+
+
+def test_check_gradient_fails_when_no_value_comes_back():
+    with fails_with(
+        "d f/dx: expected a Value built from the input, got a float (2.0), "
+        "so there is no graph to run backward on"
+    ):
+        check_gradient(lambda x: x.data * 2, 1.0, what="d f/dx")
+    with fails_with(
+        "d f/dx: expected a Value built from the input, got None. "
+        "Does the function end with `return`?"
+    ):
+        check_gradient(lambda x: None, 1.0, what="d f/dx")
+
+
+# ---- task: missing and unfinished answers ----
+
+
+def test_task_turns_a_missing_name_into_a_message_naming_the_task():
+    with pytest.raises(NotAnswered, match=r"^Task 1\.1: name 'residual_stack' is not defined\. "
+                                          r"Run the notebook's cells above this one, in order"):
+        with task("Task 1.1"):
+            residual_stack  # noqa: B018, F821 (the missing answer)
+
+
+def test_task_turns_the_stub_into_a_message_naming_the_task():
+    def stub(x, depth=20):
+        raise NotImplementedError("write your solution here")
+
+    with pytest.raises(NotAnswered) as info:
+        with task("Task 1.2"):
+            stub(Value(1.0))
+    assert str(info.value) == (
+        "Task 1.2 is not done yet: the code still raises NotImplementedError "
+        "(write your solution here). Replace the stub in the Task 1.2 cell with your code "
+        "and run that cell."
+    )
+    # the stub's own traceback is dropped: the message is all a student needs
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_task_lets_check_failures_and_other_errors_through_unchanged():
+    failure = CheckFailed("y: expected 2, got 3")
+    with pytest.raises(CheckFailed) as info:
+        with task("Task 1.1"):
+            raise failure
+    assert info.value is failure
+    with pytest.raises(ZeroDivisionError):
+        with task("Task 1.1"):
+            1 / 0  # noqa: B018
+
+
+def test_task_is_silent_when_the_block_passes():
+    with task("Task 1.1"):
+        check_value(residual(Value(2.0), 1), 2.2, what="y")
+
+
+# ---- check_values and check_gradients: lists of outputs, functions of many inputs ----
+
+
+def test_check_values_passes_on_values_and_numbers():
+    check_values([Value(1.0), 2.0], [1.0, 2.0], what="out")
+    check_values((Value(0.5),), [0.5], what="out")
+
+
+def test_check_values_names_the_first_wrong_item():
+    with fails_with("layer(h)[1]: expected 2 (relu), got 3"):
+        check_values([1.0, 3.0, 9.0], [1.0, 2.0, 4.0], what="layer(h)", expected_text="relu")
+
+
+def test_check_values_wants_a_list_of_the_right_length():
+    with fails_with("out: expected a list of 2 numbers or Values, got 3: [1.0, 2.0, 3.0]"):
+        check_values([1, 2, 3], [1.0, 2.0], what="out")
+    with fails_with("out: expected a list of 2 numbers or Values, got a float: 1.0"):
+        check_values(1.0, [1.0, 2.0], what="out")
+    with fails_with("out: expected a list of 2 numbers or Values, got None. "
+                    "Does the function end with `return`?"):
+        check_values(None, [1.0, 2.0], what="out")
+
+
+def _product(vs):
+    return vs[0] * vs[1] + vs[1].tanh()
+
+
+def test_check_gradients_passes_and_returns_every_grad():
+    grads = check_gradients(_product, [2.0, 0.5], what="f")
+    assert grads == pytest.approx([0.5, 2.0 + 1 - math.tanh(0.5) ** 2], rel=1e-12)
+
+
+def test_check_gradients_names_the_input_whose_grad_is_wrong():
+    def wrong(vs):  # the local gradient of the second input is dropped
+        return Value(vs[0].data * vs[1].data, (vs[0],), (vs[1].data,))
+
+    with pytest.raises(CheckFailed, match=r"^f, d/d y: expected 2 \(central difference, "
+                                          r"h=1e-06\), got 0 \(its \.grad after backward\)$"):
+        check_gradients(wrong, [2.0, 3.0], what="f", names=["x", "y"])
+
+
+def test_check_gradients_against_a_reference_function_of_floats():
+    def f_reference(xs):
+        return xs[0] * xs[1] + math.tanh(xs[1])
+
+    check_gradients(_product, [2.0, 0.5], what="f", reference=f_reference)
+    with pytest.raises(CheckFailed, match=r"^f, d/d input 0: expected 1 \(central difference "
+                                          r"of x \+ y, h=1e-06\), got 0\.5"):
+        check_gradients(_product, [2.0, 0.5], what="f", reference=lambda xs: xs[0] + xs[1],
+                        reference_text="x + y")
+
+
+def test_check_gradients_wants_a_value_built_from_the_inputs():
+    with fails_with("f: expected a Value built from the inputs, got a float (1.0), "
+                    "so there is no graph to run backward on"):
+        check_gradients(lambda vs: vs[0].data, [1.0], what="f")

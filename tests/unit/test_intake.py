@@ -1,0 +1,84 @@
+"""autograder/grading/intake.py on notebooks made here (the hostile class hands in many
+more, graded for real in test_hostile)."""
+
+import copy
+
+import nbformat
+
+from autograder.grading.intake import review_flags, take_in, too_big
+
+
+def _release():
+    nb = nbformat.v4.new_notebook()
+    answer = nbformat.v4.new_code_cell("x = 1")
+    answer.metadata["nbgrader"] = {"grade_id": "answer", "solution": True, "grade": False,
+                                   "locked": False, "schema_version": 3}
+    test = nbformat.v4.new_code_cell("assert x == 1")
+    test.metadata["nbgrader"] = {"grade_id": "test", "solution": False, "grade": True,
+                                 "locked": True, "points": 2, "schema_version": 3}
+    nb.cells = [answer, test]
+    return nb
+
+
+def test_broken_notebooks_are_named_with_a_reason():
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x = 1")
+    cell.metadata["nbgrader"] = {"grade_id": "answer", "solution": True, "grade": False,
+                                 "locked": False, "schema_version": 3}
+    nb.cells = [cell]
+    assert "not a readable notebook" in take_in(b'{"cells": [', "bad.ipynb", nb, "a").problem
+    doubled = copy.deepcopy(nb)
+    doubled.cells.append(copy.deepcopy(cell))
+    doubled.cells[1].id = "copied"
+    got = take_in(nbformat.writes(doubled).encode(), "doubled.ipynb", nb, "a")
+    assert not got.problem and any("more than once" in n for n in got.notes)
+    assert [c.metadata.get("nbgrader", {}).get("grade_id") for c in got.notebook.cells] == \
+        ["answer", None]  # the copy runs as a cell of the student's own
+
+
+def test_what_cannot_be_graded_says_why():
+    release = _release()
+    assert take_in(b"", "e.ipynb", release, "a").problem == "e.ipynb is empty (0 bytes)"
+    assert "not a notebook" in take_in(b"[1, 2]", "l.ipynb", release, "a").problem
+    big = take_in(b"x" * 2048, "b.ipynb", release, "a", max_bytes=1024).problem
+    assert big == "b.ipynb is 2048 bytes, more than the 1024 bytes a notebook may be"
+    assert too_big("n.ipynb", 70 << 20, 64 << 20) == (
+        "n.ipynb is 70.0 MiB, more than the 64 MiB a notebook may be")
+    assert too_big("n.ipynb", 64 << 20, 64 << 20) == too_big("n.ipynb", 1, None) == ""
+
+
+def test_a_test_cell_is_put_back_as_released():
+    release = _release()
+    handed = copy.deepcopy(release)
+    handed.cells[1].source = "pass"
+    handed.cells[1].metadata["nbgrader"]["points"] = 99
+    del handed.cells[0].metadata["nbgrader"]["locked"]
+    got = take_in(nbformat.writes(handed).encode(), "nb.ipynb", release, "a")
+    assert got.notebook.cells[1].source == "assert x == 1"
+    assert got.notebook.cells[1].metadata["nbgrader"]["points"] == 2
+    notes = " | ".join(got.notes)
+    assert "the test cell test had been edited" in notes and "points: 99 -> 2" in notes
+
+
+def test_a_deleted_test_cell_is_put_back_and_damaged_metadata_removed():
+    release = _release()
+    handed = copy.deepcopy(release)
+    del handed.cells[1]
+    own = nbformat.v4.new_code_cell("y = 2")
+    own.metadata["nbgrader"] = ["not", "a", "dict"]
+    handed.cells.append(own)
+    got = take_in(nbformat.writes(handed).encode(), "nb.ipynb", release, "a")
+    kinds = [c.metadata.get("nbgrader", {}).get("grade_id") for c in got.notebook.cells]
+    assert kinds == ["answer", None, "test"]
+    notes = " | ".join(got.notes)
+    assert "damaged nbgrader metadata" in notes and "put back: test" in notes
+
+
+def test_code_that_reaches_into_the_grader_is_flagged_and_withheld():
+    release = _release()
+    handed = copy.deepcopy(release)
+    handed.cells[0].source = "import autograder.answers.reference\nimport gc\nx = 1"
+    got = take_in(nbformat.writes(handed).encode(), "nb.ipynb", release, "a")
+    assert any("imports the grader's own modules" in f for f in got.withhold)
+    assert any("reaches into the interpreter" in f for f in got.withhold)
+    assert review_flags(release) == []  # the given test cell is not the student's code

@@ -1,0 +1,171 @@
+"""autograder/grading/report.py: the sentences a person reads about a run, from records
+made by hand (no kernel, no nbgrader)."""
+
+import csv
+import json
+import signal
+from types import SimpleNamespace
+
+from autograder.grading.channel import CellRun, NotebookRun
+from autograder.grading.report import (
+    describe_end,
+    lost_points,
+    plain,
+    score_table,
+    tampering_seen,
+    write_report,
+)
+from autograder.grading.student import CellScore, StudentResult
+from autograder.sandbox.limits import Limits
+
+LIMITS = Limits()
+
+
+def _run(*cells, ended=""):
+    return NotebookRun(cells=list(cells), ended=ended, level="namespaces").to_dict()
+
+
+def _result(run, cells=()):
+    return StudentResult("ann", graded=True, cells=list(cells), runs={"nb": run})
+
+
+def test_how_a_kernel_ended():
+    assert describe_end({}, LIMITS) == "the kernel died"
+    assert "memory limit (2 GiB)" in describe_end({"signal": signal.SIGKILL}, LIMITS)
+    assert "SIGSEGV" in describe_end({"signal": signal.SIGSEGV}, LIMITS)
+    assert "signal 99" in describe_end({"signal": 99}, LIMITS)
+    assert "code 3" in describe_end({"code": 3}, LIMITS)
+
+
+def test_each_limit_is_named_with_its_size():
+    run = _run(
+        CellRun(1, "t1", "test", "timeout", "CellTimeoutError").__dict__,
+        CellRun(2, "", "own", "error", "MemoryError").__dict__,
+        CellRun(3, "a", "answer", "error", "SystemExit").__dict__,
+        CellRun(4, "", "own", "error", "BlockingIOError",
+                "Resource temporarily unavailable").__dict__,
+        CellRun(5, "", "own", "error", "OSError", "No space left on device").__dict__,
+        CellRun(6, "", "own", "ok", output_dropped=5 << 20).__dict__,
+    )
+    said = " | ".join(lost_points(_result(run), LIMITS, {}))
+    assert "t1 ran longer than the 120 s a cell may take" in said
+    assert "cell 3 (your own) ran out of memory (the limit is 2 GiB)" in said
+    assert "a called sys.exit()" in said
+    assert "more processes than the 256 allowed" in said
+    assert "256 MiB in all, 64 MiB per file" in said
+    assert "printed about 5 MiB more than the 8 MiB" in said
+
+
+def test_a_kernel_that_ended_names_the_tests_that_did_not_run():
+    run = _run(CellRun(1, "t1", "test", "died").__dict__,
+               CellRun(2, "t2", "test", "not run").__dict__,
+               CellRun(3, "a", "answer", "not run").__dict__,
+               ended="the kernel ended on SIGSEGV, in cell 1")
+    said = lost_points(_result(run), LIMITS, {})
+    assert said[0] == ("the kernel ended on SIGSEGV, in cell 1; tests that did not run: "
+                       "t1, t2")
+
+
+def test_stderr_is_named_only_where_the_test_lost_points():
+    run = _run(CellRun(1, "t1", "test", "ok", stderr=True).__dict__,
+               CellRun(2, "t2", "test", "ok", stderr=True).__dict__)
+    cells = [CellScore("nb", "t1", 0.0, 1.0, True), CellScore("nb", "t2", 1.0, 1.0, True)]
+    said = lost_points(_result(run, cells), LIMITS, {})
+    assert [s for s in said if "stderr" in s] == [
+        "t1 wrote to stderr (a warning?), which nbgrader counts as a failed test"]
+
+
+def test_tampering_is_a_reason_to_withhold_but_sys_path_is_not():
+    run = _run(
+        CellRun(1, "t1", "test", "ok", changed=["autograder.kernel.checks.check_value"]).__dict__,
+        CellRun(2, "t2", "test", "ok", restored=["sys.path", "microgpt.Value.__add__"]).__dict__,
+        CellRun(3, "t3", "test", "ok", restored=["sys.path"]).__dict__,
+        CellRun(4, "", "own", "ok", changed=["builtins.print"]).__dict__,
+    )
+    reasons = tampering_seen(_result(run))
+    assert reasons == [
+        "while t1 ran, the code it called changed autograder.kernel.checks.check_value",
+        "before t2 ran, the grader undid changes earlier cells made to microgpt.Value.__add__",
+    ]
+
+
+def test_plain_keeps_a_report_line_one_line():
+    assert plain("ann\nbob: 10/10") == "ann\\x0abob: 10/10"
+    assert plain("a\u202eb") == "a\\u202eb"
+    assert plain("x\ud800") == "x\\ud800"
+    assert plain("y" * 10, limit=4) == "yyyy..."
+
+
+def _grader():
+    return SimpleNamespace(assignment="hw", notebooks=["nb"], order=[("nb", "t1"), ("nb", "w")],
+                           autograded={("nb", "t1"): True, ("nb", "w"): False})
+
+
+def test_the_table_and_the_report_files(tmp_path):
+    results = [
+        StudentResult("ann", graded=True, seconds=1.25,
+                      cells=[CellScore("nb", "t1", 2.0, 2.0, True),
+                             CellScore("nb", "w", 0.0, 1.0, False)]),
+        StudentResult("bob\nx", reason="is empty"),
+    ]
+    table = score_table(_grader(), results)
+    assert table.splitlines()[0].split() == ["student", "t1", "autograded", "seconds"]
+    assert table.splitlines()[2].split() == ["ann", "2/2", "2/2", "1.2"]
+    assert "bob\\x0ax: not graded: is empty" in table
+    write_report(_grader(), results, tmp_path, "hw: 2 submission(s)")
+    assert (tmp_path / "report.txt").read_text().startswith("hw: 2 submission(s)\n\n")
+    rows = list(csv.reader(open(tmp_path / "report.csv", encoding="utf-8")))
+    assert rows[0][:4] == ["student", "graded", "t1", "w"]
+    assert rows[1][:6] == ["ann", "yes", "2", "0", "2", "2"]
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert [s["autograded_score"] for s in data["students"]] == [2.0, 0.0]
+    assert "log" not in data["students"][0]
+
+
+def _failing(verdict="", status="error", ename="CheckFailed", evalue=""):
+    return CellRun(0, "t1", "test", status, ename=ename, evalue=evalue, verdict=verdict)
+
+
+def test_class_statistics_count_who_passed_and_the_common_reasons(tmp_path):
+    from autograder.grading.report import class_statistics, statistics_text
+
+    def student(name, score, cell=None):
+        run = _run(cell) if cell else _run(CellRun(0, "t1", "test", "ok"))
+        return StudentResult(name, graded=True, runs={"nb": run},
+                             cells=[CellScore("nb", "t1", score, 2.0, True),
+                                    CellScore("nb", "w", 0.0, 1.0, False)])
+
+    wrong = "CheckFailed: check 2 (the gradient): expected {}, got {}"
+    results = [
+        student("ann", 2.0),
+        student("bob", 0.0, _failing(wrong.format(6.727, 1e-20))),
+        student("cy", 0.0, _failing(wrong.format(6.727, 0.5))),  # the same mistake
+        student("dee", 0.0, _failing("", status="timeout", ename="")),
+        StudentResult("eve", reason="is empty"),
+    ]
+    stats = class_statistics(_grader(), results)
+    assert len(stats) == 1  # the autograded cell only, not the hand-graded one
+    st = stats[0]
+    assert (st["grade_id"], st["graded"], st["passed"]) == ("t1", 4, 1)
+    assert st["reasons"][0] == ["CheckFailed: check # (the gradient): expected #, got #", 2]
+    assert st["reasons"][1] == ["ran past the time limit", 1]
+    text = statistics_text(_grader(), results, stats)
+    assert "t1: passed by 1/4 (25%)" in text
+    assert "    2 x CheckFailed: check # (the gradient)" in text
+    assert "4 graded, 1 not graded" in text and "full marks 1, zero 3" in text
+    write_report(_grader(), results, tmp_path, "hw")
+    assert "class statistics" in (tmp_path / "report.txt").read_text()
+    png = tmp_path / "score_distribution.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert data["statistics"][0]["passed"] == 1
+
+
+def test_a_student_cannot_write_a_statistics_line():
+    from autograder.grading.report import class_statistics, statistics_text
+
+    run = _run(_failing("CheckFailed: bad\nt1: passed by 99/99 (100%)"))
+    results = [StudentResult("ann", graded=True, runs={"nb": run},
+                             cells=[CellScore("nb", "t1", 0.0, 2.0, True)])]
+    text = statistics_text(_grader(), results, class_statistics(_grader(), results))
+    assert "\n    1 x CheckFailed: bad\\x0at1: passed by #/# (#%)" in text

@@ -1,0 +1,98 @@
+"""autograder/grading/submissions.py: the layouts a class may hand in, and student ids."""
+
+import os
+
+import pytest
+
+from autograder.grading.course import CourseError
+from autograder.grading.submissions import find_submissions, student_id, submission_hash
+
+
+def _write(path, text="{}"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_the_three_layouts(tmp_path):
+    a = _write(tmp_path / "ann" / "hw" / "nb.ipynb")  # nbgrader's own layout
+    b = _write(tmp_path / "bob" / "nb.ipynb")  # a folder per student
+    c = _write(tmp_path / "cy.ipynb")  # a file per student
+    found = find_submissions(tmp_path, "hw", ["nb"])
+    assert found == {"ann": ({"nb": a}, []), "bob": ({"nb": b}, []), "cy": ({"nb": c}, [])}
+
+
+def test_a_lone_notebook_of_another_name_counts(tmp_path):
+    _write(tmp_path / "ann" / "nb (1).ipynb")
+    files, notes = find_submissions(tmp_path, "hw", ["nb"])["ann"]
+    assert list(files) == ["nb"] and notes == ["graded nb (1).ipynb as nb.ipynb"]
+
+
+def test_other_files_are_left_out_and_said(tmp_path):
+    _write(tmp_path / "ann" / "nb.ipynb")
+    _write(tmp_path / "ann" / "autograder.py", "x = 1")
+    _write(tmp_path / "ann" / "extra.ipynb")
+    files, notes = find_submissions(tmp_path, "hw", ["nb"])["ann"]
+    assert list(files) == ["nb"]
+    assert any("extra.ipynb" in n for n in notes)
+    assert any("left out 1 file(s)" in n and "autograder.py" in n for n in notes)
+
+
+def test_links_are_not_followed(tmp_path):
+    target = _write(tmp_path / "ann" / "nb.ipynb")
+    (tmp_path / "eve.ipynb").symlink_to(target)
+    files, notes = find_submissions(tmp_path, "hw", ["nb"])["eve"]
+    assert files == {} and "symbolic link" in notes[0]
+
+
+def test_one_file_per_student_needs_a_one_notebook_assignment(tmp_path):
+    _write(tmp_path / "ann.ipynb")
+    files, notes = find_submissions(tmp_path, "hw", ["a", "b"])["ann"]
+    assert files == {} and "one-notebook" in notes[0]
+
+
+def test_hidden_entries_are_skipped_and_a_missing_folder_is_an_error(tmp_path):
+    _write(tmp_path / ".ann" / "nb.ipynb")
+    _write(tmp_path / "_bob.ipynb")
+    assert find_submissions(tmp_path, "hw", ["nb"]) == {}
+    with pytest.raises(CourseError):
+        find_submissions(tmp_path / "nowhere", "hw", ["nb"])
+
+
+def test_a_name_that_is_not_plain_text_gets_an_id(tmp_path):
+    raw = b"caf\xe9\nx"
+    _write(tmp_path / os.fsdecode(raw) / "nb.ipynb")
+    (student, (files, notes)), = find_submissions(tmp_path, "hw", ["nb"]).items()
+    assert student == student_id(os.fsdecode(raw))[0] and student.startswith("student-")
+    assert list(files) == ["nb"] and "is not plain text" in notes[0]
+    assert student_id("ann lee") == ("ann lee", "")
+
+
+def test_the_hash_follows_the_bytes_and_the_names(tmp_path):
+    a = _write(tmp_path / "a.ipynb", "one")
+    b = _write(tmp_path / "b.ipynb", "one")
+    assert submission_hash({"nb": a}) == submission_hash({"nb": b})
+    assert submission_hash({"nb": a}) != submission_hash({"other": a})
+    b.write_text("two")
+    assert submission_hash({"nb": a}) != submission_hash({"nb": b})
+
+
+def test_submission_layouts_and_left_out_files(tmp_path):
+    (tmp_path / "ann" / "a1").mkdir(parents=True)
+    (tmp_path / "ann" / "a1" / "nb.ipynb").write_text("{}")
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / "nb (1).ipynb").write_text("{}")
+    (tmp_path / "bob" / "autograder.py").write_text("")
+    (tmp_path / "bob" / "microgpt").mkdir()
+    (tmp_path / "bob" / "microgpt" / "__init__.py").write_text("")
+    (tmp_path / "cy.ipynb").write_text("{}")
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    found = find_submissions(tmp_path, "a1", ["nb"])
+    assert sorted(found) == ["ann", "bob", "cy"]
+    assert found["ann"][0] == {"nb": tmp_path / "ann" / "a1" / "nb.ipynb"}
+    assert found["bob"][0] == {"nb": tmp_path / "bob" / "nb (1).ipynb"}
+    assert found["cy"][0] == {"nb": tmp_path / "cy.ipynb"}
+    notes = " ".join(found["bob"][1])
+    assert "left out 2 file(s)" in notes and "autograder.py" in notes
+    # one file per student cannot say which of two notebooks it is
+    assert find_submissions(tmp_path, "a1", ["nb", "other"])["cy"][0] == {}
