@@ -376,11 +376,12 @@ def _isotonic(targets, gaps):
     return [y + o for y, o in zip(out, offsets)]
 
 
-def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0):
+def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0, order_of=None):
     """Place `boxes` in ranks (rank set on each box), left to right within a rank by the
-    barycentre of their neighbours, each long link through a chain of slim dummy boxes,
-    so that no arrow crosses a box. Returns (width, height, routes, band), routes[i] being
-    the points of links[i] and band[rank] its (top, bottom)."""
+    barycentre of their neighbours (starting from `order_of`), each long link through a
+    chain of slim dummy boxes, so that no arrow crosses a box. Returns (width, height,
+    routes, band), routes[i] being the points of links[i] and band[rank] its (top, bottom)."""
+    order_of = order_of or {}
     ranks = {}
     for b in boxes:
         ranks.setdefault(b.rank, []).append(b)
@@ -391,6 +392,7 @@ def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0):
         for r in range(a.rank + 1, b.rank):
             d = _Box(("dummy", i, r), "dummy", [], 8, 0)
             d.rank = r
+            order_of[id(d)] = order_of.get(id(a), 0)
             ranks[r].append(d)
             chain.append(d)
         chain.append(b)
@@ -404,6 +406,8 @@ def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0):
             down.setdefault(id(u), []).append(v)
             up.setdefault(id(v), []).append(u)
     levels = [ranks[r] for r in sorted(ranks)]
+    for level in levels:  # to start with: as the graph lists them, inputs left to right
+        level.sort(key=lambda b: order_of.get(id(b), 0))
     pos = {}
 
     def number():
@@ -447,6 +451,7 @@ def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0):
                     for a, b in zip(level, level[1:])]
             for b, x in zip(level, _isotonic(targets, gaps)):
                 b.x = x
+    _straighten(chains, levels)
     left = min(b.x - b.w / 2 for level in levels for b in level)
     right = max(b.x + b.w / 2 for level in levels for b in level)
     band = {}
@@ -462,6 +467,35 @@ def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0):
     for chain in chains:
         routes.append([(b.x, band[b.rank]) for b in chain])
     return right - left + 2 * pad, y - gap_y + pad, routes, band
+
+
+def _straighten(chains, levels):
+    """Run each long arrow's dummies down one straight line where the boxes beside them
+    leave room (at the x of its start, of its end, of their mean, or of the outermost one),
+    so that a shortcut reads as one line."""
+    where = {}
+    for level in levels:
+        for i, b in enumerate(level):
+            where[id(b)] = (level, i)
+    for chain in sorted(chains, key=len, reverse=True):
+        dummies = chain[1:-1]
+        if not dummies:
+            continue
+        xs = [d.x for d in dummies]
+        for x in (chain[0].x, chain[-1].x, sum(xs) / len(xs), min(xs), max(xs)):
+            fits = True
+            for d in dummies:
+                level, i = where[id(d)]
+                if i > 0:  # a dummy keeps 12 units from its neighbours, as in _layout
+                    n = level[i - 1]
+                    fits = fits and n.x + n.w / 2 + 12 <= x - d.w / 2 + 1e-6
+                if i + 1 < len(level):
+                    n = level[i + 1]
+                    fits = fits and x + d.w / 2 + 12 <= n.x - n.w / 2 + 1e-6
+            if fits:
+                for d in dummies:
+                    d.x = x
+                break
 
 
 def _curve(points, start_y, end_y):
@@ -560,7 +594,18 @@ def _as_svg(graph):
         kinds.append((child, parent, local))
     legend = "a shortcut: a Value added to what was computed from it" if graph.shortcuts else ""
     top = line_h + 6 if legend else 0
-    width, height, routes, band = _layout(boxes, links, top=top)
+    # left to right as each operation lists its inputs: a depth-first walk from `out`
+    order_of, stack, seen_walk = {}, [graph.nodes[-1]], set()
+    while stack:
+        v = stack.pop()
+        if id(v) in seen_walk:
+            continue
+        seen_walk.add(id(v))
+        order_of[id(box_of[id(v)])] = len(order_of)
+        if v._children:
+            order_of[id(op_of[id(v)])] = len(order_of)
+        stack.extend(reversed(v._children))
+    width, height, routes, band = _layout(boxes, links, top=top, order_of=None)
     width = math.ceil(max(width, 46 + _text_w(legend) + 12))
     height = math.ceil(height)
     # where arrows end on an operation: spread over its top, in the order they arrive
