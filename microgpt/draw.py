@@ -312,7 +312,8 @@ def _with_graphviz(graph):
         key = str(id(v))
         if id(v) in graph.constants:
             dot.node(key, _number(v.data), shape="box", style="dashed,rounded",
-                     color="#888888", fontcolor="#555555", tooltip="a constant")
+                     color="#888888", fontcolor="#555555", tooltip="a constant",
+                     width="0.3", height="0.25", margin="0.06,0.02")
             continue
         fields = [f"data {_number(v.data)}", f"grad {_number(v.grad)}"]
         if id(v) in names:

@@ -17,6 +17,7 @@ cells they need above them. For every drawing the test
 The smallest text size of each drawing is printed and written to drawings/summary.txt.
 """
 
+import json
 import os
 import re
 import shutil
@@ -25,7 +26,7 @@ from pathlib import Path
 import lab_helpers as lh
 import pytest
 
-from microgpt.draw import SHORTCUT_COLOUR
+from microgpt.draw import SHORTCUT_COLOUR, _graphviz_ready
 
 pytestmark = pytest.mark.browser
 
@@ -36,7 +37,7 @@ NODE_LABEL = re.compile(r"^(?:(?P<name>[^:]+): )?data (?P<data>\S+) \| grad (?P<
 # that draw and the ones they need
 NOTEBOOKS = {
     "01_residual_stack": ["imports", "value_refresher", "plain_stack",
-                          "task1_1_residual_stack", "task1_1_graph"],
+                          "task1_1_residual_stack", "task1_1_graph", "graphviz_drawing"],
     "05_gpt_residual_adds": ["block_diagrams", "imports", "drawn_add"],
 }
 # grade id -> per SVG output of that cell: (what it is, shortcut arrows in colour, or None
@@ -46,6 +47,13 @@ DRAWINGS = {
     "task1_1_graph": [("plain stack", 0), ("residual stack", 3)],
     "block_diagrams": [("pre-norm block", None), ("post-norm block", None)],
     "drawn_add": [("pre-norm add", 2), ("post-norm add", 2)],
+    "graphviz_drawing": [("residual stack by Graphviz", 3)],
+}
+# a cell added to the copy of 01, after the two stacks' drawing: the residual stack drawn by
+# the other backend, Graphviz (what draw() gives by default where Graphviz is installed)
+GRAPHVIZ_CELL = {
+    "cell_type": "code", "execution_count": None, "id": "graphviz_drawing", "metadata": {},
+    "outputs": [], "source": 'draw(out, names={x: "x", out: "out"}, backend="graphviz")',
 }
 
 
@@ -74,7 +82,12 @@ def course_copy(dest):
     for assignment in NOTEBOOKS:
         folder = dest / "exercises" / assignment
         folder.mkdir(parents=True)
-        shutil.copy2(lh.REPO_ROOT / "source" / assignment / f"{assignment}.ipynb", folder)
+        nb = lh.read_nb(lh.REPO_ROOT / "source" / assignment / f"{assignment}.ipynb")
+        if "graphviz_drawing" in NOTEBOOKS[assignment]:
+            at = next(i for i, c in enumerate(nb["cells"])
+                      if lh.nbgrader_meta(c).get("grade_id") == "task1_1_graph")
+            nb["cells"].insert(at + 1, GRAPHVIZ_CELL)
+        (folder / f"{assignment}.ipynb").write_text(json.dumps(nb, indent=1), encoding="utf-8")
     return dest
 
 
@@ -82,6 +95,11 @@ def test_drawings_read_at_notebook_width(tmp_path):
     require_browser()
     from playwright.sync_api import sync_playwright
 
+    if not _graphviz_ready():
+        message = "Graphviz (the graphviz package and the dot program) is not installed"
+        if os.environ.get("GRAPHVIZ_REQUIRED") or os.environ.get("BROWSER_TEST_REQUIRED"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
     shots = shots_dir()
     env = lh.jupyter_env(tmp_path / "jupyter")
     course = course_copy(tmp_path / "course")
@@ -163,6 +181,11 @@ def check_drawings(nbp, assignment, grade_id, index, summary):
         if shortcuts is None:  # a block diagram: an add per branch, shortcuts in colour
             assert svg["texts"].count("+") == 2 and (
                 svg["lines"].count(SHORTCUT_COLOUR) == 2), f"{what}: {svg}"
+            continue
+        if "Graphviz" in what:  # dot's SVG: a record per Value, a node per operation
+            for shown in ("x", "data 1", "grad 1.331", "out", "*", "relu", "+", "0.1"):
+                assert shown in svg["texts"], f"{what}: {shown!r} not shown: {svg['texts']}"
+            assert svg["paths"].count(SHORTCUT_COLOUR) == shortcuts, f"{what}: {svg}"
             continue
         labels = [m for m in map(NODE_LABEL.match, svg["titles"]) if m]
         assert labels and all(f"data {m['data']}" in svg["texts"] and f"grad {m['grad']}"
