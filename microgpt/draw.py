@@ -499,6 +499,11 @@ def _straighten(chains, levels):
                 break
 
 
+def _overlap(a, b):
+    """Do the rectangles (left, top, right, bottom) a and b overlap?"""
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
 def _curve(points, start_y, end_y):
     """An SVG path through `points` [(x, (band top, band bottom))]: down the first box's
     column from `start_y` to its band's bottom, a vertical S-curve across each gap, straight
@@ -629,6 +634,8 @@ def _as_svg(graph):
                      f'stroke-width="2.5"/>')
         parts.append(_text(46, 12 + line_h / 2, legend, anchor="start", fill=SHORTCUT_COLOUR))
     labels = []
+    taken = [(b.x - b.w / 2 - 2, b.y - 2, b.x + b.w / 2 + 2, b.y + b.h + 2)
+             for b in boxes if b.kind != "dummy"]
     for i, ((a, b, _), route) in enumerate(zip(links, routes)):
         start_y = a.y + a.h
         end_y = b.y
@@ -647,15 +654,33 @@ def _as_svg(graph):
                      f'marker-end="url(#{"shortcut" if shortcut else "arrow"})">'
                      f'<title>{"shortcut, " if shortcut else ""}local derivative '
                      f'{html.escape(_number(local))}</title></path>')
-        # the local derivative beside the arrow where its last gap begins: there the arrows
-        # into one operation are still apart (they meet at its top)
+        # the local derivative beside the arrow in its last gap, where the arrows into one
+        # operation are still apart (they meet at its top), at the first place that
+        # overlaps no other label and no box
         (x1, (_, b1)), (x2, _) = route[-2], route[-1]
         y1 = max(b1, start_y) if len(route) == 2 else b1
-        ly = y1 + (end_y - y1) * 0.3 + 4
-        right = x1 <= x2
-        lx = x1 + (x2 - x1) * 0.1 + (4 if right else -4)
-        labels.append(_text(lx, ly, _number(local), px=SMALL_PX,
-                            anchor="start" if right else "end", fill=colour,
+        text = _number(local)
+        w, h = _text_w(text, SMALL_PX), SMALL_PX
+        spot = None
+        for t in (0.3, 0.5, 0.15, 0.65):
+            s_ = 3 * t * t - 2 * t**3  # the S-curve's share of the way at parameter t
+            cx, cy = x1 + (x2 - x1) * s_, y1 + (end_y - y1) * s_
+            for right in ((x1 <= x2), not (x1 <= x2)):
+                left = cx + 4 if right else cx - 4 - w
+                box = (left, cy - h / 2, left + w, cy + h / 2)
+                if not any(_overlap(box, other) for other in taken):
+                    spot = (box, right)
+                    break
+            if spot:
+                break
+        if spot is None:
+            left = x1 + 4
+            cy = y1 + (end_y - y1) * 0.3
+            spot = ((left, cy - h / 2, left + w, cy + h / 2), True)
+        box, right = spot
+        taken.append(box)
+        labels.append(_text(box[0], box[3] - 1.5, text, px=SMALL_PX, anchor="start",
+                            fill=colour,
                             extra=' stroke="white" stroke-width="3" paint-order="stroke"'))
     for b in boxes:
         if b.kind == "dummy":
