@@ -366,9 +366,43 @@ SVG_JS = """i => Array.from(document.querySelectorAll(
     shown: img ? img.complete && img.naturalWidth > 0 : !!svg,
     width: img ? img.naturalWidth : 0,
     texts: svg ? Array.from(svg.querySelectorAll('text')).map(t => t.textContent) : [],
+    titles: svg ? Array.from(svg.querySelectorAll('title')).map(t => t.textContent) : [],
     lines: svg ? Array.from(svg.querySelectorAll('line')).map(l => l.getAttribute('stroke'))
                : [],
+    paths: svg ? Array.from(svg.querySelectorAll('path')).map(l => l.getAttribute('stroke'))
+               : [],
   };
+})"""
+
+# how big a cell's drawings are shown: each SVG output (JupyterLab shows it as an <img>) is
+# copied inline, at the size and place the <img> has on screen, and its text measured
+# there, then removed: the font size as rendered (computed font size times the scale the
+# SVG is drawn at, getScreenCTM) and the height of each text's box (getBoundingClientRect)
+SVG_TEXT_SIZE_JS = """i => Array.from(document.querySelectorAll(
+    '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')[i]
+  .querySelectorAll('.jp-OutputArea-output[data-mime-type="image/svg+xml"] img')).map(img => {
+  const src = img.getAttribute('src') || '';
+  const body = src.slice(src.indexOf(',') + 1);
+  const text = /;base64,/.test(src.slice(0, src.indexOf(',') + 1))
+    ? atob(body) : decodeURIComponent(body);
+  const svg = new DOMParser().parseFromString(text, 'image/svg+xml').documentElement;
+  const shown = img.getBoundingClientRect();
+  const holder = document.createElement('div');
+  holder.style.cssText = `position:fixed;left:${shown.left}px;top:${shown.top}px;` +
+    `width:${shown.width}px;height:${shown.height}px;visibility:hidden;`;
+  svg.setAttribute('width', shown.width);
+  svg.setAttribute('height', shown.height);
+  holder.appendChild(document.importNode(svg, true));
+  document.body.appendChild(holder);
+  const texts = Array.from(holder.querySelectorAll('text')).filter(t => t.textContent.trim());
+  const sizes = texts.map(t => ({
+    text: t.textContent,
+    px: parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a,
+    box: t.getBoundingClientRect().height,
+  }));
+  holder.remove();
+  return {shownWidth: shown.width, naturalWidth: img.naturalWidth,
+          shownHeight: shown.height, naturalHeight: img.naturalHeight, sizes};
 })"""
 
 
@@ -410,9 +444,16 @@ class NotebookPage:
         return path
 
     def svg_outputs(self, index):
-        """The SVG outputs of cell `index`: [{shown, width, texts, lines}], where texts are
-        the drawing's <text> elements and lines the stroke colour of each <line>."""
+        """The SVG outputs of cell `index`: [{shown, width, texts, titles, lines, paths}],
+        where texts are the drawing's <text> elements, titles its <title>s (a box's tooltip)
+        and lines and paths the stroke colour of each <line> and <path>."""
         return self.page.evaluate(SVG_JS, index)
+
+    def svg_text_sizes(self, index):
+        """How the SVG outputs of cell `index` are shown: [{shownWidth, naturalWidth,
+        shownHeight, naturalHeight, sizes: [{text, px, box}]}], px being each text's font
+        size as rendered and box the height of its bounding box, in CSS pixels."""
+        return self.page.evaluate(SVG_TEXT_SIZE_JS, index)
 
     # ---- opening
     def open(self):

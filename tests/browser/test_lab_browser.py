@@ -20,7 +20,7 @@ and does what a student does:
 6. runs all cells again: every graded cell prints its success line, the plot renders, each
    cell that calls draw() shows its graph as an SVG whose boxes carry their labels (data
    and grad; in the two stacks' drawing, the input's grad is the one the cell printed and
-   the shortcuts are drawn as identity arrows), no cell writes a warning or an error, no
+   its 3 shortcuts, and only they, are coloured), no cell writes a warning or an error, no
    cell runs long without showing progress;
 7. saves, checks the file holds exactly what was typed, and presses nbgrader's Validate
    button: the dialog says "Success! Your notebook passes all the tests."
@@ -41,7 +41,7 @@ import pytest
 from autograder.answers import mutants
 from autograder.kernel.diagnosis import LEAD
 from autograder.student.progress import FAILING, NOT_STARTED, PASSED
-from microgpt.draw import IDENTITY_COLOUR
+from microgpt.draw import SHORTCUT_COLOUR
 
 ASSIGNMENT = "01_residual_stack"
 NOTEBOOK = "01_residual_stack.ipynb"
@@ -55,7 +55,7 @@ PROGRESS = re.compile(r"\d+%\|| \d+/\d+ \[|it/s\]|s/it\]")
 MISTAKE = "right numbers on floats, graph cut from the input"
 # what the grader's own traceback would show: none of it may reach the student
 GRADER_TRACE = re.compile(r"Traceback|File \"|autograder/|site-packages|__exit__")
-# a drawn box's label: "name: data 1 | grad 0.001" or "data 0.1 | grad 0"
+# a drawn box's label (its tooltip): "name: data 1 | grad 0.001" or "data 0.1 | grad 0"
 NODE_LABEL = re.compile(r"^(?:(?P<name>[^:]+): )?data (?P<data>\S+) \| grad (?P<grad>\S+)$")
 
 pytestmark = pytest.mark.browser
@@ -402,7 +402,7 @@ def check_drawn_graphs(nbp, student, cells, summary):
     """Every cell that calls draw() shows its graph as an SVG: drawn (the image loaded),
     one labelled box per Value (data and grad), the named ones by name. In the cell that
     draws both stacks, the input's grad in each drawing is the one the cell printed, and
-    the residual stack's shortcuts are drawn as identity arrows (local derivative 1)."""
+    the residual stack's 3 shortcuts are coloured and the plain stack has none."""
     drawing = [i for i, c in enumerate(student["cells"])
                if c["cell_type"] == "code" and "draw(" in lh.cell_text(c)]
     assert drawing, f"no cell of {NOTEBOOK} calls draw()"
@@ -412,12 +412,15 @@ def check_drawn_graphs(nbp, student, cells, summary):
         assert svgs, f"{grade_id} calls draw() but shows no SVG: {cells[i]['outputs']}"
         for svg in svgs:
             assert svg["shown"], f"{grade_id}: an SVG did not render: {svg}"
-            labels = [m for m in map(NODE_LABEL.match, svg["texts"]) if m]
+            labels = [m for m in map(NODE_LABEL.match, svg["titles"]) if m]
             assert len(labels) >= 2 and any(m["name"] for m in labels), (
-                f"{grade_id}: the drawing has no labelled boxes: {svg['texts']}")
+                f"{grade_id}: the drawing has no labelled boxes: {svg['titles']}")
+            assert all(f"data {m['data']}" in svg["texts"] and f"grad {m['grad']}"
+                       in svg["texts"] for m in labels), (
+                f"{grade_id}: a box does not show its data and grad: {svg['texts']}")
         nbp.shot(f"06-drawn-graph-{grade_id}", i)
         summary.append(f"drawn, {grade_id}: " + "; ".join(
-            ", ".join(t for t in svg["texts"] if NODE_LABEL.match(t) and ":" in t)
+            ", ".join(t for t in svg["titles"] if NODE_LABEL.match(t) and ":" in t)
             for svg in svgs))
     # the two stacks, three layers each: the cell prints d out/dx before each drawing
     index = next(i for i, c in enumerate(student["cells"])
@@ -428,12 +431,12 @@ def check_drawn_graphs(nbp, student, cells, summary):
     assert [name for name, _ in printed] == ["plain", "residual"] and len(svgs) == 2, (
         f"task1_1_graph should print and draw both stacks: {printed}, {len(svgs)} drawings")
     for (name, grad), svg in zip(printed, svgs):
-        assert f"x: data 1 | grad {grad}" in svg["texts"], (
+        assert f"x: data 1 | grad {grad}" in svg["titles"], (
             f"the {name} stack's drawing does not show the printed input gradient {grad}: "
-            f"{svg['texts']}")
-    # both stacks have the same layers; the residual one adds x around each of its 3, and
-    # both inputs of an add arrive along identity arrows
-    plain, residual = (svg["lines"].count(IDENTITY_COLOUR) for svg in svgs)
-    assert residual - plain >= 2 * 3, (
-        f"the residual stack's drawing has {residual} identity arrows against the plain "
-        f"stack's {plain}: its 3 shortcuts are not drawn as such")
+            f"{svg['titles']}")
+    # both stacks have the same layers; the residual one adds each layer's input around
+    # it: 3 shortcuts in colour, and none in the plain stack
+    plain, residual = (svg["paths"].count(SHORTCUT_COLOUR) for svg in svgs)
+    assert (plain, residual) == (0, 3), (
+        f"the plain stack's drawing has {plain} shortcut arrows and the residual stack's "
+        f"{residual}: expected 0 and 3")

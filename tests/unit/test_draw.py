@@ -1,14 +1,28 @@
 """microgpt.draw: the graph of a Value drawn with and without Graphviz, and the block diagrams."""
 
+import math
 import os
+import re
 import shutil
 import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from microgpt import Value
-from microgpt.draw import IDENTITY_COLOUR, MAX_WIDTH, Drawing, block_diagram, draw, graph_of
+from microgpt import Value, dot, linear
+from microgpt.draw import (
+    MAX_WIDTH,
+    SHORTCUT_COLOUR,
+    Drawing,
+    block_diagram,
+    draw,
+    graph_of,
+    op_label,
+    shortcut_edges,
+)
+from microgpt.nn import cross_entropy, layernorm, log_softmax, rmsnorm, softmax
+
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def layer(x):
@@ -28,42 +42,240 @@ def built(depth, residual):
     return x, out
 
 
-def identity_path(x, out):
-    """Is there a path from x to out along which every local derivative is exactly 1?"""
+def one_add(layout):
+    """Notebook 05's drawing: one add of a two-number stream, pre-norm or post-norm."""
+    W = [[Value(0.5), Value(-0.2)], [Value(0.1), Value(0.4)]]
+    x = [Value(0.6), Value(-0.3)]
+    if layout == "pre-norm":
+        y = [xi + fi for xi, fi in zip(x, linear(rmsnorm(x), W))]
+    else:
+        y = rmsnorm([xi + fi for xi, fi in zip(x, linear(x, W))])
+    out = y[0] + y[1]
+    out.backward()
+    names = {x[0]: "x[0]", x[1]: "x[1]", out: "out"}
+    names.update({W[i][j]: f"W[{i}][{j}]" for i in range(2) for j in range(2)})
+    return x, y, out, names
+
+
+def parsed(drawing):
+    return ET.fromstring(drawing.svg)
+
+
+def texts(root):
+    return [t.text for t in root.iter(f"{SVG}text")]
+
+
+def titles(root):
+    return [t.text for t in root.iter(f"{SVG}title")]
+
+
+def shortcut_paths(root):
+    return [p for p in root.iter(f"{SVG}path") if p.get("stroke") == SHORTCUT_COLOUR]
+
+
+# ---------------------------------------------------------------- operations, inferred
+
+
+def test_every_operation_is_named_from_its_children_data_and_local_derivatives():
+    a, b = Value(1.5), Value(-0.5)
+    cases = {
+        "+": a + b, "*": a * b, "relu": a.relu(), "exp": a.exp(), "log": a.log(),
+        "tanh": a.tanh(), "sigmoid": b.sigmoid(), "**2": a**2, "**(-1)": a**-1,
+        "**(-0.5)": a**-0.5, "sum": Value.sum([a, b, a * b]),
+        "dot": dot([a, b], [b, a]), "1/rms": rmsnorm([a, b])[0]._children[1],
+        "softmax": softmax([a, b])[1], "log_softmax": log_softmax([a, b])[0],
+        "cross_entropy": cross_entropy([a, b], 1), "mean": layernorm([a, b])[0]
+        ._children[0]._children[1]._children[0],
+    }
+    assert {name: op_label(v) for name, v in cases.items()} == {n: n for n in cases}
+    assert op_label(linear([a, b], [[b, a]])[0]) == "dot"
+    assert op_label(a - b) == "+" and op_label((a - b)._children[1]) == "*"  # a + b * -1
+    assert op_label(a / b) == "*" and op_label((a / b)._children[1]) == "**(-1)"
+    assert op_label(b.relu()) == "relu" and op_label(a) == ""
+    assert op_label(Value(7.0, (a, b), (0.3, 0.3))) == "f"  # nothing the engine makes
+
+
+def test_the_drawing_labels_each_operation_and_the_relu_of_a_stack():
+    x, out = built(2, residual=True)
+    root = parsed(draw(out, names={x: "x", out: "out"}, backend="svg"))
+    ops = [t for t in titles(root) if t.startswith("operation ")]
+    assert sorted(ops) == sorted(["operation *", "operation relu", "operation +"] * 2)
+    for op in ("*", "relu", "+"):
+        assert op in texts(root)
+
+
+# ---------------------------------------------------------------- constants
+
+
+def test_a_number_operand_is_a_constant_not_a_box_with_data_and_grad():
+    x, out = built(3, residual=False)
+    drawing = draw(out, names={x: "x", out: "out"}, backend="svg")
+    root = parsed(drawing)
+    assert titles(root).count("constant 0.1") == 3
+    dashed = [r for r in root.iter(f"{SVG}rect") if r.get("stroke-dasharray")]
+    assert len(dashed) == 3
+    boxes = [t for t in titles(root) if "| grad" in t]
+    assert len(boxes) == 1 + 3 * 2  # x, and each layer's product and relu; no 0.1 box
+    assert "constant 0.1" in repr(drawing)
+    # a named leaf is a box, even where a number operand would be
+    w = Value(0.1)
+    y = x * w
+    assert "w: data 0.1 | grad 0" in titles(parsed(draw(y, names={w: "w"}, backend="svg")))
+    # a leaf used twice, or first, is not taken for a number operand
+    z = x * w + w
+    assert not any(t.startswith("constant") for t in titles(parsed(draw(z, backend="svg"))))
+
+
+# ---------------------------------------------------------------- shortcuts
+
+
+def test_a_plain_stack_has_no_shortcut_and_draws_nothing_in_colour():
+    x, out = built(3, residual=False)
+    assert shortcut_edges(out) == set()
+    root = parsed(draw(out, names={x: "x", out: "out"}, backend="svg"))
+    assert SHORTCUT_COLOUR not in ET.tostring(root, encoding="unicode")
+
+
+def test_a_residual_stack_colours_exactly_its_shortcuts():
+    x = Value(1.0)
+    inputs, h = [], x
+    for _ in range(3):
+        inputs.append(h)
+        h = h + layer(h)
+    out = h
+    out.backward()
+    # each layer's input into that layer's add, and nothing else (not the branch's arrow
+    # into the add, although its local derivative is 1 too)
+    adds = []
+    v = out
+    while v is not x:
+        adds.append(v)
+        v = v._children[0]
+    adds.reverse()
+    assert shortcut_edges(out) == {(id(i), id(a)) for i, a in zip(inputs, adds)}
+    root = parsed(draw(out, names={x: "x", out: "out"}, backend="svg"))
+    paths = shortcut_paths(root)
+    assert len(paths) == 3
+    assert all(p.find(f"{SVG}title").text.startswith("shortcut, local derivative 1")
+               for p in paths)
     _, edges = graph_of(out)
-    ones = {}
-    for child, parent, local in edges:
-        if local == 1:
-            ones.setdefault(id(child), []).append(parent)
-    todo, seen = [x], set()
-    while todo:
-        v = todo.pop()
-        if v is out:
-            return True
-        if id(v) not in seen:
-            seen.add(id(v))
-            todo.extend(ones.get(id(v), []))
-    return False
+    into_adds = [local for _, parent, local in edges if op_label(parent) == "+"]
+    assert into_adds == [1] * 6  # the branch's arrows into the adds, not coloured
 
 
-def test_the_residual_stack_has_an_identity_path_and_the_plain_one_has_none():
-    assert identity_path(*built(3, residual=True))
-    assert not identity_path(*built(3, residual=False))
+def test_shortcuts_of_the_refresher_and_of_notebook_05():
+    a = Value(2.0)
+    b = a * a + a
+    assert shortcut_edges(b) == {(id(a), id(b))}  # b = a + f(a) with f(a) = a * a
+    c, d = Value(1.0), Value(2.0)
+    assert shortcut_edges(c + d) == set()  # two independent terms
+    x, y, out, _ = one_add("pre-norm")
+    assert shortcut_edges(out) == {(id(x[0]), id(y[0])), (id(x[1]), id(y[1]))}
+    x, y, out, _ = one_add("post-norm")
+    adds = y[0]._children[0], y[1]._children[0]  # rmsnorm's y_i = add_i * (1/rms)
+    assert shortcut_edges(out) == {(id(x[0]), id(adds[0])), (id(x[1]), id(adds[1]))}
 
 
-def test_the_plain_drawing_shows_data_grad_and_the_identity_arrows():
+# ---------------------------------------------------------------- data, grad, size
+
+
+def test_each_value_shows_its_data_and_grad():
     x, out = built(3, residual=True)
     drawing = draw(out, names={x: "x", out: "out"}, backend="svg")
     assert isinstance(drawing, Drawing)
-    root = ET.fromstring(drawing._repr_svg_())  # well-formed SVG
-    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
-    assert "out: data 1.331 | grad 1" in texts
-    assert "x: data 1 | grad 1.331" in texts
-    nodes, edges = graph_of(out)
-    assert sum(t.startswith(("x:", "out:", "data")) for t in texts) == len(nodes)
-    coloured = [e for e in root.iter("{http://www.w3.org/2000/svg}line")
-                if e.get("stroke") == IDENTITY_COLOUR]
-    assert len(coloured) == sum(local == 1 for _, _, local in edges) > 0
+    root = parsed(drawing)
+    assert "out: data 1.331 | grad 1" in titles(root)
+    assert "x: data 1 | grad 1.331" in titles(root)
+    for line in ("x", "data 1", "grad 1.331", "out", "data 1.331", "grad 1"):
+        assert line in texts(root)
+    nodes, _ = graph_of(out)
+    boxes = [t for t in titles(root) if re.search(r"data \S+ \| grad \S+$", t)]
+    assert len(boxes) == len(nodes) - 3  # every Value but the three constants
+
+
+def _rects(root):
+    """(x, y, w, h, title of its group) of every box."""
+    found = []
+    for g in root.iter(f"{SVG}g"):
+        r = g.find(f"{SVG}rect")
+        if r is not None:
+            found.append((*(float(r.get(k)) for k in ("x", "y", "width", "height")),
+                          g.find(f"{SVG}title").text))
+    return found
+
+
+def _path_points(d, steps=24):
+    """Points along an SVG path of M, L and C commands."""
+    tokens = re.findall(r"[MLC]|-?[\d.]+", d)
+    points, i, here = [], 0, (0.0, 0.0)
+    while i < len(tokens):
+        cmd = tokens[i]
+        if cmd in "ML":
+            here = (float(tokens[i + 1]), float(tokens[i + 2]))
+            points.append(here)
+            i += 3
+        else:
+            c = [float(t) for t in tokens[i + 1:i + 7]]
+            p0, p1, p2, p3 = here, c[0:2], c[2:4], c[4:6]
+            for k in range(1, steps + 1):
+                t = k / steps
+                points.append(tuple(
+                    (1 - t) ** 3 * p0[j] + 3 * (1 - t) ** 2 * t * p1[j]
+                    + 3 * (1 - t) * t**2 * p2[j] + t**3 * p3[j] for j in range(2)))
+            here = tuple(p3)
+            i += 7
+    return points
+
+
+@pytest.mark.parametrize("which", ["plain", "residual", "pre-norm", "post-norm"])
+def test_no_arrow_runs_behind_a_box_and_no_boxes_overlap(which):
+    if which in ("plain", "residual"):
+        x, out = built(3, residual=which == "residual")
+        names = {x: "x", out: "out"}
+    else:
+        _, _, out, names = one_add(which)
+    root = parsed(draw(out, names=names, backend="svg"))
+    rects = _rects(root)
+    for n, (x1, y1, w1, h1, _) in enumerate(rects):
+        for x2, y2, w2, h2, _ in rects[n + 1:]:
+            assert x1 + w1 <= x2 or x2 + w2 <= x1 or y1 + h1 <= y2 or y2 + h2 <= y1
+    for p in root.iter(f"{SVG}path"):
+        if p.get("d", "").startswith("M 0 0"):
+            continue  # an arrow head
+        for px, py in _path_points(p.get("d"))[1:-1]:
+            inside = [t for x, y, w, h, t in rects
+                      if x + 1 < px < x + w - 1 and y + 1 < py < y + h - 1]
+            assert not inside, f"an arrow runs behind {inside} at ({px:.0f}, {py:.0f})"
+
+
+def test_text_is_never_under_11_px_and_the_drawing_is_shown_unscaled():
+    for out, names in [(built(3, True)[1], {}), (one_add("pre-norm")[2], {})]:
+        drawing = draw(out, names=names, backend="svg")
+        root = parsed(drawing)
+        sizes = [float(t.get("font-size")) for t in root.iter(f"{SVG}text")]
+        assert sizes and min(sizes) >= 11
+        _, _, box_w, box_h = map(float, root.get("viewBox").split())
+        assert (float(root.get("width")), float(root.get("height"))) == (box_w, box_h)
+        assert box_w <= MAX_WIDTH  # notebook 01's and 05's graphs fit at full size
+        assert drawing._repr_svg_() == drawing.svg
+    for kind in ("plain", "residual", "highway", "pre-norm", "post-norm"):
+        root = parsed(block_diagram(kind))
+        assert min(float(t.get("font-size")) for t in root.iter(f"{SVG}text")) >= 11
+        assert float(root.get("width")) <= MAX_WIDTH
+
+
+def test_a_wide_graph_is_shown_full_size_with_a_scroll_bar_not_shrunk():
+    xs = [Value(0.1 * i) for i in range(30)]
+    out = Value.sum([v * v for v in xs])
+    drawing = draw(out, backend="svg")
+    assert drawing.width > MAX_WIDTH
+    svg, metadata = drawing._repr_svg_()
+    assert svg == drawing.svg and metadata == {"unconfined": True}
+    root = parsed(drawing)
+    assert float(root.get("width")) == drawing.width  # not scaled down
+
+
+# ---------------------------------------------------------------- backends
 
 
 def test_without_graphviz_the_default_is_the_plain_drawing(monkeypatch):
@@ -88,13 +300,30 @@ def _graphviz_or_skip():
     return graphviz
 
 
-def test_with_graphviz_the_default_is_a_graphviz_drawing_that_renders():
+def _graphviz_svg(out, names):
+    return ET.fromstring(draw(out, names=names).pipe(format="svg").decode())
+
+
+def test_with_graphviz_the_default_is_a_graphviz_drawing_that_reads():
     graphviz = _graphviz_or_skip()
     x, out = built(3, residual=True)
-    dot = draw(out, names={x: "x", out: "out"})
-    assert isinstance(dot, graphviz.Digraph)
-    svg = dot.pipe(format="svg").decode()
-    assert "out: data 1.331 | grad 1" in svg and IDENTITY_COLOUR in svg
+    dot_graph = draw(out, names={x: "x", out: "out"})
+    assert isinstance(dot_graph, graphviz.Digraph)
+    root = _graphviz_svg(out, {x: "x", out: "out"})
+    shown = texts(root)
+    for line in ("x", "data 1", "grad 1.331", "out", "data 1.331", "*", "relu", "+", "0.1"):
+        assert line in shown
+    coloured = [p for p in root.iter(f"{SVG}path") if p.get("stroke") == SHORTCUT_COLOUR]
+    assert len(coloured) == 3
+    assert min(float(t.get("font-size")) for t in root.iter(f"{SVG}text")) >= 11
+    x, out = built(3, residual=False)
+    root = _graphviz_svg(out, {x: "x", out: "out"})
+    assert not [p for p in root.iter(f"{SVG}path") if p.get("stroke") == SHORTCUT_COLOUR]
+    _, _, out, names = one_add("pre-norm")
+    root = _graphviz_svg(out, names)
+    assert len([p for p in root.iter(f"{SVG}path")
+                if p.get("stroke") == SHORTCUT_COLOUR]) == 2
+    assert {"dot", "1/rms", "W[0][1]"} <= set(texts(root))
 
 
 def test_a_graph_too_big_to_read_says_so():
@@ -108,58 +337,85 @@ def test_a_graph_too_big_to_read_says_so():
         draw(x, backend="png")
 
 
-@pytest.mark.parametrize("kind", ["plain", "residual", "highway", "pre-norm", "post-norm"])
-def test_block_diagrams(kind):
-    root = ET.fromstring(block_diagram(kind).svg)
-    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
-    shortcuts = sum(t in ("identity", "carry (1 - T)", "shortcut") for t in texts)
-    assert shortcuts == {"plain": 0, "residual": 1, "highway": 1, "pre-norm": 2,
-                         "post-norm": 2}[kind]
-    # post-norm's shortcut is not an identity path: a norm follows its add
-    assert ("identity" in texts) == (kind in ("residual", "pre-norm"))
-
-
-def _size(drawing):
-    """(shown width, shown height, viewBox width, viewBox height) of a drawing."""
-    root = ET.fromstring(drawing.svg)
-    _, _, box_w, box_h = map(float, root.get("viewBox").split())
-    return float(root.get("width")), float(root.get("height")), box_w, box_h
-
-
-def test_a_drawing_wider_than_the_output_area_is_scaled_to_fit():
-    x, out = built(3, residual=True)  # notebook 01's residual graph: ten columns of boxes
-    shown_w, shown_h, box_w, box_h = _size(draw(out, backend="svg"))
-    assert box_w > MAX_WIDTH  # it needs the room ...
-    assert shown_w == MAX_WIDTH  # ... and is shown at the output area's width
-    assert shown_h / shown_w == pytest.approx(box_h / box_w, rel=0.01)  # not distorted
-    wide_block = _size(block_diagram("pre-norm"))
-    assert wide_block[0] == MAX_WIDTH < wide_block[2]
-    # a picture that fits is shown at its own size
-    shown_w, shown_h, box_w, box_h = _size(block_diagram("plain"))
-    assert (shown_w, shown_h) == (box_w, box_h) and box_w < MAX_WIDTH
-
-
 def test_the_text_repr_describes_the_picture():
     x, out = built(2, residual=True)
     drawing = draw(out, names={x: "x", out: "out"}, backend="svg")
     nodes, edges = graph_of(out)
     lines = repr(drawing).splitlines()
-    assert len(lines) == 1 + len(nodes)  # a heading, then one line per box
-    assert lines[-1].startswith("  [") and "out: data 1.21 | grad 1" in lines[-1]
-    assert "(local 0.1)" in repr(drawing) and "<-" in lines[-1]
-    assert f"{len(edges)} arrows" in lines[0]
+    assert len(lines) == 1 + len(nodes)  # a heading, then one line per Value
+    assert lines[-1].startswith("  [") and "out: data 1.21 | grad 1  = + <- " in lines[-1]
+    assert "(local 1, shortcut)" in lines[-1]
+    assert "= relu <- " in repr(drawing) and "= * <- " in repr(drawing)
+    assert f"{len(edges)} arrows (2 of them shortcuts" in lines[0]
+    assert "object at 0x" not in repr(Drawing("<svg/>"))  # no address, even without a text
 
+
+# ---------------------------------------------------------------- block diagrams
+
+
+@pytest.mark.parametrize("kind", ["plain", "residual", "highway", "pre-norm", "post-norm"])
+def test_block_diagrams(kind):
+    root = parsed(block_diagram(kind))
+    shown = texts(root)
+    shortcuts = sum(t in ("identity", "carry (1 - T)", "shortcut") for t in shown)
+    assert shortcuts == {"plain": 0, "residual": 1, "highway": 1, "pre-norm": 2,
+                         "post-norm": 2}[kind]
+    # post-norm's shortcut is not an identity path: a norm follows its add
+    assert ("identity" in shown) == (kind in ("residual", "pre-norm"))
+
+
+def _main_column(root):
+    """The main path's boxes (y, name), top to bottom, the forks' y, and the coloured
+    segments (y from, y to)."""
+    widths = [float(r.get("width")) for r in root.iter(f"{SVG}rect")]
+    main_w = max(widths)
+    rects = [r for r in root.iter(f"{SVG}rect") if float(r.get("width")) == main_w]
+    names = {round(float(t.get("y")) - 19.5): t.text for t in root.iter(f"{SVG}text")}
+    boxes = [(float(r.get("y")), names.get(round(float(r.get("y"))))) for r in rects]
+    forks = sorted(float(c.get("cy")) for c in root.iter(f"{SVG}circle"))
+    coloured = sorted((float(e.get("y1")), float(e.get("y2"))) for e in root.iter(f"{SVG}line")
+                      if e.get("stroke") == SHORTCUT_COLOUR)
+    return sorted(boxes), forks, coloured
+
+
+@pytest.mark.parametrize("kind", ["pre-norm", "post-norm"])
+def test_a_transformer_block_cannot_be_read_as_the_parallel_block(kind):
+    """The MLP's branch leaves the main path below the first add (it reads the stream after
+    it), and each identity line runs from its own fork into its own add."""
+    boxes, forks, coloured = _main_column(parsed(block_diagram(kind)))
+    adds = [y for y, name in boxes if name == "+"]
+    assert len(adds) == 2 and len(forks) == 2 and len(coloured) == 2
+    assert forks[0] < adds[0] < forks[1] < adds[1]
+    for (y1, y2), fork, add in zip(coloured, forks, adds):
+        assert y1 == pytest.approx(fork, abs=20) and y2 == add  # from its fork into its add
+    assert coloured[0][1] < coloured[1][0]  # two separate lines, not one
+    branches = [line.strip() for line in repr(block_diagram(kind)).splitlines()
+                if line.strip().startswith("branch:")]
+    assert branches[0].startswith("branch: x -> ")
+    # the second branch leaves after the first add (pre-norm: from it; post-norm: its norm)
+    assert branches[1].startswith("branch: + -> " if kind == "pre-norm" else
+                                  "branch: RMSNorm -> MLP")
+
+
+def test_the_text_repr_of_a_block_diagram():
     assert repr(block_diagram("plain")).splitlines()[1:] == [
         "  main path: h -> LayerNorm -> W -> ReLU -> h'"]
     residual = repr(block_diagram("residual"))
-    assert "main path: h -> LayerNorm -> W -> ReLU -> + -> h'" in residual
+    assert "main path: h -> + -> h'" in residual
+    assert "branch: h -> LayerNorm -> W -> ReLU -> +" in residual
     assert "identity: h -> +" in residual
     post = repr(block_diagram("post-norm"))
     assert post.count("shortcut:") == 2 and "identity" not in post
-    assert repr(block_diagram("pre-norm")).count("identity:") == 2
-    assert "object at 0x" not in repr(Drawing("<svg/>"))  # no address, even without a text
+    pre = repr(block_diagram("pre-norm"))
+    assert pre.count("identity:") == 2
+    assert "branch: x -> RMSNorm -> attention -> +" in pre
+    assert "branch: + -> RMSNorm -> MLP -> +" in pre
 
 
 def test_an_unknown_block_is_refused():
     with pytest.raises(ValueError, match="kind must be one of"):
         block_diagram("dense")
+
+
+def test_math_is_not_needed_for_a_leaf():
+    assert math.isfinite(Value(3.0).data) and op_label(Value(3.0)) == ""
