@@ -16,6 +16,7 @@ from autograder.grading.report import (
     write_report,
 )
 from autograder.grading.student import CellScore, StudentResult
+from autograder.grading.submissions import student_id
 from autograder.sandbox.limits import Limits
 
 LIMITS = Limits()
@@ -169,3 +170,18 @@ def test_a_student_cannot_write_a_statistics_line():
                              cells=[CellScore("nb", "t1", 0.0, 2.0, True)])]
     text = statistics_text(_grader(), results, class_statistics(_grader(), results))
     assert "\n    1 x CheckFailed: bad\\x0at1: passed by #/# (#%)" in text
+
+
+def test_report_text_is_one_line_of_printable_text():
+    assert plain("a\nb\rc\x1b[31m") == "a\\x0ab\\x0dc\\x1b[31m"
+    assert plain("x\ud800y") == "x\\ud800y"
+    assert plain("right\u202eleft") == "right\\u202eleft"
+    assert plain("é ok") == "é ok"
+
+
+def test_every_handed_in_name_gets_an_id():
+    assert student_id("ann.lee") == ("ann.lee", "")
+    made, note = student_id("caf\udce9")
+    assert made.startswith("student-") and "not plain text" in note
+    assert student_id("a\nb")[0].startswith("student-")
+    assert student_id("../x")[0].startswith("student-")

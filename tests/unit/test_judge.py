@@ -1,0 +1,81 @@
+"""`grading/judge.py` and `kernel/compare.py`: the verdict on one test cell, given in the
+grading process from the kernel's observations and the reference run's."""
+
+import math
+
+from witnessing import in_mode
+
+from autograder.grading import judge
+from autograder.kernel import compare, witness
+from autograder.kernel.checks import (
+    check_gradient,
+    check_value,
+)
+
+# ---------------------------------------------------------------- compare and judge
+
+
+def test_numbers_that_json_cannot_hold_travel_as_words():
+    for x in (math.inf, -math.inf):
+        assert compare.decode(compare.encode(x)) == x
+    assert math.isnan(compare.decode(compare.encode(math.nan)))
+    assert compare.compare("number", {"number": "nan"}, {"number": 1.0}, {"what": "x"})
+    assert compare.compare("number", {"number": "inf"}, {"number": "inf"}, {"what": "x"}) is None
+
+
+def test_malformed_observations_fail_the_check_and_never_crash():
+    for bad in (None, [], {"number": [1]}, {"numbers": {"x": 1}}, "text"):
+        message = compare.compare("number", bad, {"number": 1.0}, {"what": "x"})
+        assert message, bad
+    assert compare.compare("nonsense", {}, {}, {"what": "x"})
+
+
+def _check_f(value, expected_value):
+    check_value(value, expected_value, what="f(1)")  # one line, as in a test cell
+
+
+def _one_cell(student_value):
+    """(student's report, reference records) for one cell that checks f(1) == 2."""
+    expected_records = in_mode(witness.REFERENCE, lambda: _check_f(2.0, 2.0))
+    observed = in_mode(witness.WITNESS, lambda: _check_f(student_value, None))
+    return {"nonce": "n", "records": observed}, expected_records
+
+
+def test_the_judge_passes_only_what_it_compared():
+    report, want = _one_cell(2.0)
+    assert judge.verdict(report, "ok", None, want, set(), "n").passed
+    report, want = _one_cell(3.0)
+    found = judge.verdict(report, "ok", None, want, set(), "n")
+    assert not found.passed and found.message == "f(1): expected 2, got 3"
+
+
+def test_the_kernel_cannot_make_a_cell_pass_by_saying_so():
+    report, want = _one_cell(2.0)
+    assert not judge.verdict(None, "ok", None, want, set(), "n").passed
+    assert not judge.verdict(report, "ok", None, want, set(), "other nonce").passed
+    assert not judge.verdict({"nonce": "n", "records": []}, "ok", None, want, set(),
+                             "n").passed
+    twice = {"nonce": "n", "records": report["records"] * 2}
+    assert not judge.verdict(twice, "ok", None, want, set(), "n").passed
+    moved = {"nonce": "n", "records": [dict(report["records"][0], line=999)]}
+    assert "out of order" in judge.verdict(moved, "ok", None, want, set(), "n").message
+    # the kernel's error fails the cell even when every observation agrees
+    assert not judge.verdict(report, "error", ("ValueError", "x"), want, set(), "n").passed
+
+
+def test_a_hidden_failure_shows_neither_inputs_nor_expected_value():
+    report, want = _one_cell(3.0)
+    found = judge.verdict(report, "ok", None, want, {want[0]["line"]}, "n")
+    assert found.hidden and "f(1)" not in found.message and "2" not in found.message.split(
+        "check")[0]
+
+
+def test_a_student_gradient_is_compared_with_the_reference_not_with_itself():
+    def cell(f):
+        check_gradient(f, 3.0, what="d")
+
+    want = in_mode(witness.REFERENCE, lambda: cell(lambda x: x * x))
+    # a "gradient" that agrees with central differences of the student's own wrong function
+    seen = in_mode(witness.WITNESS, lambda: cell(lambda x: x * 4))
+    found = judge.verdict({"nonce": "n", "records": seen}, "ok", None, want, set(), "n")
+    assert not found.passed and "expected 6" in found.message
