@@ -80,13 +80,30 @@ def detect():
     return None, why
 
 
+PREFIX = "microgpt-sandbox-"
+
+
+def remove_stale(version, parents):
+    """Remove the kernels' cgroups that no process is in any more (left by a grader that
+    was killed before its cleanup); the names of those removed."""
+    folders = [Path(parents)] if version == "v2" else [Path(p) for p in parents.values()]
+    removed = []
+    for parent in folders:
+        for folder in parent.glob(PREFIX + "*"):
+            with contextlib.suppress(OSError):
+                if not (folder / "cgroup.procs").read_text().split():
+                    folder.rmdir()
+                    removed.append(folder.name)
+    return removed
+
+
 class KernelCgroups:
     """The cgroups of one kernel. `procs_files` are what the launch wrapper writes its pid
     to; `report()` says how the limits were met; `kill()` and `remove()` clean up."""
 
     def __init__(self, version, parents, memory_bytes, processes, cpus=None, name=None):
         self.version = version
-        self.name = name or f"microgpt-sandbox-{uuid.uuid4().hex[:12]}"
+        self.name = name or f"{PREFIX}{uuid.uuid4().hex[:12]}"
         self.folders = {}
         if version == "v2":
             folder = Path(parents) / self.name

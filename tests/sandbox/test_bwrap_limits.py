@@ -119,3 +119,20 @@ def test_a_file_bigger_than_the_file_size_limit(tmp_path, mode):
     outcome, out, err = run_python(tmp_path, mode, code, limits)
     _show(f"{mode} file size", outcome, out)
     assert "EFBIG File too large" in out and "stopped after 16 MiB" in out
+
+
+BUSY = r'''
+import time
+start = time.monotonic()
+while time.monotonic() - start < 2:
+    pass
+print(time.process_time())
+'''
+
+
+def test_a_cpu_quota_of_half_a_core(tmp_path):
+    outcome, out, err = run_python(tmp_path, "root", BUSY, Limits(cpus=0.5))
+    used = float(out)
+    print(f"\n[root cpu quota 0.5] {used:.2f} s of CPU in 2 s of wall time")
+    assert outcome.kind == "exited" and outcome.returncode == 0
+    assert used < 1.4  # 1.0 at the quota; 2.0 without it
