@@ -178,6 +178,7 @@ class Limits:
     cpus: float = None  # CPU quota in cores (cgroup); None: no quota
     cpu_seconds: int = None  # RLIMIT_CPU, total CPU time; None: no limit
     tmpfs_mib: int = 256  # size of /tmp and, again, of /dev/shm
+    run_mib: int = 8  # as root: size of the tmpfs mounted on the writable folder
     open_files: int = 1024
     file_size_mib: int = 64  # largest file it may write
 
@@ -419,6 +420,7 @@ class SandboxProcess(subprocess.Popen):
     stage = None
     limits = None
     level = None
+    run_mount = None
     _killed = False
 
     def kill(self):
@@ -463,11 +465,15 @@ class SandboxProcess(subprocess.Popen):
 
     def cleanup(self):
         """After the kernel has ended (or is killed here): cgroups removed, stage folder
-        removed, uid released."""
+        removed, the writable folder's tmpfs unmounted (read it before), uid released."""
         if self.poll() is None:
             self.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.wait(timeout=10)
+        if self.run_mount is not None:
+            subprocess.run(["umount", "--lazy", str(self.run_mount)], check=False,
+                           capture_output=True)
+            self.run_mount = None
         if self.cgroups is not None:
             self.cgroups.remove()
         if self.stage is not None:
@@ -477,8 +483,46 @@ class SandboxProcess(subprocess.Popen):
             self._lock = None
 
 
+RUN_MOUNT = "microgpt-sandbox-run-"  # + the grader's pid: the source name of its mounts
+STAGE = "microgpt-sandbox-stage-"  # + the grader's pid + "-": its stage folders
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale(level):
+    """What graders that were killed before their cleanup left: empty cgroups, the tmpfs
+    on writable folders, stage folders (those whose grader pid is gone). A list of what
+    was removed. Call it when a grading run starts."""
+    removed = []
+    if level.cgroup is not None:
+        removed += cgroups.remove_stale(level.cgroup, level.parents)
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            source, target = line.split()[:2]
+            pid = source.removeprefix(RUN_MOUNT)
+            if source.startswith(RUN_MOUNT) and pid.isdigit() and not _alive(int(pid)):
+                target = target.replace("\\040", " ")
+                subprocess.run(["umount", "--lazy", target], check=False,
+                               capture_output=True)
+                removed.append(target)
+    for stage in Path(tempfile.gettempdir()).glob(STAGE + "*"):
+        pid = stage.name.removeprefix(STAGE).split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(stage, ignore_errors=True)
+            removed.append(str(stage))
+    return removed
+
+
 def _make_stage(sources):
-    stage = Path(tempfile.mkdtemp(prefix="microgpt-sandbox-stage-"))
+    stage = Path(tempfile.mkdtemp(prefix=f"{STAGE}{os.getpid()}-"))
     os.chmod(stage, 0o755)
     for i, source in enumerate(sources):
         point = stage / str(i)
@@ -489,11 +533,31 @@ def _make_stage(sources):
     return stage
 
 
+def _mount_writable(folder, uid, size):
+    """A tmpfs of `size` bytes, owned by `uid`, on `folder` (the host's view: the caller
+    reads it), with the regular files the caller put there before (the connection file)
+    copied in: what the kernel writes there is bounded, and counted by its memory cgroup,
+    instead of landing on the host's disk."""
+    saved = {p.name: p.read_bytes() for p in folder.iterdir()
+             if p.is_file() and not p.is_symlink()}
+    subprocess.run(["mount", "-t", "tmpfs", "-o",
+                    f"size={size},mode=0700,uid={uid},gid={uid},nosuid,nodev,noexec",
+                    f"{RUN_MOUNT}{os.getpid()}", str(folder)], check=True,
+                   capture_output=True)
+    for name, data in saved.items():
+        (folder / name).write_bytes(data)
+        os.chown(folder / name, uid, uid)
+
+
 def start(spec, limits, level, *, run_as=None, **popen):
     """Start `spec` in the sandbox; a `SandboxProcess`. As root at the level "root", the
-    kernel gets a fresh uid and its own cgroups. `run_as` (root only): run bwrap as that
-    uid without cgroups, as an unprivileged instructor's grader would (the tests' non-root
-    case). Other keywords go to Popen (stdout=..., ...)."""
+    kernel gets a fresh uid, its own cgroups and a tmpfs of `limits.run_mib` on the
+    writable folder (read it before `cleanup()`, which unmounts it). `run_as` (root
+    only): run bwrap as that uid without cgroups or mounts, as an unprivileged
+    instructor's grader would (the tests' non-root case). Other keywords go to Popen
+    (stdout=..., ...). The writable folder is the kernel's: open what it left there
+    without following symbolic links, and check that a socket is a socket (lstat) before
+    connecting to it."""
     if not level.usable:
         raise SandboxError(level.message)
     root = os.geteuid() == 0
@@ -501,7 +565,7 @@ def start(spec, limits, level, *, run_as=None, **popen):
         raise SandboxError("refusing to run a kernel as root without a uid of its own")
     if level.root and not root:
         raise SandboxError("the level 'root' needs the grader to run as root")
-    lock = kernel_cgroups = stage = seccomp_file = None
+    lock = kernel_cgroups = stage = seccomp_file = run_mount = None
     try:
         uid = run_as
         if level.root and run_as is None:
@@ -511,6 +575,9 @@ def start(spec, limits, level, *, run_as=None, **popen):
                 level.cgroup, level.parents, limits.memory_mib * MiB, limits.processes,
                 limits.cpus)
         writable = Path(spec.writable)
+        if level.root and run_as is None:
+            _mount_writable(writable, uid, limits.run_mib * MiB)
+            run_mount = writable
         if uid is not None:
             os.chown(writable, uid, uid)
             for path in writable.rglob("*"):
@@ -529,6 +596,8 @@ def start(spec, limits, level, *, run_as=None, **popen):
         process = SandboxProcess(argv, pass_fds=(seccomp_file.fileno(),),
                                  start_new_session=True, **popen)
     except BaseException:
+        if run_mount is not None:
+            subprocess.run(["umount", "--lazy", str(run_mount)], check=False)
         if kernel_cgroups is not None:
             kernel_cgroups.remove()
         if stage is not None:
@@ -543,6 +612,7 @@ def start(spec, limits, level, *, run_as=None, **popen):
     process._lock = lock
     process.cgroups = kernel_cgroups
     process.stage = stage
+    process.run_mount = run_mount
     process.limits = limits
     process.level = effective
     return process

@@ -5,13 +5,14 @@ folder and uid given back by cleanup()."""
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 from bwrap_support import NOBODY, level_for, processes_of, spec
 
-from autograder.sandbox import bubblewrap, cgroups
+from autograder.sandbox import bubblewrap
 
 # a daemon (double fork, own session) and a thread pool, then "ready" and a long wait
 LINGER = r'''
@@ -80,7 +81,7 @@ def test_kill_ends_everything_the_kernel_started(tmp_path, mode):
 DIES = r'''
 import json, subprocess, sys, time
 from pathlib import Path
-from autograder.sandbox import bubblewrap, cgroups
+from autograder.sandbox import bubblewrap
 spec = bubblewrap.SandboxSpec(argv=(bubblewrap.PYTHON, "-c", sys.argv[2]),
                               writable=Path(sys.argv[1]))
 level = bubblewrap.probe()
@@ -110,6 +111,9 @@ def test_the_kernel_dies_with_its_grader(tmp_path):
     level = level_for("root")[0]
     deadline = time.monotonic() + 10
     while any(Path(f).exists() for f in seen["groups"]) and time.monotonic() < deadline:
-        cgroups.remove_stale(level.cgroup, level.parents)
+        bubblewrap.remove_stale(level)
         time.sleep(0.05)
     assert not any(Path(f).exists() for f in seen["groups"])
+    mounts = Path("/proc/self/mounts").read_text()
+    assert str(tmp_path / "run") not in mounts
+    assert not list(Path(tempfile.gettempdir()).glob(f"{bubblewrap.STAGE}{grader.pid}-*"))

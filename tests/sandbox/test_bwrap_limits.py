@@ -136,3 +136,15 @@ def test_a_cpu_quota_of_half_a_core(tmp_path):
     print(f"\n[root cpu quota 0.5] {used:.2f} s of CPU in 2 s of wall time")
     assert outcome.kind == "exited" and outcome.returncode == 0
     assert used < 1.4  # 1.0 at the quota; 2.0 without it
+
+
+RUN_FOLDER = DISK.replace("/tmp/disk", "/run/kernel/disk")
+
+
+def test_the_writable_folder_is_a_small_tmpfs_as_root(tmp_path):
+    limits = Limits(memory_mib=512, tmpfs_mib=256, run_mib=4, file_size_mib=1024)
+    outcome, out, err = run_python(tmp_path, "root", RUN_FOLDER, limits)
+    _show("root writable folder full", outcome, out)
+    assert "ENOSPC No space left on device" in out
+    assert int(out.split("after ")[1].split(" ")[0]) <= 4
+    assert not (tmp_path / "run" / "disk").exists()  # unmounted by cleanup: nothing on disk
