@@ -21,6 +21,9 @@ Our code only builds an argument list for well-kept tools and runs it:
   empty mount points, and the mounts die with the namespace.
 - setpriv drops to a fresh uid (one per kernel, from a high range, `acquire_uid`), clears
   the groups and every capability, and sets no_new_privs; prlimit sets the rlimits.
+- As root, the writable folder gets a tmpfs of `Limits.run_mib` owned by that uid (the
+  host's view, so the caller reads it; unmounted by `cleanup`), which the memory cgroup
+  counts too.
 - bwrap (unprivileged, in a new user namespace that maps the uid to itself) builds the
   kernel's view: /usr read-only (libc, /bin/sh), the Python binary and standard library at
   /opt/python, the site-packages folder over /opt/python/lib/pythonX.Y/site-packages, the
@@ -34,7 +37,8 @@ Our code only builds an argument list for well-kept tools and runs it:
 Without root (an instructor's own account where the machine allows unprivileged user
 namespaces) the same bwrap and seccomp filter run as that user, with rlimits for what
 the cgroups would have done and memfd_create and shmget refused; `probe()` says in a
-sentence what is lost.
+sentence what is lost. `remove_stale` clears what a grader killed before its cleanup
+left behind (cgroups, mounts, stage folders).
 """
 
 import contextlib
@@ -105,8 +109,10 @@ USERNS_MESSAGE = (
     "cgroup ({why}) the limits are rlimits: memory is the address space of each process "
     "(not their sum), memfd_create and System V shared memory are refused because "
     "nothing would count them, files in /tmp and /dev/shm are bounded by the size of "
-    "each tmpfs and not by the memory limit, the process limit counts every process of "
-    "{user} on the machine, there is no CPU share, and every kernel runs as the same uid")
+    "each tmpfs and not by the memory limit, the writable folder only by the file size "
+    "limit per file (put it on a tmpfs such as $XDG_RUNTIME_DIR), the process limit "
+    "counts every process of {user} on the machine, there is no CPU share, and every "
+    "kernel runs as the same uid")
 ROOT_NO_CGROUP_MESSAGE = (
     "sandbox: bubblewrap as a fresh uid per kernel, all namespaces new (no network), "
     "seccomp, a read-only view of the Python installation only; without a cgroup ({why}) "
