@@ -129,3 +129,45 @@ def test_start_up_time_against_an_unsandboxed_kernel(tmp_path):
               f"runs {' '.join(f'{v:.3f}' for v in values)}")
     base = statistics.median(times["unsandboxed"])
     assert statistics.median(times["root"]) < base + 5  # the sandbox costs little
+
+
+def _reply_to(client, msg_id, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        reply = client.get_shell_msg(timeout=max(0.01, deadline - time.monotonic()))
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_cell_is_interrupted_by_message(tmp_path, mode):
+    """An interrupt reaches the kernel as a control message (kernelspec interrupt_mode
+    "message": the kernel signals itself). A SIGINT to the sandbox process would end the
+    whole sandbox: bwrap does not pass signals on."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    level, kwargs = level_for(mode)
+    info = _connection(folder, bubblewrap.RUN)
+    kernel = spec(tmp_path, [bubblewrap.PYTHON, "-m", "ipykernel_launcher", "-f",
+                             f"{bubblewrap.RUN}/kernel.json"])
+    process = bubblewrap.start(kernel, bubblewrap.Limits(), level,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kwargs)
+    client = BlockingKernelClient()
+    client.load_connection_info(info)
+    client.start_channels()
+    try:
+        _wait_for_ready(client, process)
+        msg_id = client.execute("import time; time.sleep(60)")
+        time.sleep(1)
+        started = time.monotonic()
+        client.control_channel.send(client.session.msg("interrupt_request", {}))
+        reply = _reply_to(client, msg_id, timeout=20)
+        assert reply["content"]["status"] == "error"
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        assert time.monotonic() - started < 10
+        assert process.poll() is None  # the kernel goes on
+        msg_id = client.execute("21 * 2")
+        assert _reply_to(client, msg_id, timeout=20)["content"]["status"] == "ok"
+    finally:
+        client.stop_channels()
+        process.cleanup()
