@@ -26,7 +26,8 @@ Our code only builds an argument list for well-kept tools and runs it:
   counts too.
 - bwrap (unprivileged, in a new user namespace that maps the uid to itself) builds the
   kernel's view: /usr read-only (libc, /bin/sh), the Python binary and standard library at
-  /opt/python, the site-packages folder over /opt/python/lib/pythonX.Y/site-packages, the
+  /opt/python, the site-packages folder as that of a virtual environment at /opt/venv
+  (its pyvenv.cfg handed over on a file descriptor: `--ro-bind-data`), the
   caller's library at /opt/lib (on PYTHONPATH), the writable folder at /run/kernel, a
   tmpfs /tmp and /dev/shm of a fixed size, its own /proc and /dev, and nothing else: no
   /home, /root, /work, no course files, / read-only. All namespaces are new (no network
@@ -61,8 +62,9 @@ from . import cgroups, seccomp
 MiB = 1 << 20
 
 # fixed paths inside the sandbox
-PYTHON_HOME = "/opt/python"
-PYTHON = PYTHON_HOME + "/bin/python3"
+PYTHON_HOME = "/opt/python"  # the installation: binary, standard library, libpython
+VENV = "/opt/venv"  # a virtual environment over it, whose site-packages is the caller's
+PYTHON = VENV + "/bin/python3"  # the kernel's Python
 LIBRARY = "/opt/lib"
 RUN = "/run/kernel"  # the writable folder (ZeroMQ IPC sockets, connection file)
 
@@ -206,7 +208,8 @@ class SandboxSpec:
     `argv`: the command, with paths as the sandbox sees them (`PYTHON`, `RUN`, ...).
     `python_prefix`: the Python installation whose binary and standard library are bound
     at /opt/python (default: the base installation of this Python, `sys.base_prefix`).
-    `site_packages`: bound read-only as that Python's site-packages (e.g. a venv's).
+    `site_packages`: bound read-only as the site-packages of a virtual environment at
+    /opt/venv over that Python (`PYTHON` runs in it), e.g. a venv's.
     `library`: one more folder, bound read-only at /opt/lib and put on PYTHONPATH.
     `writable`: a folder of the caller's, bound read-write at /run/kernel (the kernel's
     uid gets to own it), which the caller reads afterwards.
@@ -247,16 +250,22 @@ def python_binds(spec):
         if lib.is_file():
             binds.append((lib, f"{PYTHON_HOME}/lib/{lib.name}"))
     if spec.site_packages is not None:
-        binds.append((Path(spec.site_packages),
-                      f"{PYTHON_HOME}/lib/python{version}/site-packages"))
+        binds.append((Path(spec.site_packages), f"{VENV}/lib/python{version}/site-packages"))
     if spec.library is not None:
         binds.append((Path(spec.library), LIBRARY))
     return binds, version
 
 
+def venv_config(spec):
+    """The pyvenv.cfg of the virtual environment at /opt/venv."""
+    _, version = spec.python()
+    return (f"home = {PYTHON_HOME}/bin\ninclude-system-site-packages = false\n"
+            f"version = {version}\n")
+
+
 def environment(spec):
     env = {
-        "PATH": f"{PYTHON_HOME}/bin:/usr/bin:/bin",
+        "PATH": f"{VENV}/bin:{PYTHON_HOME}/bin:/usr/bin:/bin",
         "HOME": "/tmp",
         "TMPDIR": "/tmp",
         "USER": "student",
@@ -281,6 +290,7 @@ class Resources:
     the wrapper joins, the stage folder (None: binds by their own paths)."""
 
     seccomp_fd: int
+    venv_cfg_fd: int = None  # a file holding `venv_config(spec)`, for --ro-bind-data
     uid: int = None
     cgroup_procs: tuple = ()
     stage: Path = None
@@ -331,7 +341,10 @@ def command(spec, limits, level, resources):
               "--perms", "1777", "--size", tmpfs, "--tmpfs", "/dev/shm"]
     for (_, dest), source in zip(binds, staged):
         bwrap += ["--ro-bind", source, dest]
-    bwrap += ["--symlink", f"python{version}", PYTHON]
+    bwrap += ["--symlink", f"python{version}", f"{PYTHON_HOME}/bin/python3",
+              "--symlink", f"{PYTHON_HOME}/bin/python{version}", PYTHON]
+    if resources.venv_cfg_fd is not None:
+        bwrap += ["--ro-bind-data", str(resources.venv_cfg_fd), f"{VENV}/pyvenv.cfg"]
     bwrap += ["--bind", staged[-1], RUN]
     bwrap += ["--remount-ro", "/", "--remount-ro", "/dev"]
     bwrap += ["--clearenv"]
@@ -571,7 +584,7 @@ def start(spec, limits, level, *, run_as=None, **popen):
         raise SandboxError("refusing to run a kernel as root without a uid of its own")
     if level.root and not root:
         raise SandboxError("the level 'root' needs the grader to run as root")
-    lock = kernel_cgroups = stage = seccomp_file = run_mount = None
+    lock = kernel_cgroups = stage = seccomp_file = venv_file = run_mount = None
     try:
         uid = run_as
         if level.root and run_as is None:
@@ -594,12 +607,16 @@ def start(spec, limits, level, *, run_as=None, **popen):
         effective = level if kernel_cgroups is not None else \
             dataclasses.replace(level, cgroup=None)
         seccomp_file = seccomp.bpf_file(deny_uncounted_memory=kernel_cgroups is None)
+        venv_file = tempfile.TemporaryFile()  # noqa: SIM115 (closed below)
+        venv_file.write(venv_config(spec).encode())
+        venv_file.flush()
+        venv_file.seek(0)
         resources = Resources(
-            seccomp_fd=seccomp_file.fileno(), uid=uid,
+            seccomp_fd=seccomp_file.fileno(), venv_cfg_fd=venv_file.fileno(), uid=uid,
             cgroup_procs=tuple(kernel_cgroups.procs_files) if kernel_cgroups else (),
             stage=stage)
         argv = command(spec, limits, effective, resources)
-        process = SandboxProcess(argv, pass_fds=(seccomp_file.fileno(),),
+        process = SandboxProcess(argv, pass_fds=(seccomp_file.fileno(), venv_file.fileno()),
                                  start_new_session=True, **popen)
     except BaseException:
         if run_mount is not None:
@@ -612,8 +629,9 @@ def start(spec, limits, level, *, run_as=None, **popen):
             lock.close()
         raise
     finally:
-        if seccomp_file is not None:
-            seccomp_file.close()
+        for f in (seccomp_file, venv_file):
+            if f is not None:
+                f.close()
     process.sandbox_uid = uid
     process._lock = lock
     process.cgroups = kernel_cgroups

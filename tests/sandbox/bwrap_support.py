@@ -20,32 +20,45 @@ NOBODY = 65534
 MODES = ["root", "nonroot"]
 
 
+def _skip_or_fail(why):
+    if os.environ.get("SANDBOX_REQUIRED"):
+        pytest.fail(why)
+    pytest.skip(why)
+
+
 def require_sandbox():
-    """The probed level, root's; skip with the reason (fail under SANDBOX_REQUIRED)."""
-    why = None
+    """The probed level, root's with cgroups; skip with the reason (fail under
+    SANDBOX_REQUIRED)."""
     if shutil.which("bwrap") is None:
-        why = "bubblewrap is not installed (scripts/install-bubblewrap)"
-    elif os.geteuid() != 0:
-        why = ("the sandbox tests play a fresh uid per kernel and a non-root instructor: "
-               "they need root")
-    else:
-        level = bubblewrap.probe()
-        if level.kind != "root" or level.cgroup is None:
-            why = f"this machine gives no full sandbox: {level.message}"
-    if why:
-        if os.environ.get("SANDBOX_REQUIRED"):
-            pytest.fail(why)
-        pytest.skip(why)
+        _skip_or_fail("bubblewrap is not installed (scripts/install-bubblewrap)")
+    if os.geteuid() != 0:
+        _skip_or_fail("a fresh uid per kernel and cgroup limits need the grader to be root")
+    level = bubblewrap.probe()
+    if level.kind != "root" or level.cgroup is None:
+        _skip_or_fail(f"this machine gives no full sandbox: {level.message}")
     return level
 
 
 def level_for(mode):
-    """(level, keywords for start) of a mode."""
-    level = require_sandbox()
-    if mode == "root":
-        return level, {}
-    return bubblewrap.Level("userns", bubblewrap.USERNS_MESSAGE.format(
-        user="uid 65534", why="not root")), {"run_as": NOBODY}
+    """(level, keywords for start) of a mode. "nonroot" as root plays uid 65534 (setpriv,
+    binds staged by root); as a non-root user it is that user's own sandbox, probed."""
+    if mode == "root" or os.geteuid() == 0:
+        level = require_sandbox()
+        if mode == "root":
+            return level, {}
+        return bubblewrap.Level("userns", bubblewrap.USERNS_MESSAGE.format(
+            user="uid 65534", why="not root")), {"run_as": NOBODY}
+    if shutil.which("bwrap") is None:
+        _skip_or_fail("bubblewrap is not installed (scripts/install-bubblewrap)")
+    level = bubblewrap.probe()
+    if level.kind != "userns":
+        _skip_or_fail(f"no sandbox for a non-root user here: {level.message}")
+    return level, {}
+
+
+def sandbox_uid(mode):
+    """The uid a kernel of `mode` runs as, when it is known before it starts."""
+    return NOBODY if os.geteuid() == 0 else os.geteuid()
 
 
 def spec(tmp_path, argv, **extra):

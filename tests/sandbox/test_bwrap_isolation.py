@@ -7,7 +7,7 @@ import json
 import socket
 
 import pytest
-from bwrap_support import MODES, NOBODY, run_python
+from bwrap_support import MODES, run_python, sandbox_uid
 
 PROBE = r'''
 import ctypes, json, os, platform, socket, subprocess, time
@@ -170,5 +170,5 @@ def test_the_uid(seen):
     if mode == "root":
         assert r["uid"] >= 2_100_000_000
     else:
-        assert r["uid"] == NOBODY
+        assert r["uid"] == sandbox_uid(mode)
     assert r["hostname"] == "sandbox"
