@@ -404,14 +404,26 @@ def acquire_uid(attempts=1000):
         uid = random.randint(lo, hi)
         if uid in busy:
             continue
-        lock = open(LOCKS / f"{uid}.lock", "a+")  # noqa: SIM115 (kept open: it is the lock)
+        path = LOCKS / f"{uid}.lock"
+        lock = open(path, "a+")  # noqa: SIM115 (kept open: it is the lock)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(lock.fileno()).st_ino != os.stat(path).st_ino:
+                raise OSError("removed by its last holder meanwhile")
         except OSError:
             lock.close()
             continue
         return uid, lock
     raise SandboxError(f"no free sandbox uid in {lo}-{hi}")
+
+
+def release_uid(lock):
+    """Give a uid back: its lock file removed while still held, so the folder does not
+    grow with every uid ever used (a waiter that opened it meanwhile sees the inode
+    change and tries another)."""
+    with contextlib.suppress(OSError):
+        os.unlink(lock.name)
+    lock.close()
 
 
 # ------------------------------------------------------------------ running it
@@ -498,7 +510,7 @@ class SandboxProcess(subprocess.Popen):
         if self.stage is not None:
             shutil.rmtree(self.stage, ignore_errors=True)
         if self._lock is not None:
-            self._lock.close()
+            release_uid(self._lock)
             self._lock = None
 
 
@@ -518,8 +530,8 @@ def _alive(pid):
 
 def remove_stale(level):
     """What graders that were killed before their cleanup left: empty cgroups, the tmpfs
-    on writable folders, stage folders (those whose grader pid is gone). A list of what
-    was removed. Call it when a grading run starts."""
+    on writable folders and stage folders whose grader pid is gone, uid lock files no one
+    holds. A list of what was removed. Call it when a grading run starts."""
     removed = []
     if level.cgroup is not None:
         removed += cgroups.remove_stale(level.cgroup, level.parents)
@@ -532,6 +544,12 @@ def remove_stale(level):
                 subprocess.run(["umount", "--lazy", target], check=False,
                                capture_output=True)
                 removed.append(target)
+    for path in LOCKS.glob("*.lock"):  # uids whose holder is gone
+        with contextlib.suppress(OSError), open(path, "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(lock.fileno()).st_ino == os.stat(path).st_ino:
+                os.unlink(path)
+                removed.append(str(path))
     for stage in Path(tempfile.gettempdir()).glob(STAGE + "*"):
         pid = stage.name.removeprefix(STAGE).split("-")[0]
         if pid.isdigit() and not _alive(int(pid)):
@@ -626,7 +644,7 @@ def start(spec, limits, level, *, run_as=None, **popen):
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
         if lock is not None:
-            lock.close()
+            release_uid(lock)
         raise
     finally:
         for f in (seccomp_file, venv_file):

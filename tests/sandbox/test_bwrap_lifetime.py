@@ -118,3 +118,4 @@ def test_the_kernel_dies_with_its_grader(tmp_path):
     mounts = Path("/proc/self/mounts").read_text()
     assert str(tmp_path / "run") not in mounts
     assert not list(Path(tempfile.gettempdir()).glob(f"{bubblewrap.STAGE}{grader.pid}-*"))
+    assert not (bubblewrap.LOCKS / f"{seen['uid']}.lock").exists()
