@@ -1,5 +1,20 @@
 """Where a student's code runs at grading time: a throwaway sandbox per notebook.
 
+Two generations live here side by side while the grader moves from one to the other
+(issue #26):
+
+- `bubblewrap` (with `seccomp` and `cgroups`): isolation of one kernel process by
+  well-kept tools: bubblewrap (namespaces, a read-only view of exactly what a Python
+  kernel needs, no network), a seccomp filter made with libseccomp, cgroups for memory
+  and processes where the machine has them, util-linux's setpriv, prlimit and unshare for
+  the rest. `bubblewrap` is the entry point (`probe`, `Limits`, `SandboxSpec`, `command`,
+  `start`). Tested on its own (`tests/sandbox/`); the grader does not use it yet.
+- `launcher`, `limits`, `syscalls`, `warm`: the home-made launcher the grader uses today,
+  described below.
+
+Standard library and pyseccomp only: nothing of the rest of `autograder` (nor microgpt,
+nbgrader or jupyter) is imported here.
+
 The grading process (nbgrader's autograde, our `Grader`) never runs student code itself.
 nbgrader's Execute step is replaced by `autograder.grading.execute.SandboxedExecute`,
 which starts the kernel through the launcher

@@ -1,0 +1,89 @@
+"""autograder/sandbox: the argument list, the seccomp filter and the probe, without
+running anything (no root, no bwrap needed)."""
+
+from pathlib import Path
+
+import pytest
+
+from autograder.sandbox import bubblewrap, cgroups, seccomp
+
+
+def _spec(tmp_path):
+    return bubblewrap.SandboxSpec(argv=(bubblewrap.PYTHON, "-c", "pass"),
+                                  writable=tmp_path, site_packages=tmp_path,
+                                  library=tmp_path, env={"A": "1"})
+
+
+def test_as_root_the_chain_is_cgroups_mount_namespace_rlimits_uid_bwrap(tmp_path):
+    level = bubblewrap.Level("root", "m", "v1", {})
+    res = bubblewrap.Resources(seccomp_fd=7, uid=2100000005,
+                               cgroup_procs=("/cg/memory/k/cgroup.procs",),
+                               stage=Path("/stage"))
+    argv = bubblewrap.command(_spec(tmp_path), bubblewrap.Limits(), level, res)
+    assert argv[:2] == ["/bin/sh", "-c"]
+    script = argv[2]
+    assert "echo $$ > /cg/memory/k/cgroup.procs" in script
+    assert "exec unshare --mount --propagation private" in script
+    for flag in ("--reuid=2100000005", "--clear-groups", "--inh-caps=-all",
+                 "--bounding-set=-all", "--no-new-privs", "--unshare-all", "--unshare-user",
+                 "--disable-userns", "--die-with-parent", "--new-session", "--seccomp 7",
+                 "--clearenv", "--remount-ro /", "--setenv PYTHONPATH /opt/lib",
+                 "--setenv A 1", "--fsize=67108864:67108864"):
+        assert flag in script, flag
+    # with a memory cgroup, no address-space limit (the cgroup reports the OOM instead)
+    assert "--as=" not in script and "--nproc=" not in script
+    # bwrap binds only staged sources: the host paths appear only in the mount lines
+    bwrap_part = script[script.index("bwrap --unshare-all"):]
+    assert str(tmp_path) not in bwrap_part
+
+
+def test_without_root_bwrap_runs_directly_with_rlimits(tmp_path):
+    level = bubblewrap.Level("userns", "m")
+    argv = bubblewrap.command(_spec(tmp_path), bubblewrap.Limits(memory_mib=100),
+                              level, bubblewrap.Resources(seccomp_fd=5))
+    assert argv[0] == "prlimit"
+    assert f"--as={100 << 20}:{100 << 20}" in argv and "--nproc=256:256" in argv
+    assert "setpriv" not in argv and "unshare" not in argv
+    i = argv.index("--bind")
+    assert argv[i + 1:i + 3] == [str(tmp_path), bubblewrap.RUN]
+
+
+def test_no_sandbox_no_command(tmp_path):
+    with pytest.raises(bubblewrap.SandboxError, match="not installed"):
+        bubblewrap.command(_spec(tmp_path), bubblewrap.Limits(),
+                           bubblewrap.Level("none", "no sandbox: bubblewrap is not installed"),
+                           bubblewrap.Resources(seccomp_fd=3))
+
+
+def test_the_probe_says_when_bwrap_is_missing(monkeypatch):
+    monkeypatch.setattr(bubblewrap, "_bwrap", lambda: None)
+    level = bubblewrap.probe()
+    assert level.kind == "none" and "bubblewrap is not installed" in level.message
+
+
+def test_every_denied_call_is_known_to_libseccomp():
+    import pyseccomp
+
+    for name in seccomp.DENIED + seccomp.UNCOUNTED_MEMORY + ("clone", "clone3"):
+        assert pyseccomp.resolve_syscall(pyseccomp.system_arch(), name) >= 0, name
+    with seccomp.bpf_file(True) as f:
+        program = f.read()
+    assert program and len(program) % 8 == 0  # struct sock_filter: 8 bytes each
+
+
+def test_cgroup_paths_are_our_own_nested(tmp_path):
+    own = cgroups._own_paths("4:memory:/a/b\n8:pids:/\n0::/x\n")
+    assert own == {"memory": "/a/b", "pids": "/", "": "/x"}
+
+
+def test_a_v2_kernel_cgroup_is_written_and_read(tmp_path):
+    group = cgroups.KernelCgroups("v2", tmp_path, 64 << 20, 16, cpus=0.5, name="k")
+    folder = tmp_path / "k"
+    assert (folder / "memory.max").read_text() == f"{64 << 20}\n"
+    assert (folder / "pids.max").read_text() == "16\n"
+    assert (folder / "cpu.max").read_text() == "50000 100000\n"
+    (folder / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
+    (folder / "pids.events").write_text("max 2\n")
+    report = group.report()
+    assert report["oom_kills"] == 1 and report["pids_refused"] == 2
+    assert group.procs_files == [str(folder / "cgroup.procs")]
