@@ -244,6 +244,20 @@ def parser():
     p.add_argument("--course", help="the course directory (default: found from here)")
     p.add_argument("-v", "--verbose", action="store_true", help="show nbgrader's log")
     sub = p.add_subparsers(dest="command", required=True)
+    # --course and -v also after the command (`residual-pack grade --course C A DIR`);
+    # SUPPRESS keeps a value given before the command when none is given after it
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--course", default=argparse.SUPPRESS,
+                        help="the course directory (default: found from here)")
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="show nbgrader's log")
+    sub_add_parser = sub.add_parser
+
+    def add_parser(*args, **kwargs):
+        kwargs.setdefault("parents", []).append(common)
+        return sub_add_parser(*args, **kwargs)
+
+    sub.add_parser = add_parser
 
     g = sub.add_parser("generate", help="write exercises/ and solutions/ from source/")
     g.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
@@ -347,11 +361,28 @@ def parser():
     return p
 
 
+def course_note(course, given, here=None):
+    """What to say about the course a command uses, when it is not the obvious one: not
+    given with --course and not the folder the command runs in or above it (the checkout
+    the pack was installed from). None when there is nothing to say."""
+    if given is not None:
+        return None
+    here = Path(here or Path.cwd()).resolve()
+    course = Path(course).resolve()
+    if here == course or course in here.parents:
+        return None
+    return (f"no course directory at or above {here}; using {course}, the checkout this "
+            f"pack was installed from (pass --course to choose the course)")
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
     quiet_nbgrader(args.verbose)
     try:
         course = find_course(args.course)
+        note = course_note(course, args.course)
+        if note:
+            print(f"residual-pack: {note}", file=sys.stderr)
         return args.run(args, course)
     except (CourseError, SandboxError) as exc:
         print(f"residual-pack: {exc}", file=sys.stderr)

@@ -157,11 +157,11 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
 
 
 def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, journal=None,
-                 cluster=None, say=None, pool=None):
+                 cluster=None, say=None, pool=None, exclude=()):
     """Grade every student in the folder `submissions` with `grader`, each on their own,
     and export nbgrader's grades.csv into the work course. Returns (results, csv path).
     With a `journal`, students it has as done (same submission) are not graded again."""
-    found = find_submissions(submissions, grader.assignment, grader.notebooks)
+    found = find_submissions(submissions, grader.assignment, grader.notebooks, exclude)
     if not found:
         raise CourseError(f"no submissions in {submissions}")
     digests = {s: submission_hash(nbs) for s, (nbs, _) in found.items()}
@@ -255,6 +255,19 @@ def _early_workers(jobs, submissions, cluster):
             pool.shutdown(cancel_futures=True)
 
 
+def gradebook_name(db_url):
+    """The gradebook a run writes, as the journal records it: the database URL without
+    its password, or the SQLite file in the output folder."""
+    if not db_url:
+        return "sqlite: gradebook.db in the output folder"
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(db_url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 (an odd URL: its scheme is enough to tell two apart)
+        return db_url.split(":", 1)[0] + ": (unparsed)"
+
+
 def run_grading(course, assignment, submissions, out, jobs=1, progress=None, limits=None,
                 fresh=False, feedback=True, isolate=True, say=None, cluster=None,
                 db_url=None):
@@ -274,7 +287,8 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
                          db_url=db_url) as session, _early_workers(jobs, submissions,
                                                                    cluster) as pool:
         header = {"assignment": assignment,
-                  "fingerprint": run_fingerprint(course, assignment, session.sandbox)}
+                  "fingerprint": run_fingerprint(course, assignment, session.sandbox),
+                  "gradebook": gradebook_name(db_url)}
         journal = Journal(out, header)
         resumed = not fresh and journal.load() and (out / EXERCISES / assignment).is_dir()
         if not resumed:
@@ -282,14 +296,15 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
             prepare_out(out)
             journal.start()
         elif journal.done:
-            say(f"resuming an interrupted run: {len(journal.done)} student(s) already graded "
-                f"are not graded again")
+            say(f"graded before in this folder (same assignment, sources, limits and "
+                f"gradebook): {len(journal.done)} student(s), not graded again unless their "
+                f"submission changed (--fresh grades everyone again)")
         grader = session.grader(assignment, generate=not resumed)
         if session.sandbox is not None:
             say(f"isolation: {session.describe()}")
         results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress,
                                     feedback=feedback, journal=journal, cluster=cluster,
-                                    say=say, pool=pool)
+                                    say=say, pool=pool, exclude=[out])
         header_text = f"{assignment}: {len(results)} submission(s)"
         if session.sandbox is not None:
             header_text += f"\nisolation: {session.describe()}"

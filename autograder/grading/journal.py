@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from autograder.grading.course import SOURCE
+from autograder.grading.course import SOURCE, CourseError
 from autograder.grading.student import StudentResult
 
 __all__ = ["Journal", "run_fingerprint"]
@@ -45,9 +45,21 @@ class Journal:
                 os.fsync(f.fileno())
         lines = text.splitlines()
         try:
-            if json.loads(lines[0]) != self.header:
-                return False
+            earlier = json.loads(lines[0])
         except (IndexError, ValueError):
+            return False
+        if not isinstance(earlier, dict):
+            return False
+        theirs, ours = earlier.get("gradebook"), self.header.get("gradebook")
+        if len(lines) > 1 and theirs is not None and theirs != ours:
+            # its grades are in another gradebook: starting over here would leave this
+            # one empty and overwrite grades.csv with it
+            raise CourseError(
+                f"the run in {self.folder.parent} wrote its grades to the gradebook {theirs}, "
+                f"not {ours}: give the same gradebook again (--db-url or "
+                f"RESIDUAL_PACK_DB_URL) to resume it, or --fresh to grade everyone again "
+                f"into {ours}")
+        if earlier != self.header:
             return False
         for line in lines[1:]:
             try:  # a line cut short by the kill is simply not there

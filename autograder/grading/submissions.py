@@ -35,14 +35,20 @@ def student_id(name):
     return made, f"the name {raw!r} is not plain text; graded as {made}"
 
 
-def find_submissions(folder, assignment, notebooks):
-    """{student: ({notebook name: path}, [notes])} for every student in `folder`."""
+def find_submissions(folder, assignment, notebooks, exclude=()):
+    """{student: ({notebook name: path}, [notes])} for every student in `folder`, leaving
+    out the entries that hold a path of `exclude` (the run's own output folder, when the
+    command runs inside the submissions folder)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise CourseError(f"{folder} is not a folder of submissions")
+    kept_out = [Path(p).resolve() for p in exclude]
     found = {}
     for entry in sorted(folder.iterdir(), key=lambda p: os.fsencode(p.name)):
         if entry.name.startswith((".", "_")):
+            continue
+        if not entry.is_symlink() and any(
+                p == entry.resolve() or entry.resolve() in p.parents for p in kept_out):
             continue
         found_before = set(found)
         if entry.is_symlink():  # it could point at anything, another student's work included

@@ -60,3 +60,26 @@ def test_the_fingerprint_follows_the_source_limits_and_level(tmp_path):
     assert first != run_fingerprint(tmp_path, "hw", None)
     (source / "nb.ipynb").write_text("two")
     assert first != run_fingerprint(tmp_path, "hw", box)
+
+
+def test_a_run_is_not_resumed_into_another_gradebook(tmp_path):
+    """Graded into PostgreSQL, then the same command without the database URL: the run
+    stops and says which gradebook it wrote, rather than leave an empty SQLite gradebook
+    and a grades.csv with only its header (issue #28, trap 2)."""
+    import pytest
+
+    from autograder.grading.classrun import gradebook_name
+    from autograder.grading.course import CourseError
+    from autograder.grading.journal import Journal
+
+    postgres = gradebook_name("postgresql+psycopg2://grader:secret@db.example/course")
+    assert "secret" not in postgres and "db.example/course" in postgres
+    first = Journal(tmp_path, {"assignment": "A", "gradebook": postgres})
+    first.start()
+    with open(first.path, "a", encoding="utf-8") as f:
+        f.write('{"student": "ada", "hash": "h", "result": {}}\n')
+    again = Journal(tmp_path, {"assignment": "A", "gradebook": gradebook_name(None)})
+    with pytest.raises(CourseError, match="--db-url"):
+        again.load()
+    same = Journal(tmp_path, {"assignment": "A", "gradebook": postgres})
+    assert same.load()

@@ -96,3 +96,16 @@ def test_submission_layouts_and_left_out_files(tmp_path):
     assert "left out 2 file(s)" in notes and "autograder.py" in notes
     # one file per student cannot say which of two notebooks it is
     assert find_submissions(tmp_path, "a1", ["nb", "other"])["cy"][0] == {}
+
+
+def test_the_runs_own_output_folder_is_not_a_student(tmp_path):
+    """`residual-pack grade` run inside the submissions folder writes `runs/...` there:
+    that folder is left out, not graded as a student called `runs`."""
+    from autograder.grading.submissions import find_submissions
+
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / "nb.ipynb").write_text("{}")
+    out = tmp_path / "runs" / "grade-A"
+    out.mkdir(parents=True)
+    assert set(find_submissions(tmp_path, "A", ["nb"], exclude=[out])) == {"ada"}
+    assert "runs" in find_submissions(tmp_path, "A", ["nb"])
