@@ -68,6 +68,7 @@ class Channel:
         # own) or "nbgrader" (nbgrader's autograde, with our steps: nbgrader_steps)
         self.driver = ""
         self.intake = {}  # (student, notebook) -> reasons to withhold (nbgrader_steps)
+        self.flags = {}  # (student, notebook) -> what a human should look at (nbgrader_steps)
 
     def use(self, sandbox, driver="grader"):
         """Grade with `sandbox` from now on (taking a uid slot when isolating)."""

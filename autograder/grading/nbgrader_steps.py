@@ -39,7 +39,8 @@ from autograder.cells import grade_id, is_autograded_test
 from autograder.grading.execute import SandboxedExecute
 
 __all__ = ["IntakeRepairs", "WithholdForReview", "StripQuoteLists", "course_sandbox",
-           "withhold_grades", "SANITIZE_STEPS", "AUTOGRADE_STEPS", "GENERATE_STEPS",
+           "withhold_grades", "flag_in_gradebook", "SANITIZE_STEPS", "AUTOGRADE_STEPS",
+           "GENERATE_STEPS",
            "FEEDBACK_STEPS"]
 
 HERE = "autograder.grading"
@@ -221,6 +222,7 @@ class IntakeRepairs(NbGraderPreprocessor):
             self.log.warning("residual-pack: %s/%s: for a human to look at: %s",
                              student, name, flag)
         CHANNEL.intake[(student, name)] = list(intake.withhold)
+        CHANNEL.flags[(student, name)] = [f for f in intake.flags if f not in intake.withhold]
         return intake.notebook, resources
 
 
@@ -269,6 +271,25 @@ def withhold_grades(gradebook, assignment, student, autograded, notebooks=None,
     return held
 
 
+def flag_in_gradebook(gradebook, assignment, student, flags, notebooks=None):
+    """Mark `student`'s submitted notebooks (only `notebooks` when given) as flagged, with
+    `flags` (what a human should look at, in plain words) as the answer cells' comment,
+    so that formgrader shows them; the scores stay as they are."""
+    if not flags:
+        return
+    text = "residual-pack: for a human to look at: " + "; ".join(flags)
+    submission = gradebook.find_submission(assignment, student)
+    for notebook in submission.notebooks:
+        if notebooks is not None and notebook.name not in notebooks:
+            continue
+        notebook.flagged = True
+        for found in notebook.comments:
+            kept = found.auto_comment or ""
+            if text not in kept:
+                found.auto_comment = ((kept + "\n") if kept else "") + text[:4000]
+    gradebook.db.commit()
+
+
 class WithholdForReview(NbGraderPreprocessor):
     """After `SaveAutoGrades`: when intake or the sandboxed run saw code that reached into
     the grader or changed what the tests rely on, the notebook's autograded points are
@@ -286,9 +307,15 @@ class WithholdForReview(NbGraderPreprocessor):
         name = info.get("notebook", "")
         run = CHANNEL.take(student, name)
         reasons = list(CHANNEL.intake.pop((student, name), []))
+        flags = list(CHANNEL.flags.pop((student, name), []))
         if run is not None:
             reasons += tampering_seen(_RunsOf({name: run.to_dict()}))
-        if not reasons or not _nbgrader_drives():
+        if not _nbgrader_drives():
+            return nb, resources
+        if flags:
+            with Gradebook(info["db_url"]) as gb:
+                flag_in_gradebook(gb, assignment, student, flags, [name])
+        if not reasons:
             return nb, resources
         autograded = {(name, grade_id(c)): True for c in nb.cells if is_autograded_test(c)}
         text = "withheld for review: " + "; ".join(reasons)

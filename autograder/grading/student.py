@@ -246,6 +246,11 @@ class Grader:
             result.withheld += tampering_seen(result)
         if result.withheld:
             self.withhold(student, result)
+        if result.flags:
+            from autograder.grading.nbgrader_steps import flag_in_gradebook
+
+            with self.work.api().gradebook as gb:
+                flag_in_gradebook(gb, self.assignment, student, result.flags)
         result.problems += lost_points(result, self.sandbox.limits if self.sandbox else None,
                                        self.autograded)
         stamp(result.phases, "scores read")
