@@ -37,6 +37,7 @@ class CellRun:
     checks: int = 0  # checks the test makes (from the reference run)
     verdict: str = ""  # why the grader failed the test ("" when it passed)
     hidden: bool = False  # the failed check is a hidden one
+    detail: str = ""  # the failed hidden check in full, for the instructor's report only
     restored: list = dataclasses.field(default_factory=list)  # put back before a test
     changed: list = dataclasses.field(default_factory=list)  # changed while a test ran
 

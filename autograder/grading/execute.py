@@ -337,6 +337,7 @@ class SandboxedExecute(Execute):
             found = judge_cell(report, reply.get("status", ""), kernel_error,
                                expected["records"], hidden, nonce)
             record.checks, record.hidden = found.checks, found.hidden
+            record.detail = found.detail
             record.verdict = "" if found.passed else found.message
         if record.verdict and record.status == "ok":
             record.status, record.ename = "error", "CheckFailed"

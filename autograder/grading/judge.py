@@ -29,6 +29,9 @@ class Verdict:
     message: str = ""  # why it failed, in words for the student
     checks: int = 0  # checks the reference makes in this cell
     hidden: bool = False  # the failure is in the hidden tests
+    # for the instructor only (the report, never the student's page): what a hidden check
+    # that failed compared, in full
+    detail: str = ""
 
 
 def _short(text, limit=2000):
@@ -76,7 +79,9 @@ def verdict(report, reply_status, kernel_error, expected, hidden_lines, nonce):
                           want.get("params") or {})
         if message is not None:
             if hidden:
-                return Verdict(False, HIDDEN_FAILURE.format(n=i + 1, total=total), total, True)
+                return Verdict(False, HIDDEN_FAILURE.format(n=i + 1, total=total), total, True,
+                               detail=_short(f"hidden check {i + 1} of {total} (line "
+                                             f"{want.get('line')}): {message}"))
             return Verdict(False, _short(message), total)
     if len(records) > total:
         return Verdict(False, f"the kernel reported {len(records)} checks where the test "

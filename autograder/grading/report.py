@@ -189,7 +189,24 @@ def score_table(grader, results):
                          f"give the points back in formgrader")
         for line in [*r.problems, *r.withheld, *r.notes, *r.flags]:
             lines.append(f"{who}: {plain(line)}")
+        for line in failed_checks(r):
+            lines.append(f"{who}: {plain(line)}")
     return "\n".join(lines)
+
+
+def failed_checks(result):
+    """Each failed test cell of `result` with the check that failed it, in words: the
+    grader's verdict, and for a hidden check the check itself (the instructor may see
+    it; the student's page says only which check failed)."""
+    found = []
+    many = len(result.runs) > 1
+    for name, run in result.runs.items():
+        for c in run.get("cells", []):
+            if c.get("kind") != "test" or not (c.get("verdict") or c.get("detail")):
+                continue
+            why = c.get("detail") or c.get("verdict")
+            found.append(f"{name + ': ' if many else ''}{c['grade_id']} failed: {why}")
+    return found
 
 
 def _num(x):
@@ -198,6 +215,9 @@ def _num(x):
 
 # a number standing on its own (not the digits of a name such as task1_2)
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w])")
+
+
+_TASKS = re.compile(r"\bTasks? \d+\.\d+(?: (?:to|and) \d+\.\d+)?")
 
 
 def _reason_kind(cell):
@@ -213,8 +233,20 @@ def _reason_kind(cell):
                     "not run": "did not run (the kernel had stopped)"}[status]
         else:
             text = ": ".join(x for x in (cell.get("ename", ""), cell.get("evalue", "")) if x)
-    text = plain(_NUMBER.sub("#", text[:400]), 400)
-    return text[:160] + ("..." if len(text) > 160 else "") if text else "failed"
+    # the numbers of a task's name (Task 5.1, Tasks 5.1 to 5.3) are words, not values:
+    # kept aside under letters-only placeholders while the values are taken out
+    names = []
+
+    def aside(match):
+        names.append(match.group(0))
+        return "TASKNAME" + "".join(chr(65 + int(d)) for d in str(len(names) - 1)) + "X"
+
+    text = _NUMBER.sub("#", _TASKS.sub(aside, text[:600]))
+    for i, name in enumerate(names):
+        text = text.replace("TASKNAME" + "".join(chr(65 + int(d)) for d in str(i)) + "X",
+                            name)
+    text = plain(text, 600)
+    return text if text else "failed"
 
 
 def class_statistics(grader, results, top=3):

@@ -79,3 +79,11 @@ def test_a_student_gradient_is_compared_with_the_reference_not_with_itself():
     seen = in_mode(witness.WITNESS, lambda: cell(lambda x: x * 4))
     found = judge.verdict({"nonce": "n", "records": seen}, "ok", None, want, set(), "n")
     assert not found.passed and "expected 6" in found.message
+
+
+def test_a_hidden_failure_is_kept_in_full_for_the_instructor_only():
+    report, want = _one_cell(3.0)
+    found = judge.verdict(report, "ok", None, want, {want[0]["line"]}, "n")
+    assert "f(1): expected 2, got 3" in found.detail
+    assert "expected 2" not in found.message
+    assert judge.verdict(report, "ok", None, want, set(), "n").detail == ""

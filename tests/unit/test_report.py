@@ -185,3 +185,31 @@ def test_every_handed_in_name_gets_an_id():
     assert made.startswith("student-") and "not plain text" in note
     assert student_id("a\nb")[0].startswith("student-")
     assert student_id("../x")[0].startswith("student-")
+
+
+def test_the_report_lists_each_failed_check_per_student_hidden_ones_in_full():
+    """report.txt names, per student, every failed check (issue #28, trap 5); a hidden
+    check is shown in full there, while the student's page says only which one failed."""
+    visible = CellRun(0, "t1", "test", "error", ename="CheckFailed",
+                      verdict="f(1): expected 2, got 3")
+    hidden = CellRun(1, "t2", "test", "error", ename="CheckFailed", hidden=True,
+                     verdict="a check that runs only at grading failed (check 2 of 2 in "
+                             "this cell); its inputs and expected value are not shown",
+                     detail="hidden check 2 of 2 (line 9): f(-4): expected -4, got 4")
+    passed = CellRun(2, "t3", "test", "ok")
+    result = _result(_run(visible, hidden, passed))
+    table = score_table(_grader(), [result])
+    assert "ann: t1 failed: f(1): expected 2, got 3" in table
+    assert "ann: t2 failed: hidden check 2 of 2 (line 9): f(-4): expected -4, got 4" in table
+    assert "t3 failed" not in table
+
+
+def test_a_reason_keeps_its_task_names_and_its_words_whole():
+    from autograder.grading.report import _reason_kind
+
+    long = ("CheckFailed: Tasks 5.1 to 5.3: block output at position 2 differs: expected 0.25, "
+            "got 0.5. This looks like a known mistake: the MLP reads the stream before the "
+            "attention's add, so both sublayers see the same input (the parallel block)")
+    kind = _reason_kind({"verdict": long})
+    assert kind.startswith("CheckFailed: Tasks 5.1 to 5.3: block output at position #")
+    assert kind.endswith("(the parallel block)") and "#, got #" in kind
