@@ -31,7 +31,6 @@ says when the mutants, the release or the solution changed since (`stale`).
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -123,9 +122,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 def _run_notebook(nb_json, folder, timeout):
     """Run the notebook (as JSON text) in a fresh kernel in a copy of `folder`; returns a
     Run (as a dict, to cross process boundaries)."""
-    from nbclient import NotebookClient
-
-    from autograder.student.progress import _ipc_kernel_manager
+    from autograder.runner import run_notebook
 
     nb = nbformat.reads(nb_json, as_version=4)
     work = Path(tempfile.mkdtemp(prefix="residual-pack-fingerprints-"))
@@ -137,16 +134,9 @@ def _run_notebook(nb_json, folder, timeout):
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, dest)
         log = work / ".fingerprints.jsonl"
-        env = dict(os.environ, NBGRADER_EXECUTION="validate")
-        env[diagnosis.RECORD_VARIABLE] = str(log)
-        client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3",
-                                kernel_manager_class=_ipc_kernel_manager(),
-                                resources={"metadata": {"path": str(work)}})
-        stopped = ""
-        try:
-            client.execute(env=env)
-        except Exception as exc:  # noqa: BLE001 (a dead kernel: the cells not run say so)
-            stopped = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        env = {"NBGRADER_EXECUTION": "validate", diagnosis.RECORD_VARIABLE: str(log)}
+        _, stopped = run_notebook(nb, work, env=env, timeout=timeout,
+                                  prefix="residual-pack-fingerprints-")
         run = Run(stopped=stopped)
         for cell in nb.cells:
             if not is_autograded_test(cell):

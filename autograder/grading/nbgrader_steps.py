@@ -37,9 +37,10 @@ from nbgrader.preprocessors.base import NbGraderPreprocessor
 
 from autograder.cells import grade_id, is_autograded_test
 from autograder.grading.execute import SandboxedExecute
+from autograder.grading.gradebook import flag_in_gradebook
 
 __all__ = ["IntakeRepairs", "WithholdForReview", "StripQuoteLists", "course_sandbox",
-           "withhold_grades", "flag_in_gradebook", "SANITIZE_STEPS", "AUTOGRADE_STEPS",
+           "withhold_grades", "SANITIZE_STEPS", "AUTOGRADE_STEPS",
            "GENERATE_STEPS",
            "FEEDBACK_STEPS"]
 
@@ -269,25 +270,6 @@ def withhold_grades(gradebook, assignment, student, autograded, notebooks=None,
                 found.auto_comment = comment[:4000]
     gradebook.db.commit()
     return held
-
-
-def flag_in_gradebook(gradebook, assignment, student, flags, notebooks=None):
-    """Mark `student`'s submitted notebooks (only `notebooks` when given) as flagged, with
-    `flags` (what a human should look at, in plain words) as the answer cells' comment,
-    so that formgrader shows them; the scores stay as they are."""
-    if not flags:
-        return
-    text = "residual-pack: for a human to look at: " + "; ".join(flags)
-    submission = gradebook.find_submission(assignment, student)
-    for notebook in submission.notebooks:
-        if notebooks is not None and notebook.name not in notebooks:
-            continue
-        notebook.flagged = True
-        for found in notebook.comments:
-            kept = found.auto_comment or ""
-            if text not in kept:
-                found.auto_comment = ((kept + "\n") if kept else "") + text[:4000]
-    gradebook.db.commit()
 
 
 class WithholdForReview(NbGraderPreprocessor):

@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import secrets
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -60,36 +59,10 @@ def fingerprint(source_dir, assignment):
         if spec is None or not spec.submodule_search_locations:
             continue
         folder = Path(list(spec.submodule_search_locations)[0])
-        for path in sorted(folder.glob("*.py")):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        for path in sorted(folder.rglob("*.py")):  # subpackages too: autograder.kernel
+            digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
     digest.update(Path(__file__).read_bytes())  # how the run is made (grader/, not above)
     return digest.hexdigest()[:20]
-
-
-def _kernel_manager_class():
-    from jupyter_client.manager import AsyncKernelManager
-
-    class ReferenceKernelManager(AsyncKernelManager):
-        """A local kernel of `autograder.kernel.gradekernel` (the grader's own environment)."""
-
-        def __init__(self, **kwargs):
-            super().__init__(**kwargs)
-            folder = tempfile.mkdtemp(prefix="residual-pack-reference-kernel-")
-            self.transport, self.ip = "ipc", os.path.join(folder, "k")
-            self.connection_file = os.path.join(folder, "kernel.json")
-            self.folder = folder
-
-        async def _async_cleanup_resources(self, restart=False):
-            await super()._async_cleanup_resources(restart)
-            if not restart:
-                shutil.rmtree(self.folder, ignore_errors=True)
-
-        def format_kernel_cmd(self, extra_arguments=None):
-            return [sys.executable, "-m", "autograder.kernel.gradekernel", "-f",
-                    self.connection_file, "--IPKernelApp.ignore_cwd=True",
-                    *(extra_arguments or [])]
-
-    return ReferenceKernelManager
 
 
 def _client_class():
@@ -98,7 +71,10 @@ def _client_class():
     class ReferenceClient(NotebookClient):
         """Runs a source notebook; its graded test cells in their reference version."""
 
-        replies = None
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.replies = {}
+            self.on_cell_executed = self.on_cell_executed_hook
 
         async def async_execute_cell(self, cell, cell_index, execution_count=None,
                                      store_history=True):
@@ -142,30 +118,23 @@ def _client_class():
 
 
 def _run_notebook(path, assignment, timeout, workdir, to_end=False):
+    from autograder.runner import run_notebook
+
     nb = read_notebook(path)
     if not to_end:
         nb.cells = nb.cells[: last_test(nb) + 1]
-    client_class = _client_class()
-    client = client_class(
-        nb, timeout=timeout, allow_errors=True, kernel_name="python3",
-        resources={"metadata": {"path": str(workdir)}},
-        kernel_manager_class=_kernel_manager_class(),
-    )
-    client.on_cell_executed = client.on_cell_executed_hook
-    client.replies = {}
-    names = ("NBGRADER_EXECUTION", ASSIGNMENT_VARIABLE, REFERENCE_VARIABLE)
-    env_before = {k: os.environ.get(k) for k in names}
-    os.environ["NBGRADER_EXECUTION"] = "autograde"
-    os.environ[ASSIGNMENT_VARIABLE] = assignment
-    os.environ[REFERENCE_VARIABLE] = "1"  # the model answers stay on: the tests call them
-    try:
-        client.execute()
-    finally:
-        for key, value in env_before.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    # the grader's own environment's graded kernel, with the model answers on: the
+    # reference versions of the test cells call them
+    env = {"NBGRADER_EXECUTION": "autograde", ASSIGNMENT_VARIABLE: assignment,
+           REFERENCE_VARIABLE: "1"}
+    kernel = [sys.executable, "-m", "autograder.kernel.gradekernel",
+              "--IPKernelApp.ignore_cwd=True"]
+    client, stopped = run_notebook(nb, workdir, env=env, timeout=timeout, kernel_cmd=kernel,
+                                   client_class=_client_class(),
+                                   prefix="residual-pack-reference-kernel-")
+    if stopped:
+        raise ReferenceError(f"{assignment}/{Path(path).name}: the reference run stopped: "
+                             f"{stopped}")
     return nb, client.replies
 
 

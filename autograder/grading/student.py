@@ -34,6 +34,7 @@ from autograder.grading.course import (
     notebook_paths,
     read_notebook,
 )
+from autograder.grading.gradebook import flag_in_gradebook
 from autograder.grading.intake import take_in, too_big
 from autograder.grading.reference_run import reference_records
 from autograder.grading.report import lost_points, tampering_seen
@@ -247,8 +248,6 @@ class Grader:
         if result.withheld:
             self.withhold(student, result)
         if result.flags:
-            from autograder.grading.nbgrader_steps import flag_in_gradebook
-
             with self.work.api().gradebook as gb:
                 flag_in_gradebook(gb, self.assignment, student, result.flags)
         result.problems += lost_points(result, self.sandbox.limits if self.sandbox else None,

@@ -10,9 +10,6 @@ runs the experiments at their graded sizes (`NBGRADER_EXECUTION=validate`, as nb
 Validate does), so a whole course takes minutes, not hours.
 """
 
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,48 +62,14 @@ def _short(text):
     return short
 
 
-def _ipc_kernel_manager():
-    from jupyter_client.manager import AsyncKernelManager
-
-    class IPCKernelManager(AsyncKernelManager):
-        """The student's own python3 kernel, over local sockets in a private folder."""
-
-        def __init__(self, **kwargs):
-            super().__init__(**kwargs)
-            self.folder = tempfile.mkdtemp(prefix="residual-pack-progress-")
-            self.transport, self.ip = "ipc", os.path.join(self.folder, "k")
-            self.connection_file = os.path.join(self.folder, "kernel.json")
-
-        async def _async_cleanup_resources(self, restart=False):
-            await super()._async_cleanup_resources(restart)
-            if not restart:
-                shutil.rmtree(self.folder, ignore_errors=True)
-
-    return IPCKernelManager
-
-
 def notebook_progress(path, assignment, timeout=300):
     """Run one notebook and say how each of its graded test cells fared."""
-    from nbclient import NotebookClient
+    from autograder.runner import run_notebook
 
     nb = nbformat.read(str(path), as_version=4)
-    env_before = os.environ.get("NBGRADER_EXECUTION")
-    os.environ["NBGRADER_EXECUTION"] = "validate"  # the kernel inherits it: graded sizes
-    try:
-        client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3",
-                                kernel_manager_class=_ipc_kernel_manager(),
-                                resources={"metadata": {"path": str(Path(path).parent)}})
-        try:
-            client.execute()
-        except Exception as exc:  # noqa: BLE001 (a dead kernel: the cells not reached say so)
-            stopped = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-        else:
-            stopped = ""
-    finally:
-        if env_before is None:
-            os.environ.pop("NBGRADER_EXECUTION", None)
-        else:
-            os.environ["NBGRADER_EXECUTION"] = env_before
+    # graded sizes, as nbgrader's Validate runs them
+    _, stopped = run_notebook(nb, Path(path).parent, env={"NBGRADER_EXECUTION": "validate"},
+                              timeout=timeout, prefix="residual-pack-progress-")
     rows = []
     for cell in nb.cells:
         if not _is_test(cell):

@@ -5,7 +5,7 @@ shows it; its scores stay as they are."""
 from nbgrader.api import Gradebook
 
 from autograder.compat import read_alembic_head_in_process
-from autograder.grading.nbgrader_steps import flag_in_gradebook
+from autograder.grading.gradebook import flag_in_gradebook
 
 
 def test_flags_are_written_as_nbgraders_flag_and_comment(tmp_path):

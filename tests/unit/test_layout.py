@@ -119,21 +119,25 @@ LAYERS = {
     "autograder.compat": set(),
     # nbgrader's cell kinds in a notebook (answer, test, written answer)
     "autograder.cells": set(),
+    # one way to run a notebook in a local kernel (reference run, fingerprints, progress)
+    "autograder.runner": set(),
     # the instructor's grading process: never the answers (they run in a kernel, if at all)
     "autograder.grading": {"microgpt", "autograder.kernel", "autograder.sandbox",
-                           "autograder.compat", "autograder.cells"},
+                           "autograder.compat", "autograder.cells", "autograder.runner"},
     # what a student runs besides the notebooks
     "autograder.student": {"microgpt", "autograder.kernel", "autograder.compat",
-                           "autograder.cells"},
+                           "autograder.cells", "autograder.runner"},
     # the instructor's tools for the course
     "autograder.authoring": {"microgpt", "torchtrack", "autograder.kernel",
                              "autograder.answers", "autograder.grading",
                              "autograder.sandbox", "autograder.compat",
-                             "autograder.student", "autograder.cells"},
+                             "autograder.student", "autograder.cells",
+                             "autograder.runner"},
     # the command line: everything
     "autograder.cli": {"microgpt", "torchtrack", "autograder.kernel", "autograder.answers",
                        "autograder.grading", "autograder.sandbox", "autograder.compat",
-                       "autograder.student", "autograder.authoring", "autograder.cells"},
+                       "autograder.student", "autograder.authoring", "autograder.cells",
+                       "autograder.runner"},
 }
 
 
