@@ -138,8 +138,9 @@ class Value:
     def __neg__(self):  # -self
         return self * -1
 
-    def __radd__(self, other):  # other + self
-        return self + other
+    # other + self is self + other, the same node as microgpt's (self first, the number
+    # as a leaf second): the method itself, which saves `sum()` a call per sum
+    __radd__ = __add__
 
     def __sub__(self, other):  # self - other
         return self + (-other)
@@ -147,8 +148,7 @@ class Value:
     def __rsub__(self, other):  # other - self
         return other + (-self)
 
-    def __rmul__(self, other):  # other * self
-        return self * other
+    __rmul__ = __mul__  # other * self is self * other, the same node as microgpt's
 
     def __truediv__(self, other):  # self / other
         return self * other**-1
