@@ -144,7 +144,7 @@ def measure(script, data, steps, pairs, log=print):
                     reference = losses
                     header = [line for line in out.splitlines() if not line.startswith("loss ")]
                     log("script says: " + "; ".join(header))
-                    log(f"losses: step 1 {losses[0]!r}, step {steps} {losses[-1]!r}")
+                    log(f"script losses: step 1 {losses[0]!r}, step {steps} {losses[-1]!r}")
                 elif losses != reference:
                     same = False
                     diff = next(k for k, (a, b) in enumerate(zip(losses, reference)) if a != b)
@@ -204,7 +204,7 @@ def main(argv=None):
           f"setting, alternating; load {load_text()}", flush=True)
     times, same = measure(args.script, args.data, args.steps, args.pairs,
                           log=lambda s: print(s, flush=True))
-    print(f"losses: {'identical to the last bit in every run' if same else 'DIFFERENT'}; "
+    print(f"script losses: {'identical to the last bit in every run' if same else 'DIFFERENT'}; "
           f"load {load_text()}")
     headline = report(times, args.steps)
     print(f"speedup (microgpt's script on our Value, collector on / off): "
