@@ -66,12 +66,26 @@ def swapped_source(source, engine):
     return "".join(lines[:start]) + OUR_VALUE + "\n" + filler + "".join(lines[end:])
 
 
-def child(script, engine, collector, steps):
-    """Run in the child process: execute the script, report each step's loss as a float."""
+def child(script, engine, collector, steps, gc_stats=False):
+    """Run in the child process: execute the script, report each step's loss as a float
+    (and, with `gc_stats`, the collections of each generation and their CPU seconds)."""
     import gc
 
     if collector == "off":
         gc.disable()
+    collections = [[0, 0.0] for _ in range(3)]
+    started = [0.0]
+
+    def watch(phase, info):
+        if phase == "start":
+            started[0] = time.process_time()
+        else:
+            c = collections[info["generation"]]
+            c[0] += 1
+            c[1] += time.process_time() - started[0]
+
+    if gc_stats:
+        gc.callbacks.append(watch)
     source = swapped_source(Path(script).read_text(encoding="utf-8"), engine)
     code = compile(source, str(script), "exec")
     namespace = {"__name__": "__main__", "__file__": str(script)}
@@ -93,16 +107,21 @@ def child(script, engine, collector, steps):
         exec(code, namespace)
     except _StopAfter:
         pass
+    if gc_stats:
+        gc.callbacks.remove(watch)
+        real_print("gc collections of generation 0/1/2 and their CPU seconds: " + ", ".join(
+            f"{n} in {t:.2f} s" for n, t in collections))
     sys.stdout.flush()
 
 
-def run_once(script, data, engine, collector, steps):
+def run_once(script, data, engine, collector, steps, gc_stats=False):
     """One whole process: (wall seconds, CPU seconds, [losses], stdout)."""
     with tempfile.TemporaryDirectory(prefix="microgpt-bench-") as work:
         shutil.copyfile(data, Path(work) / "input.txt")
         env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": "0"}
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", engine,
                "--collector", collector, "--script", str(script), "--steps", str(steps)]
+        cmd += ["--gc-stats"] if gc_stats else []
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         r = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
@@ -126,7 +145,7 @@ def load_text():
         return "unknown"
 
 
-def measure(script, data, steps, pairs, log=print):
+def measure(script, data, steps, pairs, log=print, gc_stats=False):
     """Alternate the two engines, `pairs` times per collector setting.
 
     Returns {collector: {engine: [(wall, cpu), ...]}} and whether every run's losses were
@@ -138,11 +157,13 @@ def measure(script, data, steps, pairs, log=print):
         for collector in COLLECTOR:
             order = ENGINES if i % 2 == 0 else ENGINES[::-1]
             for engine in order:
-                wall, cpu, losses, out = run_once(script, data, engine, collector, steps)
+                wall, cpu, losses, out = run_once(script, data, engine, collector, steps,
+                                                  gc_stats)
                 times[collector][engine].append((wall, cpu))
                 if reference is None:
                     reference = losses
-                    header = [line for line in out.splitlines() if not line.startswith("loss ")]
+                    header = [line for line in out.splitlines()
+                              if not line.startswith(("loss ", "gc collections"))]
                     log("script says: " + "; ".join(header))
                     log(f"script losses: step 1 {losses[0]!r}, step {steps} {losses[-1]!r}")
                 elif losses != reference:
@@ -152,6 +173,9 @@ def measure(script, data, steps, pairs, log=print):
                         f"{losses[diff]!r} against {reference[diff]!r}")
                 log(f"  pair {i + 1}, collector {collector:3s} {engine:6s}: "
                     f"{wall:6.2f} s wall, {cpu:6.2f} s CPU; load {load_text()}")
+                for line in out.splitlines():
+                    if line.startswith("gc collections") and collector == "on":
+                        log(f"    {line}")
     return times, same
 
 
@@ -188,11 +212,14 @@ def main(argv=None):
                    help="training steps per process (default: %(default)s)")
     p.add_argument("--pairs", type=int, default=3,
                    help="process pairs per collector setting (default: %(default)s)")
+    p.add_argument("--gc-stats", action="store_true",
+                   help="also count each process's collections and their CPU time (a "
+                        "callback per collection: leave it out of the figures you quote)")
     p.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     p.add_argument("--collector", choices=COLLECTOR, default="on", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        child(args.script, args.child, args.collector, args.steps)
+        child(args.script, args.child, args.collector, args.steps, args.gc_stats)
         return 0
     if args.steps < 1 or args.pairs < 1:
         p.error("--steps and --pairs must be at least 1")
@@ -203,7 +230,7 @@ def main(argv=None):
           f"{args.data}; {args.steps} steps per process, {args.pairs} pair(s) per collector "
           f"setting, alternating; load {load_text()}", flush=True)
     times, same = measure(args.script, args.data, args.steps, args.pairs,
-                          log=lambda s: print(s, flush=True))
+                          log=lambda s: print(s, flush=True), gc_stats=args.gc_stats)
     print(f"script losses: {'identical to the last bit in every run' if same else 'DIFFERENT'}; "
           f"load {load_text()}")
     headline = report(times, args.steps)
