@@ -5,6 +5,7 @@ same order, one step each in turn, so a slow patch of a shared machine hits both
 from the repository root:
 
     python benchmarks/train_step.py [--steps N] [--data census|canonical|PATH] [--seed S]
+                                    [--microgpt-script PATH|none]
 
 See benchmarks/README.md for what it measures and how to read it. The last line is
 always ``speedup (train step, vs textbook engine): N.Nx``; the exit status is 1 when the
@@ -25,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))  # benchmarks/textbook.py
 
+import microgpt_script  # noqa: E402
 import textbook  # noqa: E402
 
 from microgpt import GPT, Adam, CharTokenizer, Value  # noqa: E402
@@ -239,9 +241,33 @@ def main(argv=None):
                    help="seed for the initial weights and the data order (default: %(default)s)")
     p.add_argument("--memory-steps", type=int, default=5,
                    help="steps in each engine's separate memory pass (default: %(default)s)")
+    p.add_argument("--microgpt-script", default=None, metavar="PATH|none",
+                   help="a copy of microgpt.py, run on its own Value and on ours (default: "
+                        f"{microgpt_script.DEFAULT_SCRIPT} if it exists; none: skip the rows)")
+    p.add_argument("--script-steps", type=int, default=None,
+                   help="training steps per process of microgpt's script (default: --steps, "
+                        "at most 20)")
+    p.add_argument("--script-pairs", type=int, default=1,
+                   help="process pairs per collector setting for microgpt's script "
+                        "(default: %(default)s)")
     args = p.parse_args(argv)
     if args.steps < 1 or args.memory_steps < 1:
         p.error("--steps and --memory-steps must be at least 1")
+    script = args.microgpt_script
+    if script is None:
+        script = microgpt_script.DEFAULT_SCRIPT
+        script = script if script.is_file() and SHARED_NAMES.is_file() else None
+    elif script == "none":
+        script = None
+    else:
+        script = Path(script)
+        if not script.is_file():
+            p.error(f"--microgpt-script: no such file: {script}")
+        if not SHARED_NAMES.is_file():
+            p.error(f"--microgpt-script needs its data, {SHARED_NAMES}")
+    script_steps = args.script_steps or min(args.steps, 20)
+    if script_steps < 1 or args.script_pairs < 1:
+        p.error("--script-steps and --script-pairs must be at least 1")
 
     docs, where = load(args.data, args.seed)
     tok = CharTokenizer(docs)
@@ -251,7 +277,7 @@ def main(argv=None):
     engines = [cls(model, args.steps) for cls in ENGINES]  # Textbook copies the weights
 
     print(f"python {sys.version.split()[0]}, gc thresholds {gc.get_threshold()} (defaults, "
-          f"{'enabled' if gc.isenabled() else 'DISABLED'})")
+          f"{'enabled' if gc.isenabled() else 'DISABLED'}); load {microgpt_script.load_text()}")
     print(f"data: {where}: {len(docs)} docs, shuffled with seed {args.seed}")
     print(f"model: default tiny GPT, {len(model.parameters())} params, vocab {tok.vocab_size}, "
           f"{config.n_layer} layer, n_embd {config.n_embd}, block_size {config.block_size}")
@@ -313,6 +339,24 @@ def main(argv=None):
     for name in ("per-op", "per-op, paused"):
         ratio = statistics.fmean(op_seconds["textbook"]) / statistics.fmean(op_seconds[name])
         print(f"speedup ({name}: the textbook's code on our Value vs on its own): {ratio:.2f}x")
+
+    if script is not None:
+        print()
+        print(f"microgpt's own script ({script}), its `class Value` replaced by ours at run "
+              f"time, nothing else changed: whole processes, {script_steps} steps each, "
+              f"{args.script_pairs} pair(s) per collector setting, alternating", flush=True)
+        times, same = microgpt_script.measure(script, SHARED_NAMES, script_steps,
+                                              args.script_pairs)
+        print(f"losses of microgpt's script: "
+              f"{'identical to the last bit' if same else 'DIFFERENT'} on the two Values")
+        if not same:
+            print("error: microgpt's script gives other losses on our Value", file=sys.stderr)
+        agree = agree and same
+        headline = microgpt_script.report(times, script_steps)
+        print(f"speedup (microgpt's script on our Value, collector on / off): "
+              f"{headline['on']:.2f}x / {headline['off']:.2f}x")
+
+    print(f"load at the end: {microgpt_script.load_text()}")
 
     def without_gc(name):
         return statistics.fmean(seconds[name]) - gc_seconds[name] / args.steps

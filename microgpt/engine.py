@@ -7,8 +7,9 @@ itself with respect to each child (`_local_grads`), stored when the node is made
 
 Differences from microgpt's engine, all in service of depth and speed:
 
-- the topological sort is a loop over an explicit stack, so a graph 100,000 nodes deep
-  works (a recursive sort stops near 1,000);
+- the topological sort recurses as microgpt's does, but only a few hundred nodes deep:
+  below that it goes on with an explicit stack, so a graph 100,000 nodes deep works (a
+  recursive sort stops near 1,000), and the order is microgpt's either way;
 - nothing keeps a finished graph alive: there are no closures and no reference cycles,
   so the graph is freed as soon as the last reference to the loss goes;
 - `Value.sum`, `dot` and `linear` make one node for a whole sum or dot product, instead
@@ -137,8 +138,9 @@ class Value:
     def __neg__(self):  # -self
         return self * -1
 
-    def __radd__(self, other):  # other + self
-        return self + other
+    # other + self is self + other, the same node as microgpt's (self first, the number
+    # as a leaf second): the method itself, which saves `sum()` a call per sum
+    __radd__ = __add__
 
     def __sub__(self, other):  # self - other
         return self + (-other)
@@ -146,8 +148,7 @@ class Value:
     def __rsub__(self, other):  # other - self
         return other + (-self)
 
-    def __rmul__(self, other):  # other * self
-        return self * other
+    __rmul__ = __mul__  # other * self is self * other, the same node as microgpt's
 
     def __truediv__(self, other):  # self / other
         return self * other**-1
@@ -183,64 +184,109 @@ class Value:
         self.grad = 1
         for v in reversed(order):
             g = v.grad
-            if g:
-                children, local_grads = v._children, v._local_grads
-                # a two-input node (most nodes of a per-operation graph): no zip, no loop;
-                # the same additions in the same order as the loop below
-                if len(children) == 2 and type(local_grads) is tuple and len(local_grads) == 2:
-                    a, b = children
-                    local_a, local_b = local_grads
-                    a.grad += local_a * g
-                    b.grad += local_b * g
-                else:
-                    for child, local in zip(children, local_grads):
+            if g:  # a zero gradient adds nothing below this node
+                try:
+                    # the fast path, for a two-input node (most nodes of a per-operation
+                    # graph): no zip and no loop, the same two additions in the same order
+                    (a, b), (local_a, local_b) = v._children, v._local_grads
+                except ValueError:  # one input, or many (a fused node): microgpt's loop
+                    for child, local in zip(v._children, v._local_grads):
                         child.grad += local * g
+                    continue
+                a.grad += local_a * g
+                b.grad += local_b * g
 
 
 def _inner_nodes_in_topological_order(root):
     """The nodes reachable from `root` that have children, children before parents.
 
-    A depth-first search that keeps its own stack of child iterators instead of
-    recursing, so any depth works. Children are visited first to last, as microgpt's
-    recursive sort visits them, so the order (and with it the order in which gradients
-    are summed) is microgpt's. Leaves are not listed (they have nothing to pass a
-    gradient on to); `root` always is. Each listed node's `grad` is set to 0.
+    microgpt's depth-first search: children are visited first to last and a node is
+    listed after all of its children, so the order (and with it the order in which
+    gradients are summed) is microgpt's. Leaves are not listed (they have nothing to
+    pass a gradient on to); `root` always is. Each listed node's `grad` is set to 0.
 
     A node is marked as seen by setting its `grad` to a marker made for this call (the
     listed nodes' grads are reset to 0 at the end anyway), which is cheaper than a set of
-    seen nodes; the iterator over the children of the node on top of the stack is kept
-    in a local variable.
+    seen nodes. The search recurses, as microgpt's does, while it is less than
+    `_RECURSION_DEPTH` nodes deep; below that it goes on with an explicit stack, so a
+    graph 100,000 nodes deep works too.
     """
     order = []
-    append = order.append
     seen = object()  # a fresh marker: no node's grad can hold it before this call
     root.grad = seen
-    inner = root._inner
-    nodes, iters = [root], []
-    push_node, pop_node, push_iter, pop_iter = nodes.append, nodes.pop, iters.append, iters.pop
-    it = iter(root._children if inner is None else inner)
     try:
-        while True:
-            for child in it:
-                if child._children and child.grad is not seen:
-                    child.grad = seen
-                    push_node(child)
-                    push_iter(it)
-                    inner = child._inner
-                    it = iter(child._children if inner is None else inner)
-                    break
-            else:  # every child of the node on top is listed: list the node
-                append(pop_node())
-                if not iters:
-                    break
-                it = pop_iter()
+        try:
+            _visit(root, order.append, seen, 0)
+        except RecursionError:  # called from deep inside a caller's own recursion
+            _unmark(root, seen)
+            order.clear()
+            root.grad = seen
+            _visit_with_a_stack(root, order.append, seen)
     except BaseException:  # a child that is not a Value, say: leave no marker behind
-        for node in (*order, *nodes):
-            node.grad = 0
+        _unmark(root, seen)
         raise
     for node in order:
         node.grad = 0
     return order
+
+
+# How deep the sort recurses before it goes on with an explicit stack. Recursion is
+# microgpt's own sort and the common case (microgpt's graphs are 200-300 nodes deep, a
+# few layers more stay under 1,000): a Python call per node instead of pushing and
+# popping iterators on two lists (on microgpt's graphs the two took about the same CPU
+# time on our machines, within their noise). Kept well below CPython's default recursion
+# limit (1,000), so the sort also works when backward is called from some depth inside
+# the caller's own code; deeper still, it starts again with the stack alone.
+_RECURSION_DEPTH = 400
+
+
+def _visit(node, append, seen, depth):
+    """List the unseen inner nodes below `node` (already marked), then `node` itself."""
+    inner = node._inner  # a `_Linear` node lists the children that are not weights
+    for child in node._children if inner is None else inner:
+        if child._children and child.grad is not seen:
+            child.grad = seen
+            if depth < _RECURSION_DEPTH:
+                _visit(child, append, seen, depth + 1)
+            else:
+                _visit_with_a_stack(child, append, seen)
+    append(node)
+
+
+def _visit_with_a_stack(node, append, seen):
+    """`_visit` without recursion, for any depth: the same nodes in the same order.
+
+    It keeps its own stack of the nodes being visited and of the iterators over their
+    children; the iterator of the node on top of the stack is in a local variable.
+    """
+    nodes, iters = [node], []
+    push_node, pop_node, push_iter, pop_iter = nodes.append, nodes.pop, iters.append, iters.pop
+    inner = node._inner
+    it = iter(node._children if inner is None else inner)
+    while True:
+        for child in it:
+            if child._children and child.grad is not seen:
+                child.grad = seen
+                push_node(child)
+                push_iter(it)
+                inner = child._inner
+                it = iter(child._children if inner is None else inner)
+                break
+        else:  # every child of the node on top is listed: list the node
+            append(pop_node())
+            if not iters:
+                return
+            it = pop_iter()
+
+
+def _unmark(root, seen):
+    """Set `grad` to 0 on every node still marked `seen` (the sort stopped half way)."""
+    stack = [root]
+    while stack:
+        v = stack.pop()
+        if getattr(v, "grad", None) is seen:
+            v.grad = 0
+            stack.extend(v._children)
 
 
 class _Linear(Value):

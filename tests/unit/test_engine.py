@@ -387,6 +387,94 @@ def test_wide_fan_in_and_fan_out_deeper_than_the_recursion_limit(default_recursi
     assert a.grad == pytest.approx(1.0, rel=1e-9)
 
 
+def _order_with_the_stack_only(root):
+    """The sort's order as its explicit-stack half alone gives it (no recursion)."""
+    from microgpt import engine
+
+    order, seen = [], object()
+    root.grad = seen
+    engine._visit_with_a_stack(root, order.append, seen)
+    for node in order:
+        node.grad = 0
+    return order
+
+
+def _microgpt_order(root):
+    """microgpt's recursive build_topo, leaves left out (run at a raised recursion limit)."""
+    topo, visited = [], set()
+
+    def build_topo(v):
+        if v not in visited:
+            visited.add(v)
+            for child in v._children:
+                build_topo(child)
+            if v._children:
+                topo.append(v)
+
+    build_topo(root)
+    return topo
+
+
+def _ladder(depth):
+    """A graph `depth` nodes deep whose nodes are reached by many paths (each feeds two)."""
+    a = Value(0.5)
+    prev, cur = a, a * 1.0
+    for i in range(depth):
+        prev, cur = cur, (prev + cur) * (0.5 if i % 3 else 0.25) + prev * 0.1
+    return cur
+
+
+@pytest.mark.parametrize("depth", [10, 399, 400, 401, 2_000])
+def test_the_sort_is_microgpts_order_above_and_below_the_recursion_depth(depth):
+    """Recursion down to a depth, the explicit stack below it: one order, microgpt's."""
+    from microgpt import engine
+
+    root = _ladder(depth)
+    order = engine._inner_nodes_in_topological_order(root)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 20 * depth + 1_000))
+    try:
+        want = _microgpt_order(root)
+    finally:
+        sys.setrecursionlimit(old)
+    assert order == want
+    assert order == _order_with_the_stack_only(root)
+    assert all(v.grad == 0 for v in order)
+
+
+def test_backward_from_deep_inside_the_callers_own_recursion(
+    default_recursion_limit, monkeypatch
+):
+    """Called a few frames short of the recursion limit, the sort cannot recurse even
+    400 deep: it starts again with the explicit stack, and the gradients are the same."""
+    from microgpt import engine
+
+    def leaf_grad():
+        root = _ladder(600)
+        leaf = root._children[1]._children[0]._children[0]._children[0]  # some inner node
+        root.backward()
+        return root.data, leaf.grad, _ladder_leaf(root).grad
+
+    want = leaf_grad()
+    restarts = []
+    unmark = engine._unmark
+    monkeypatch.setattr(engine, "_unmark", lambda *a: (restarts.append(1), unmark(*a)))
+
+    def at_depth(n):
+        return at_depth(n - 1) if n else leaf_grad()
+
+    assert at_depth(sys.getrecursionlimit() - 150) == want
+    assert restarts, "the sort did not have to start again: the test tested nothing"
+
+
+def _ladder_leaf(root):
+    """The one leaf `_ladder` starts from (the first child all the way down)."""
+    v = root
+    while v._children:
+        v = v._children[0]
+    return v
+
+
 # ---- claim 4: no reference cycles, flat memory ----
 
 
