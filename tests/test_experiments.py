@@ -378,3 +378,34 @@ def test_committed_heldout_results_carry_provenance_and_their_tables_match():
                                cwd=root, capture_output=True)
         if check.returncode in (0, 1):  # 128: not a git checkout, or the commit is unknown
             assert check.returncode == 0, f"{path.name} ran before its criteria were committed"
+    results_md = root / "results" / "heldout" / "RESULTS.md"
+    if results_md.exists():
+        from experiments import heldout
+
+        rendered = heldout.main([str(root / "results" / "heldout")])
+        assert results_md.read_text(encoding="utf-8") == rendered
+
+
+def test_heldout_counts_follow_the_criteria():
+    """The held-out table counts each criterion of results/heldout/CRITERIA.md as written."""
+    from experiments import heldout
+
+    def depth_seed(seed, r3, r10, r30, p3=0.2, p10=0.9, p30=1.3, h=1.35):
+        runs = {f"{k} {d}": {"loss": v} for k, d, v in
+                [("plain", 3, p3), ("plain", 10, p10), ("plain", 30, p30),
+                 ("residual", 3, r3), ("residual", 10, r10), ("residual", 30, r30)]}
+        return {"seed": seed, "entropy": h, "runs": runs}
+
+    depth = {"per_seed": [depth_seed(100, 0.2, 0.03, 0.02), depth_seed(101, 0.2, 0.08, 0.3),
+                          depth_seed(102, 0.2, 0.05, 0.06, p10=0.1), depth_seed(0, 1, 2, 3)]}
+    rows = dict(heldout.depth_counts(depth))
+    assert rows["B1: residual 10 and 30 below residual 3"] == "2 of 3"
+    assert rows["B2: both at most half of residual 3 (the pack's criterion)"] == "2 of 3"
+    assert rows["B3: both at most a fifth of residual 3 (notebook 04's wording)"] == "1 of 3"
+    assert rows["residual 30 below residual 10"] == "1 of 3"
+    assert rows["P2: plain 10 below plain 3 (moderate depth helps)"] == "1 of 3"
+    c = dict(heldout._c_rows([(2.60, 2.40), (2.53, 2.514), (2.70, 2.45)], P=2.516, U=2.802))
+    assert c["C1: lr 0.03, post >= P and pre < P (the pack's criterion)"] == "3 of 3"
+    assert c["C2: lr 0.03, post > U - 0.1 and pre < U - 0.3 (the criterion of 432c0d3)"] == \
+        "0 of 3"
+    assert c["C3: C1 with both margins >= 0.05"] == "2 of 3"
