@@ -17,7 +17,7 @@ from microgpt.provenance import describe
 from .common import fmt
 
 __all__ = ["depth_counts", "stress_counts", "collapse_counts", "deletion_counts",
-           "stream_counts", "merge", "render", "main"]
+           "stream_counts", "highway_counts", "merge", "render", "main"]
 
 SEARCHED = "0-4"
 CRITERIA_COMMIT = "10272ff"
@@ -31,8 +31,29 @@ def _median_worst(xs, worst=max):
     return f"median {fmt(statistics.median(xs))}, worst {fmt(worst(xs))}"
 
 
+def highway_counts(result):
+    """H1 and H2 (the addendum of results/heldout/CRITERIA.md): highway 30 beside residual."""
+    rows = _held(result)
+    n = len(rows)
+    h1 = h2 = 0
+    ratio, cells = [], []
+    for p in rows:
+        loss = {k: v["loss"] for k, v in p["runs"].items()}
+        h1 += loss["highway 30"] < loss["residual 3"]
+        h2 += loss["highway 30"] <= 2 * loss["residual 30"]
+        ratio.append(loss["highway 30"] / loss["residual 30"])
+        cells.append(f"seed {p['seed']}: {fmt(loss['residual 3'])} / {fmt(loss['residual 30'])}"
+                     f" / {fmt(loss['highway 30'])}")
+    return [("residual 3 / residual 30 / highway 30, per seed", "; ".join(cells)),
+            ("H1: highway 30 below residual 3", f"{h1} of {n}"),
+            ("H2: highway 30 at most 2 x residual 30", f"{h2} of {n}"),
+            ("highway 30 / residual 30", _median_worst(ratio))]
+
+
 def depth_counts(result):
     """B1-B3, the ratios, the order of 10 and 30, P1 and P2 (results/heldout/CRITERIA.md)."""
+    if "highway 30" in result["per_seed"][0]["runs"]:
+        return highway_counts(result)
     rows = _held(result)
     n = len(rows)
     r10, r30, b1, b2, b3, swap, p1, p2 = [], [], 0, 0, 0, 0, 0, 0
@@ -89,6 +110,13 @@ def stress_counts(result):
     def key(layout, lr):
         return f"{layout}, lr {lr:g}, no warmup"
 
+    if key("none", 0.01) in rows[0]["runs"]:
+        none = [p["runs"][key("none", 0.01)]["val_loss"] for p in rows]
+        return [(f"references: unigram U {fmt(U)}, position-only P {fmt(P)}", ""),
+                ("no residual, 4 blocks, lr 0.01: validation loss",
+                 ", ".join(f"seed {p['seed']}: {fmt(v)}" for p, v in zip(rows, none))),
+                ("I1: within 0.05 of U", f"{sum(abs(v - U) <= 0.05 for v in none)} of {n}"),
+                ("I2: at or above P", f"{sum(v >= P for v in none)} of {n}")]
     out = []
     if key("post", 0.03) in rows[0]["runs"]:
         out += _c_rows([(p["runs"][key("post", 0.03)]["val_loss"],
