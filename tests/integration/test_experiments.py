@@ -318,3 +318,94 @@ def test_deletion_probe_measures_what_task_4_3_asks():
     on_floats = reference.f_deletion_losses(net, X, Y, reference.f_residual_layer)
     assert ours == pytest.approx(on_floats, rel=1e-12)
     assert net.depth == 4  # the net is left as it was
+
+
+def test_stream_probe_measures_what_notebook_06_measures(tmp_path, monkeypatch):
+    """The lens's last depth is the model's own loss, the embedding state has RMS 1, post-norm
+    keeps it at 1, the table is what the JSON renders to, and the verdicts follow the criteria."""
+    from experiments import stream_probe
+
+    monkeypatch.setattr(stream_probe, "STEPS", 3)
+    monkeypatch.setattr(stream_probe, "N_EVAL", 3)
+    args = ["--seeds", "0"]
+    result, table = run_command(stream_probe.main, tmp_path, args)
+    check_provenance(result, "stream_probe", args)
+    assert table == stream_probe.render(result)
+    runs = result["per_seed"][0]["runs"]
+    for layout in ("pre", "post"):
+        r = runs[layout]
+        assert r["worst_gap"] < 1e-12
+        assert r["lens"][-1] == pytest.approx(r["own_loss"], abs=1e-12)
+        assert r["rms"][0] == pytest.approx(1, abs=2e-3) and r["cosine"][0] == pytest.approx(1)
+        assert r["top1_final"][-1] == 1
+    assert all(abs(x - 1) < 2e-3 for x in runs["post"]["rms"])
+    fake = {"pre": {"lens": [3.0, 2.2, 2.1, 2.0], "rms": [1, 2, 3, 4], "cosine": [1, .8, .7, .6],
+                    "top1_next": [.1, .2, .22, .3]},
+            "post": {"lens": [3.0, 2.5, 2.6, 2.4], "rms": [1, 1, 1.005, 1],
+                     "cosine": [1, .9, .95, .8]}}
+    v = stream_probe.verdicts(fake)
+    assert v["E1_pre_lens_falls"] and not v["E1_post_lens_falls"]
+    assert v["E2"] and v["E2_first_block_share"] == pytest.approx(0.8)
+    assert v["E3"] and v["F1"] and v["F2"] and v["F3_pre"] and not v["F3_post"]
+    fake["pre"]["top1_next"] = [.1, .25, .26, .27]
+    assert not stream_probe.verdicts(fake)["E3"]
+
+
+def test_committed_heldout_results_carry_provenance_and_their_tables_match():
+    """Every result under results/heldout/ has its run's provenance, ran at or after the commit
+    of its criteria, and its markdown table is the one its JSON renders to."""
+    import subprocess
+    from pathlib import Path
+
+    from experiments import collapse_probe, deletion_probe, stream_probe
+
+    renderers = {"depth_search": depth_search.render, "lr_stress": lr_stress.render,
+                 "collapse_probe": collapse_probe.render, "deletion_probe": deletion_probe.render,
+                 "stream_probe": stream_probe.render}
+    root = Path(__file__).resolve().parents[1]
+    found = sorted((root / "results" / "heldout").glob("*.json"))
+    if not found:
+        pytest.skip("no held-out results")
+    criteria = "10272ff"  # the commit of results/heldout/CRITERIA.md
+    for path in found:
+        result = json.loads(path.read_text(encoding="utf-8"))
+        prov = result["provenance"]
+        assert PROVENANCE_KEYS <= set(prov), path.name
+        assert all(s >= 100 for s in result["seeds"] if s != 0), path.name
+        table = path.with_suffix(".md").read_text(encoding="utf-8")
+        assert table == renderers[result["experiment"]](result), path.name
+        check = subprocess.run(["git", "merge-base", "--is-ancestor", criteria, prov["commit"]],
+                               cwd=root, capture_output=True)
+        if check.returncode in (0, 1):  # 128: not a git checkout, or the commit is unknown
+            assert check.returncode == 0, f"{path.name} ran before its criteria were committed"
+    results_md = root / "results" / "heldout" / "RESULTS.md"
+    if results_md.exists():
+        from experiments import heldout
+
+        rendered = heldout.main([str(root / "results" / "heldout")])
+        assert results_md.read_text(encoding="utf-8") == rendered
+
+
+def test_heldout_counts_follow_the_criteria():
+    """The held-out table counts each criterion of results/heldout/CRITERIA.md as written."""
+    from experiments import heldout
+
+    def depth_seed(seed, r3, r10, r30, p3=0.2, p10=0.9, p30=1.3, h=1.35):
+        runs = {f"{k} {d}": {"loss": v} for k, d, v in
+                [("plain", 3, p3), ("plain", 10, p10), ("plain", 30, p30),
+                 ("residual", 3, r3), ("residual", 10, r10), ("residual", 30, r30)]}
+        return {"seed": seed, "entropy": h, "runs": runs}
+
+    depth = {"per_seed": [depth_seed(100, 0.2, 0.03, 0.02), depth_seed(101, 0.2, 0.08, 0.3),
+                          depth_seed(102, 0.2, 0.05, 0.06, p10=0.1), depth_seed(0, 1, 2, 3)]}
+    rows = dict(heldout.depth_counts(depth))
+    assert rows["B1: residual 10 and 30 below residual 3"] == "2 of 3"
+    assert rows["B2: both at most half of residual 3 (the pack's criterion)"] == "2 of 3"
+    assert rows["B3: both at most a fifth of residual 3 (notebook 04's wording)"] == "1 of 3"
+    assert rows["residual 30 below residual 10"] == "1 of 3"
+    assert rows["P2: plain 10 below plain 3 (moderate depth helps)"] == "1 of 3"
+    c = dict(heldout._c_rows([(2.60, 2.40), (2.53, 2.514), (2.70, 2.45)], P=2.516, U=2.802))
+    assert c["C1: lr 0.03, post >= P and pre < P (the pack's criterion)"] == "3 of 3"
+    assert c["C2: lr 0.03, post > U - 0.1 and pre < U - 0.3 (the criterion of 432c0d3)"] == \
+        "0 of 3"
+    assert c["C3: C1 with both margins >= 0.05"] == "2 of 3"
