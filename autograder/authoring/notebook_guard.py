@@ -239,25 +239,28 @@ def readme_quotes(text):
 
 
 def check_readme(course, names=None):
-    """Each figure the README lists as quoted from an assignment (of `names`, all when
-    None) is in the README's text and in that assignment's solution outputs or results/."""
-    path = Path(course) / README
-    if not path.is_file():
-        return []
-    text = path.read_text(encoding="utf-8")
-    prose = README_QUOTES.sub("", text)
+    """Each figure the README or a page of docs/ lists as quoted from an assignment (of
+    `names`, all when None) is in that page's text and in the assignment's solution
+    outputs or results/."""
+    pages = [Path(course) / README, *sorted((Path(course) / "docs").glob("*.md"))]
     solution_text = _solution_texts(course)
     results = results_text(course)
     problems = []
-    for assignment, figure in readme_quotes(text):
-        if names is not None and assignment not in names:
+    for path in pages:
+        if not path.is_file():
             continue
-        if not figure_found(figure, prose):
-            problems.append(f"{README}: lists {figure!r} as quoted from {assignment}, "
-                            f"but the text does not say it")
-            continue
-        found = solution_text(assignment)
-        if not ((found and figure_found(figure, found)) or figure_found(figure, results)):
-            problems.append(f"{README}: quotes {figure!r} from {assignment}, which neither "
-                            f"its solution outputs nor {RESULTS}/ show")
+        where = str(path.relative_to(course))
+        text = path.read_text(encoding="utf-8")
+        prose = README_QUOTES.sub("", text)
+        for assignment, figure in readme_quotes(text):
+            if names is not None and assignment not in names:
+                continue
+            if not figure_found(figure, prose):
+                problems.append(f"{where}: lists {figure!r} as quoted from {assignment}, "
+                                f"but the text does not say it")
+                continue
+            found = solution_text(assignment)
+            if not ((found and figure_found(figure, found)) or figure_found(figure, results)):
+                problems.append(f"{where}: quotes {figure!r} from {assignment}, which "
+                                f"neither its solution outputs nor {RESULTS}/ show")
     return problems
