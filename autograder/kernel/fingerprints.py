@@ -94,7 +94,7 @@ TABLES = {
         },
     },
     "03_highway": {
-        "digest": "4a98e48641c472f8",
+        "digest": "38e449cb6612a203",
         "hints": [
             "every layer's gate seems to be read on the same input: h must move on through each layer.",
             "every unit seems to share one bias Value ([v] * width repeats the same object): each unit needs a Value of its own.",
@@ -152,7 +152,7 @@ TABLES = {
         },
     },
     "04_identity_shortcut": {
-        "digest": "a9c391f8baf8b957",
+        "digest": "351e6ce167460e27",
         "hints": [
             "one number came back; the task asks for a list with one loss per deleted layer.",
             "the branch seems to skip its LayerNorm: f is the plain layer of Task 2.1.",
