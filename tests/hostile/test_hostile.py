@@ -124,7 +124,8 @@ def test_the_class_finishes_after_a_kill_and_a_resume(hostile_run):
     assert 0 < run.killed_with < len(run.cases), (
         f"the first run was not killed part way ({run.killed_with} done)\n{run.first_log}")
     assert not run.leftovers, f"sandbox processes outlived the killed run: {run.leftovers}"
-    resumed = f"resuming an interrupted run: {run.killed_with} student(s) already graded"
+    resumed = (f"graded before in this folder (same assignment, sources, limits and "
+               f"gradebook): {run.killed_with} student(s), not graded again")
     assert resumed in run.second.stdout, run.second.stdout[:2000]
     # nobody graded twice: one journal line per student, the ones done before the kill kept
     lines = (run.out / ".grading" / "journal.jsonl").read_text().splitlines()[1:]

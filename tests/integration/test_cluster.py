@@ -173,7 +173,7 @@ def test_a_killed_local_cluster_run_leaves_nothing_and_resumes(tmp_path):
     assert done_before < len(students), "the run finished before it was killed"
     again = subprocess.run(command, cwd=COURSE, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert f"{done_before} student(s) already graded are not graded again" in again.stdout
+    assert f"gradebook): {done_before} student(s), not graded again" in again.stdout
     entries = [json.loads(x) for x in journal.read_text().splitlines()[1:]]
     assert sorted(e["student"] for e in entries) == sorted(students)
     db = sqlite3.connect(out / "gradebook.db")
