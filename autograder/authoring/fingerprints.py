@@ -22,6 +22,9 @@ Each mutant ends up in one of three groups (`Outcome.verdict`):
 - DIAGNOSED: a visible test fails through a check, and that check's fingerprint is in
   the table, so the student's message names the mistake;
 - HIDDEN_ONLY: every visible test passes; only the graded run's hidden tests catch it;
+- TRAINING_ONLY: the visible tests it fails fail at a check of a training run's numbers
+  (`reproducible=False`), which no fingerprint names: those numbers differ in their last
+  digits from one machine to another, so such a check says "expected X, got Y" only;
 - UNNAMED: a visible test fails without a check's verdict (the answer raised, say), or
   the mutant has no hint. `--check` (and the tests) fail on these.
 
@@ -54,11 +57,13 @@ from autograder.grading.course import (
 )
 from autograder.kernel import diagnosis
 
-__all__ = ["DIAGNOSED", "HIDDEN_ONLY", "UNNAMED", "Run", "Outcome", "inputs_digest",
+__all__ = ["DIAGNOSED", "HIDDEN_ONLY", "UNNAMED", "TRAINING_ONLY", "Run", "Outcome",
+           "inputs_digest",
            "observe", "table_of", "write_table", "read_tables", "stale", "TABLE_FILE",
            "regenerate"]
 
 DIAGNOSED, HIDDEN_ONLY, UNNAMED = "diagnosed", "hidden only", "not named"
+TRAINING_ONLY = "training checks only"
 TABLE_FILE = Path(__file__).resolve().parent.parent / "kernel" / "fingerprints.py"
 CELL_TIMEOUT = 300
 
@@ -186,6 +191,8 @@ class Outcome:
     run: Run
     keys: dict = field(default_factory=dict)  # failing grade_id -> fingerprint
     unnamed: dict = field(default_factory=dict)  # failing grade_id -> message (no check's)
+    # failing grade_id -> message, failed at a training run's check (never fingerprinted)
+    training: dict = field(default_factory=dict)
 
     @property
     def failing(self):
@@ -195,27 +202,31 @@ class Outcome:
     def verdict(self):
         if not self.failing:
             return HIDDEN_ONLY
-        if self.unnamed or not self.keys or not self.mutant.hint.strip():
+        if self.unnamed or not self.mutant.hint.strip():
             return UNNAMED
+        if not self.keys:
+            return TRAINING_ONLY if self.training else UNNAMED
         return DIAGNOSED
 
 
 def _check_of(message, records):
-    """The fingerprint of the failing check whose message the cell's error shows."""
+    """The record of the failing check whose message the cell's error shows."""
     for record in records:
         if message == record.get("error"):
-            return record["key"]
+            return record
     return None
 
 
 def _outcome(mutant, run):
     outcome = Outcome(mutant, run)
     for gid, message in outcome.failing.items():
-        key = _check_of(message, run.records)
-        if key is None:
+        record = _check_of(message, run.records)
+        if record is None:
             outcome.unnamed[gid] = message
+        elif record.get("exact", True) is False:
+            outcome.training[gid] = message
         else:
-            outcome.keys[gid] = key
+            outcome.keys[gid] = record["key"]
     return outcome
 
 
@@ -368,10 +379,11 @@ def summary(assignment, solution, outcomes):
     broken = {g: m for g, (s, m) in solution.cells.items() if s != "passed"}
     if broken:
         lines.append(f"{assignment}: the solution fails visible tests: {broken}")
-    counts = {v: sum(o.verdict == v for o in outcomes) for v in (DIAGNOSED, HIDDEN_ONLY,
-                                                                UNNAMED)}
+    counts = {v: sum(o.verdict == v for o in outcomes)
+              for v in (DIAGNOSED, HIDDEN_ONLY, TRAINING_ONLY, UNNAMED)}
     lines.append(f"{assignment}: {counts[DIAGNOSED]} diagnosed on the visible tests, "
-                 f"{counts[HIDDEN_ONLY]} caught only by hidden tests, "
+                 f"{counts[TRAINING_ONLY]} caught there only by a training run's check "
+                 f"(not fingerprinted), {counts[HIDDEN_ONLY]} caught only by hidden tests, "
                  f"{counts[UNNAMED]} not named")
     for o in outcomes:
         if o.verdict == HIDDEN_ONLY:

@@ -113,9 +113,14 @@ def diagnose(kind, observed, params, message):
     """`message` (a failing check's), with the known mistake it looks like, if any."""
     try:
         what = (params or {}).get("what", "")
-        key = fingerprint(kind, what, observed,
-                          exact=(params or {}).get("reproducible", True) is not False)
+        exact = (params or {}).get("reproducible", True) is not False
+        key = fingerprint(kind, what, observed, exact=exact)
     except Exception:  # noqa: BLE001 (an odd observation is simply not diagnosed)
+        return message
+    if not exact:
+        # a training run's numbers differ from one machine to another: such a check is
+        # never diagnosed (every wrong answer it catches would look alike without them)
+        _record(key, kind, what, f"{FAILED}: {message}", exact=False)
         return message
     text = _words(known_hints(key))
     if text:
@@ -159,15 +164,17 @@ def diagnose_raised(task_id, exc, in_message=False):
     return text
 
 
-def _record(key, kind, what, error):
+def _record(key, kind, what, error, exact=True):
     """Log a failing check's fingerprint and the error it shows (`error`: "name: message"
-    as a notebook's output holds it), when `residual-pack fingerprints` asks for it."""
+    as a notebook's output holds it), when `residual-pack fingerprints` asks for it;
+    `exact` false marks a training run's check, which is never diagnosed."""
     path = os.environ.get(RECORD_VARIABLE)
     if not path:
         return
     try:
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps({"key": key, "kind": kind, "what": what,
-                                "error": error}) + "\n")
+                                "error": error, **({} if exact else {"exact": False})})
+                    + "\n")
     except OSError:
         pass

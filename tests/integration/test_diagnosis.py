@@ -267,7 +267,7 @@ def registry_problems(assignment, solution, outcomes):
     hidden = [s for s in _hidden_texts(assignment) if not re.fullmatch(r"-?\d+\.\d+", s)]
     hidden_only = []
     for o in outcomes:
-        if o.verdict == generator.HIDDEN_ONLY:
+        if o.verdict in (generator.HIDDEN_ONLY, generator.TRAINING_ONLY):
             hidden_only.append(o.mutant.name)
             continue
         if o.verdict != generator.DIAGNOSED:
@@ -276,7 +276,12 @@ def registry_problems(assignment, solution, outcomes):
         for gid, message in o.failing.items():
             # a check's message, or the notes under an error the answer raised
             shown = o.run.shown.get(gid, "") or message
-            if diagnosis.LEAD not in shown or o.mutant.hint.strip() not in shown:
+            named = diagnosis.LEAD in shown and o.mutant.hint.strip() in shown
+            # a training run's check is never named, by design: it names nothing at all
+            if gid in o.training and diagnosis.LEAD in shown:
+                problems.append(f"{o.mutant.name}: {gid} names a mistake from a training "
+                                f"run's numbers: {shown[-400:]!r}")
+            elif gid not in o.training and not named:
                 problems.append(f"{o.mutant.name}: {gid} says {shown[-400:]!r}")
             leaks = [s for s in hidden if s in message or s in shown]
             if leaks:

@@ -291,3 +291,27 @@ def test_check_gradients_wants_a_value_built_from_the_inputs():
     with fails_with("f: expected a Value built from the inputs, got a float (1.0), "
                     "so there is no graph to run backward on"):
         check_gradients(lambda vs: vs[0].data, [1.0], what="f")
+
+
+def test_a_training_runs_check_is_never_diagnosed(tmp_path, monkeypatch):
+    """The numbers of a training run differ in their last digits from one machine to
+    another: a check marked reproducible=False names no known mistake (its fingerprint
+    would not hold on another machine) and its record says so to the table's generator."""
+    import json
+
+    from autograder.kernel import diagnosis
+
+    log = tmp_path / "log.jsonl"
+    monkeypatch.setenv(diagnosis.RECORD_VARIABLE, str(log))
+    monkeypatch.setattr(diagnosis, "known_hints", lambda key: ["a named mistake"])
+    with pytest.raises(CheckFailed) as caught:
+        check_value(2.5, 2.0, what="final training loss", reproducible=False)
+    assert diagnosis.LEAD not in str(caught.value)
+    with pytest.raises(CheckFailed) as named:
+        check_value(2.5, 2.0, what="a forward value")
+    assert diagnosis.LEAD in str(named.value)
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r.get("exact", True) for r in records] == [False, True]
+    a = diagnosis.fingerprint("number", "w", {"number": 2.2375}, exact=False)
+    b = diagnosis.fingerprint("number", "w", {"number": 2.3196}, exact=False)
+    assert a == b != diagnosis.fingerprint("number", "w", {"number": 2.2375})
