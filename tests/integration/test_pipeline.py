@@ -94,8 +94,13 @@ def __getattr__(name):
 '''
 SHADOW_MODULE = (
     "import sys, types\n"
+    "__path__ = []  # a package, as far as the import system asks\n"
+    "kernel = types.ModuleType('autograder.kernel')\n"
+    "kernel.__path__ = []\n"
     "checks = types.ModuleType('autograder.kernel.checks')\n"
     "exec(compile(" + repr(SHADOW_CHECKS) + ", 'checks', 'exec'), checks.__dict__)\n"
+    "kernel.checks = checks\n"
+    "sys.modules['autograder.kernel'] = kernel\n"
     "sys.modules['autograder.kernel.checks'] = checks\n"
 )
 
