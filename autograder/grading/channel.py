@@ -1,20 +1,20 @@
-"""What a grading worker and nbgrader's Execute step hand each other.
+"""What a batch driver and the steps of one nbgrader autograde call hand each other.
 
-nbgrader builds its preprocessors itself, from config, so the grader cannot pass
+nbgrader builds its preprocessors itself, from config, so a driver cannot pass
 `SandboxedExecute` its sandbox, nor get back what a run saw, through nbgrader's calls.
-They meet in this process's `Channel` (`CHANNEL`): the grader puts the sandbox in
-(`use`, which also takes a uid slot for this process's kernels), the preprocessor takes
-it out (`current`) and leaves each notebook's `NotebookRun` (`record`), which the grader
-collects after the autograde call (`take`).
+It puts a `Channel` into the config (traitlets hands it to each step), and reads back
+each notebook's `NotebookRun`, intake and withholding after the autograde call.
+nbgrader's own commands, with no driver, use the one channel of their process
+(`nbgrader_steps.process_channel`).
 """
 
 import dataclasses
 import time
 
 from autograder.sandbox.launcher import FULL
-from autograder.sandbox.limits import SandboxError, acquire_uid
+from autograder.sandbox.limits import SandboxError, process_uid
 
-__all__ = ["CellRun", "NotebookRun", "Channel", "CHANNEL", "stamp"]
+__all__ = ["CellRun", "NotebookRun", "Channel", "stamp"]
 
 
 def stamp(phases, name):
@@ -59,32 +59,31 @@ class NotebookRun:
 
 
 class Channel:
-    """One process's sandbox in use, its uid slot, and the runs not yet collected."""
+    """What one grading run's steps hand each other and the batch driver, per (student,
+    notebook): the sandbox to run kernels in, each notebook's `NotebookRun`, and what
+    intake and withholding found.
 
-    def __init__(self):
-        self.sandbox = None
-        self.uid = None  # this process's uid slot (full isolation only), kept once taken
-        self.runs = {}  # (student, notebook) -> NotebookRun
-        # who drives the grading: "grader" (our Grader: intake and withholding are its
-        # own) or "nbgrader" (nbgrader's autograde, with our steps: nbgrader_steps)
-        self.driver = ""
-        self.intake = {}  # (student, notebook) -> reasons to withhold (nbgrader_steps)
-        self.flags = {}  # (student, notebook) -> what a human should look at (nbgrader_steps)
+    nbgrader builds its preprocessors itself, from config: a driver (`Grader`) puts its
+    channel in the config it gives nbgrader (`SandboxedExecute.channel`,
+    `IntakeRepairs.channel`, `WithholdForReview.channel`), and the steps of that
+    autograde call share it. traitlets copies config values into each step: a channel
+    copies as itself."""
 
-    def use(self, sandbox, driver="grader"):
-        """Grade with `sandbox` from now on (taking a uid slot when isolating)."""
-        self.driver = driver
-        if self.sandbox is sandbox:
-            return
-        if sandbox.level == FULL and self.uid is None:
-            self.uid = acquire_uid()
+    def __init__(self, sandbox=None):
         self.sandbox = sandbox
+        self.runs = {}  # (student, notebook) -> NotebookRun
+        self.intake = {}  # (student, notebook) -> `intake.Intake` of IntakeRepairs
+        self.withheld = {}  # (student, notebook) -> (points held back, reasons)
+
+    def __deepcopy__(self, memo):
+        return self
 
     def current(self):
-        """(sandbox, uid) to grade with."""
+        """(sandbox, uid) to grade with: uid is this process's slot under full isolation."""
         if self.sandbox is None:
-            raise SandboxError("no sandbox in use (call Channel.use first)")
-        return self.sandbox, self.uid
+            raise SandboxError("no sandbox in use")
+        uid = process_uid() if self.sandbox.level == FULL else None
+        return self.sandbox, uid
 
     def record(self, student, notebook, run):
         self.runs[(student, notebook)] = run
@@ -92,6 +91,3 @@ class Channel:
     def take(self, student, notebook):
         """The run of `student`'s `notebook` (None if it did not run), forgotten here."""
         return self.runs.pop((student, notebook), None)
-
-
-CHANNEL = Channel()  # this process's

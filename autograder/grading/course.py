@@ -188,7 +188,7 @@ class WorkCourse:
         self.db_url = db_url or f"sqlite:///{self.root / 'gradebook.db'}?timeout=120"
         self.names = check_assignments(self.course, names or [])
         self._api = None
-        self.sandboxed = False  # autograde runs kernels in a sandbox (see use_sandbox)
+        self.channel = None  # what autograde's steps share (see use_channel)
         if not copy:  # attach to a work course made earlier (by another process)
             return
         self.root.mkdir(parents=True, exist_ok=True)
@@ -225,26 +225,29 @@ class WorkCourse:
         cfg.GenerateFeedback.preprocessors = list(FEEDBACK_PREPROCESSORS)
         # parallel graders share one SQLite gradebook: wait for a lock rather than fail
         cfg.CourseDirectory.db_url = self.db_url
-        # nbgrader's own lists, whatever the course config says (it puts our steps in
-        # them for nbgrader's own autograde: nbgrader_steps); the Grader does intake
-        # and withholding itself, and the kernel runs in the sandbox when sandboxed
-        from nbgrader.converters import Autograde
-        from nbgrader.preprocessors import Execute
+        # nbgrader's autograde with our steps, the lists nbgrader_config.py sets for
+        # nbgrader's own commands (one grading path), whatever the copied config says;
+        # this run's channel goes to each step that reads one. A work course without a
+        # sandbox runs trusted notebooks only (the instructor's, the tests' controls):
+        # there nbgrader's own Execute runs them.
+        from autograder.grading import pipeline
 
-        traits = Autograde.class_traits()
-        cfg.Autograde.sanitize_preprocessors = traits["sanitize_preprocessors"].default()
-        steps = traits["autograde_preprocessors"].default()
-        if self.sandboxed:
-            from autograder.grading.execute import SandboxedExecute
-
-            steps = [SandboxedExecute if step is Execute else step for step in steps]
+        cfg.Autograde.sanitize_preprocessors = list(pipeline.SANITIZE_STEPS)
+        steps = list(pipeline.AUTOGRADE_STEPS)
+        if self.channel is None or self.channel.sandbox is None:
+            steps = ["nbgrader.preprocessors.Execute" if s.endswith(".CourseExecute") else s
+                     for s in steps]
         cfg.Autograde.autograde_preprocessors = steps
+        if self.channel is not None:
+            for step in ("SandboxedExecute", "IntakeRepairs", "WithholdForReview"):
+                cfg[step].channel = self.channel
         return cfg
 
-    def use_sandbox(self):
-        """From now on, autograde executes notebooks with `SandboxedExecute`."""
-        if not self.sandboxed:
-            self.sandboxed = True
+    def use_channel(self, channel):
+        """From now on, autograde's steps share `channel` (`channel.Channel`), and run
+        kernels in its sandbox when it has one."""
+        if self.channel is not channel:
+            self.channel = channel
             self._api = None
 
     def api(self):

@@ -29,10 +29,10 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Instance, default
+from traitlets import Instance
 
 from autograder import cells
-from autograder.grading.channel import CHANNEL, CellRun, Channel, NotebookRun, stamp
+from autograder.grading.channel import CellRun, Channel, NotebookRun, stamp
 from autograder.grading.judge import verdict as judge_cell
 from autograder.grading.report import describe_end
 from autograder.grading.testsource import GradedCellError, prepare
@@ -122,17 +122,14 @@ class SandboxedExecute(Execute):
     turned into an error in the cell it happened in, the notebook going on when it
     can. Graded test cells go to the kernel's hardened runner (see gradekernel)."""
 
-    channel = Instance(Channel, help="Where the grading worker put the sandbox to use, and "
-                                     "where each notebook's run goes back (this process's "
-                                     "channel unless given)")
-
-    @default("channel")
-    def _default_channel(self):
-        return CHANNEL
+    channel = Instance(Channel, allow_none=True,
+                       help="The grading run's channel: the sandbox to run the kernel in, and "
+                            "where each notebook's run goes back (a driver puts it in the "
+                            "config; without one, `set_up` makes this process's)").tag(config=True)
 
     def set_up(self, assignment):
-        """Called when no grading worker put a sandbox in the channel (nbgrader's own
-        autograde): `nbgrader_steps.CourseExecute` sets one up for this process."""
+        """Called when no driver gave a channel (nbgrader's own autograde):
+        `nbgrader_steps.CourseExecute` sets one up for this process."""
         raise SandboxError("no sandbox to run this notebook in: nbgrader's own autograde "
                            "uses autograder.grading.nbgrader_steps.CourseExecute")
 
@@ -140,7 +137,7 @@ class SandboxedExecute(Execute):
         info = (resources or {}).get("nbgrader", {})
         key = (info.get("student", ""), info.get("notebook", ""))
         assignment = info.get("assignment", "")
-        if self.channel.sandbox is None or self.channel.driver == "nbgrader":
+        if self.channel is None or self.channel.sandbox is None:
             self.set_up(assignment)
         sandbox, uid = self.channel.current()
         self._run = NotebookRun(level=sandbox.level)

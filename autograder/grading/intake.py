@@ -1,8 +1,10 @@
-"""What a student handed in, made fit to grade, before nbgrader or any kernel sees it.
+"""What a student handed in, made fit to grade, before any kernel sees it.
 
-`take_in` reads the bytes of a handed-in notebook and either says, in plain words, why it
-cannot be graded (empty, not JSON, not a notebook, another assignment's notebook), or
-returns a clean notebook built against the released one:
+Two steps: `read_handed_in`, where a hand-in is copied to nbgrader's `submitted/` folder,
+turns bytes into a notebook nbgrader can read or says why it cannot be graded (too big,
+empty, not JSON, not a notebook); `take_in`, run inside nbgrader's autograde as its first
+step (`nbgrader_steps.IntakeRepairs`), does that and then repairs the notebook against the
+released one, or says it is another assignment's:
 
 - bytes that are not UTF-8 are replaced (U+FFFD) and the rest is graded;
 - only what a notebook needs is kept from each cell (type, source, metadata, id, and the
@@ -64,9 +66,11 @@ def too_big(name, size, limit):
     return f"{name} is {shown}, more than the {size_words(limit)} a notebook may be"
 
 
-def take_in(data, name, release, assignment, foreign=None, max_bytes=None):
-    """An `Intake` for the bytes `data` of the file `name`, graded as the release notebook
-    `release` of `assignment`. `foreign`: {other assignment: set of its grade ids}."""
+def read_handed_in(data, name, max_bytes=None):
+    """The bytes `data` of the handed-in file `name` as a notebook nbgrader can read (an
+    `Intake` whose notebook holds the student's cells, cleaned one by one, and no release
+    repair yet), or the reason it cannot be graded: too big, empty, not JSON, not a
+    notebook. Bytes that are not UTF-8 are replaced and noted."""
     if too_big(name, len(data), max_bytes):
         return Intake(problem=too_big(name, len(data), max_bytes))
     if not data.strip():
@@ -93,7 +97,18 @@ def take_in(data, name, release, assignment, foreign=None, max_bytes=None):
         cell = _clean_cell(item, i, notes)
         if cell is not None:
             cells.append(cell)
-    result = _repair(cells, name, release, assignment, foreign or {}, notes)
+    return Intake(notebook=nbformat.v4.new_notebook(cells=cells), notes=notes)
+
+
+def take_in(data, name, release, assignment, foreign=None, max_bytes=None):
+    """An `Intake` for the bytes `data` of the file `name`, graded as the release notebook
+    `release` of `assignment`. `foreign`: {other assignment: set of its grade ids}."""
+    read = read_handed_in(data, name, max_bytes)
+    if read.problem:
+        return read
+    notes = list(read.notes)
+    result = _repair(list(read.notebook.cells), name, release, assignment, foreign or {},
+                     notes)
     if result.notebook is not None:
         result.flags = review_flags(result.notebook)
         result.withhold = [f for f in result.flags if any(k in f for k in WITHHOLD)]

@@ -22,70 +22,39 @@ button) grades the way `residual-pack grade` does:
 - `StripQuoteLists`, last of `generate_assignment`'s steps: the student version carries
   no list of the figures the model answer prints (see `course.strip_quote_lists`).
 
-`residual-pack grade` runs the same code through `Grader` (intake before nbgrader, where
-unreadable bytes can be named; the withholding after it, for its report); `WorkCourse`
-sets nbgrader's lists itself, so these steps do not run twice there.
+`residual-pack grade` is a batch driver around the same autograde, with the same lists
+(`WorkCourse.config`): it copies each hand-in into nbgrader's `submitted/` (refusing,
+with the reason, bytes nbgrader could not read: `intake.read_handed_in`), calls
+nbgrader's autograde once per student and reads back, through the `Channel` it put in
+the config, what these steps saw.
 """
 
 import atexit
 import contextlib
+import dataclasses
 import logging
 from pathlib import Path
 
 import nbformat
 from nbgrader.preprocessors.base import NbGraderPreprocessor
+from traitlets import Instance
 
 from autograder.cells import grade_id, is_autograded_test
+from autograder.grading.channel import Channel
 from autograder.grading.execute import SandboxedExecute
 from autograder.grading.gradebook import flag_in_gradebook
+from autograder.grading.pipeline import (  # noqa: F401 (the lists, named here too)
+    AUTOGRADE_STEPS,
+    FEEDBACK_STEPS,
+    GENERATE_STEPS,
+    SANITIZE_STEPS,
+)
 
 __all__ = ["IntakeRepairs", "WithholdForReview", "StripQuoteLists", "course_sandbox",
+           "process_channel",
            "withhold_grades", "SANITIZE_STEPS", "AUTOGRADE_STEPS",
            "GENERATE_STEPS",
            "FEEDBACK_STEPS"]
-
-HERE = "autograder.grading"
-# nbgrader 0.9's own lists, with our steps: what nbgrader_config.py sets
-SANITIZE_STEPS = [
-    f"{HERE}.nbgrader_steps.IntakeRepairs",
-    "nbgrader.preprocessors.ClearOutput",
-    "nbgrader.preprocessors.DeduplicateIds",
-    "nbgrader.preprocessors.OverwriteKernelspec",
-    "nbgrader.preprocessors.OverwriteCells",
-    "nbgrader.preprocessors.CheckCellMetadata",
-]
-AUTOGRADE_STEPS = [
-    f"{HERE}.nbgrader_steps.CourseExecute",
-    "nbgrader.preprocessors.IgnorePattern",
-    "nbconvert.preprocessors.ClearMetadataPreprocessor",
-    "nbgrader.preprocessors.LimitOutput",
-    "nbgrader.preprocessors.SaveAutoGrades",
-    f"{HERE}.nbgrader_steps.WithholdForReview",
-    "nbgrader.preprocessors.AssignLatePenalties",
-    "nbgrader.preprocessors.CheckCellMetadata",
-]
-# nbgrader 0.9's generate_assignment, then the notebook guard's lists of quoted figures out
-GENERATE_STEPS = [
-    "nbgrader.preprocessors.IncludeHeaderFooter",
-    "nbgrader.preprocessors.InstantiateTests",
-    "nbgrader.preprocessors.LockCells",
-    "nbgrader.preprocessors.ClearSolutions",
-    "nbgrader.preprocessors.ClearOutput",
-    "nbgrader.preprocessors.CheckCellMetadata",
-    "nbgrader.preprocessors.ComputeChecksums",
-    "nbgrader.preprocessors.SaveCells",
-    "nbgrader.preprocessors.ClearHiddenTests",
-    "nbgrader.preprocessors.ClearMarkScheme",
-    "nbgrader.preprocessors.ComputeChecksums",
-    "nbgrader.preprocessors.CheckCellMetadata",
-    f"{HERE}.nbgrader_steps.StripQuoteLists",
-]
-FEEDBACK_STEPS = [
-    "nbgrader.preprocessors.GetGrades",
-    f"{HERE}.feedback.HideHiddenTestTracebacks",
-    f"{HERE}.feedback.ClearHiddenTestsInTestCells",
-    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-]
 
 log = logging.getLogger("residual_pack")
 
@@ -111,11 +80,19 @@ def _logger(preprocessor):
 # ---------------------------------------------------------------- the sandbox, for nbgrader
 
 
-class _CourseSandbox:
-    """The sandbox nbgrader's own autograde uses in this process, made on first use."""
+class _Process:
+    """nbgrader's own autograde in this process (no driver): its one channel, and its
+    sandbox, made on first use."""
 
-    sandbox = None
+    channel = None
     error = None
+
+
+def process_channel():
+    """The channel of this process's nbgrader autograde when no driver gave one."""
+    if _Process.channel is None:
+        _Process.channel = Channel()
+    return _Process.channel
 
 
 def course_sandbox(preprocessor):
@@ -123,26 +100,25 @@ def course_sandbox(preprocessor):
     limits, closed at exit) and says in nbgrader's log how kernels are isolated; a second
     call does nothing. Raises `SandboxError` (every time) when the machine must not run
     student code (root without namespaces)."""
-    from autograder.grading.channel import CHANNEL
     from autograder.grading.session import new_sandbox
     from autograder.sandbox.launcher import FULL
     from autograder.sandbox.limits import SandboxError
 
-    if CHANNEL.sandbox is not None:
-        return CHANNEL.sandbox
-    if _CourseSandbox.error is not None:
-        raise SandboxError(_CourseSandbox.error)
+    channel = process_channel()
+    if channel.sandbox is not None:
+        return channel.sandbox
+    if _Process.error is not None:
+        raise SandboxError(_Process.error)
     say = _logger(preprocessor)
     coursedir = coursedir_of(preprocessor)
     try:
         sandbox = new_sandbox(coursedir.root)
     except SandboxError as exc:
-        _CourseSandbox.error = str(exc)
+        _Process.error = str(exc)
         say.error("residual-pack: %s", exc)
         raise
     atexit.register(sandbox.close)
-    CHANNEL.use(sandbox, driver="nbgrader")
-    _CourseSandbox.sandbox = sandbox
+    channel.sandbox = sandbox
     if sandbox.level == FULL:
         say.info("residual-pack: student kernels run in the sandbox: %s", sandbox.describe())
     else:
@@ -170,12 +146,6 @@ def prepare_assignment(preprocessor, sandbox, assignment):
         coursedir.release_directory, ".", assignment))
 
 
-def _nbgrader_drives():
-    from autograder.grading.channel import CHANNEL
-
-    return getattr(CHANNEL, "driver", "") != "grader"
-
-
 # ---------------------------------------------------------------- intake
 
 
@@ -187,17 +157,23 @@ class CourseExecute(SandboxedExecute):
         from autograder.compat import check_schemas_once
 
         check_schemas_once()
-        prepare_assignment(self, course_sandbox(self), assignment)
+        sandbox = course_sandbox(self)
+        self.channel = process_channel()
+        prepare_assignment(self, sandbox, assignment)
 
 
 class IntakeRepairs(NbGraderPreprocessor):
     """The handed-in notebook repaired against the release before nbgrader's own sanitize
-    steps (see `intake.take_in`); each repair is a line in nbgrader's log, and a reason to
-    withhold the score for review is kept for `WithholdForReview`."""
+    steps (see `intake.take_in`); each repair is a line in nbgrader's log, and the intake
+    (repairs, flags, reasons to withhold the score for review, or why it cannot be graded)
+    is kept in the channel for `WithholdForReview` and the driver."""
+
+    channel = Instance(Channel, allow_none=True,
+                       help="The grading run's channel (this process's unless a driver "
+                            "gives one)").tag(config=True)
 
     def preprocess(self, nb, resources):
         from autograder.compat import check_schemas_once
-        from autograder.grading.channel import CHANNEL
         from autograder.grading.intake import take_in
 
         check_schemas_once()  # nbgrader's own steps that come next validate every cell
@@ -215,6 +191,8 @@ class IntakeRepairs(NbGraderPreprocessor):
         data = nbformat.writes(nb).encode("utf-8", "surrogatepass")
         intake = take_in(data, f"{name}.ipynb", release, assignment,
                          foreign_ids(coursedir, assignment))
+        kept = dataclasses.replace(intake, notebook=None)  # what the driver reads
+        (self.channel or process_channel()).intake[(student, name)] = kept
         if intake.problem:
             raise ValueError(f"{student}: {intake.problem}")
         for note in intake.notes:
@@ -222,8 +200,6 @@ class IntakeRepairs(NbGraderPreprocessor):
         for flag in intake.flags:
             self.log.warning("residual-pack: %s/%s: for a human to look at: %s",
                              student, name, flag)
-        CHANNEL.intake[(student, name)] = list(intake.withhold)
-        CHANNEL.flags[(student, name)] = [f for f in intake.flags if f not in intake.withhold]
         return intake.notebook, resources
 
 
@@ -273,27 +249,35 @@ def withhold_grades(gradebook, assignment, student, autograded, notebooks=None,
 
 
 class WithholdForReview(NbGraderPreprocessor):
-    """After `SaveAutoGrades`: when intake or the sandboxed run saw code that reached into
+    """After `SaveAutoGrades`: what intake flagged goes into the gradebook (`flagged`, and
+    the reasons as comments); when intake or the sandboxed run saw code that reached into
     the grader or changed what the tests rely on, the notebook's autograded points are
     held back for a person (`withhold_grades`), with the reasons in nbgrader's log and as
-    the cells' comments."""
+    the cells' comments. What was held back is kept in the channel for the driver."""
+
+    channel = Instance(Channel, allow_none=True,
+                       help="The grading run's channel (this process's unless a driver "
+                            "gives one)").tag(config=True)
 
     def preprocess(self, nb, resources):
         from nbgrader.api import Gradebook
 
-        from autograder.grading.channel import CHANNEL
         from autograder.grading.report import tampering_seen
 
+        channel = self.channel or process_channel()
         info = resources.get("nbgrader", {})
         student, assignment = info.get("student", ""), info.get("assignment", "")
         name = info.get("notebook", "")
-        run = CHANNEL.take(student, name)
-        reasons = list(CHANNEL.intake.pop((student, name), []))
-        flags = list(CHANNEL.flags.pop((student, name), []))
+        if self.channel is None:  # nbgrader's own: nobody reads them after this step
+            run = channel.runs.pop((student, name), None)
+            intake = channel.intake.pop((student, name), None)
+        else:  # the driver reads them after the autograde call
+            run = channel.runs.get((student, name))
+            intake = channel.intake.get((student, name))
+        reasons = list(intake.withhold) if intake is not None else []
+        flags = [f for f in intake.flags if f not in reasons] if intake is not None else []
         if run is not None:
             reasons += tampering_seen(_RunsOf({name: run.to_dict()}))
-        if not _nbgrader_drives():
-            return nb, resources
         if flags:
             with Gradebook(info["db_url"]) as gb:
                 flag_in_gradebook(gb, assignment, student, flags, [name])
@@ -304,6 +288,7 @@ class WithholdForReview(NbGraderPreprocessor):
         with Gradebook(info["db_url"]) as gb:
             held = withhold_grades(gb, assignment, student, autograded, [name],
                                    comment=f"residual-pack: score {text}")
+        channel.withheld[(student, name)] = (held, reasons)
         self.log.warning("residual-pack: %s/%s: autograded score (%g) %s", student, name,
                          held, text)
         return nb, resources

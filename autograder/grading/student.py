@@ -1,22 +1,26 @@
-"""One student's grading: `Grader` hands in, repairs, autogrades and gives feedback to
-each student of one assignment on their own, in a work course.
+"""One student's grading: `Grader` hands in, autogrades and gives feedback to each
+student of one assignment on their own, in a work course.
 
-Each student is graded on their own (one `NbGraderAPI.autograde` call), so a notebook that
-cannot be graded costs that student only, with the reason in the report:
+Each student is graded on their own (one `NbGraderAPI.autograde` call, with the course's
+own steps: `nbgrader_steps`), so a notebook that cannot be graded costs that student only,
+with the reason in the report:
 
-1. `intake.take_in` reads what was handed in and either gives the reason it cannot be
-   graded (empty, not JSON, not a notebook, another assignment's) or repairs it against
-   the release (deleted, moved, retyped or edited cells, damaged metadata, bad bytes);
-2. nbgrader's autograde runs in the grading process, but its Execute step is
-   `sandbox.execute.SandboxedExecute`: the notebook runs in a kernel inside a throwaway
-   sandbox, with limits, and the graded test cells in the kernel's hardened runner
-   (gradekernel);
-3. nbgrader writes the scores to the gradebook, from the grading process only.
+1. hand-in: each notebook is copied to nbgrader's `submitted/` folder as a notebook
+   nbgrader can read (`intake.read_handed_in`), or the student is not graded, with the
+   reason (too big, empty, not JSON, not a notebook);
+2. nbgrader's autograde, with the steps the course's `nbgrader_config.py` names: the
+   notebook repaired against the release (`IntakeRepairs`), run in a kernel inside a
+   throwaway sandbox with the graded test cells judged by the grader
+   (`SandboxedExecute`), scored by nbgrader, and held back for review or flagged in the
+   gradebook (`WithholdForReview`);
+3. what the steps saw comes back through the `Channel` this grader put in nbgrader's
+   config; scores are read from the gradebook.
 
 The result (`StudentResult`) holds the scores per cell and, in plain words, what else
 happened (`report` words it).
 """
 
+import json
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -25,7 +29,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.cells import grade_id, is_autograded_test, is_grade, is_solution
-from autograder.grading.channel import CHANNEL, stamp
+from autograder.grading.channel import Channel, stamp
 from autograder.grading.course import (
     EXERCISES,
     SOURCE,
@@ -34,10 +38,9 @@ from autograder.grading.course import (
     notebook_paths,
     read_notebook,
 )
-from autograder.grading.gradebook import flag_in_gradebook
-from autograder.grading.intake import take_in, too_big
+from autograder.grading.intake import read_handed_in, too_big
 from autograder.grading.reference_run import reference_records
-from autograder.grading.report import lost_points, tampering_seen
+from autograder.grading.report import lost_points
 
 __all__ = ["CellScore", "StudentResult", "Grader", "HANDED_IN"]
 
@@ -110,9 +113,9 @@ class Grader:
         self.work = work
         self.assignment = assignment
         self.sandbox = sandbox
+        self.channel = Channel(sandbox)  # nbgrader's steps and this grader meet here
+        work.use_channel(self.channel)
         if sandbox is not None:
-            work.use_sandbox()
-            CHANNEL.use(sandbox)
             if assignment not in sandbox.references:
                 sandbox.references[assignment] = reference_records(
                     work.path("source", assignment), assignment, work.path(".grading"),
@@ -179,9 +182,10 @@ class Grader:
                 self._foreign[other] = ids
         return self._foreign
 
-    def take_in(self, student, result):
-        """Read and repair what `student` handed in (see `intake`); the repaired notebooks
-        go where nbgrader reads submissions. False when nothing can be graded."""
+    def hand_in(self, student, result):
+        """Put what `student` handed in where nbgrader reads submissions, as notebooks it
+        can read (`intake.read_handed_in`); nbgrader's first step repairs them against the
+        release. False, with the reason, when nothing can be graded."""
         folder = self.submission_folder(student)
         kept = self.handed_in_folder(student)
         handed = {p.stem: p for p in notebook_paths(kept)} if kept.is_dir() else \
@@ -194,7 +198,7 @@ class Grader:
             result.notes.append("missing notebook(s), scored zero: " + ", ".join(missing))
         limit = self.sandbox.limits.notebook_bytes if self.sandbox else None
         problems = []
-        repaired = {}
+        readable = {}
         for name, path in handed.items():
             if name not in self.notebooks:
                 continue
@@ -202,29 +206,32 @@ class Grader:
             if big:
                 problems.append(big)
                 continue
-            intake = take_in(path.read_bytes(), path.name, self.release_notebook(name),
-                             self.assignment, self.foreign_ids(), limit)
-            if intake.problem:
-                problems.append(intake.problem)
+            read = read_handed_in(path.read_bytes(), path.name, limit)
+            if read.problem:
+                problems.append(read.problem)
                 continue
-            many = len(self.notebooks) > 1
-            result.notes += [f"{name}: {n}" if many else n for n in intake.notes]
-            result.flags += [f"{name}: {n}" if many else n for n in intake.flags]
-            result.withheld += [f"{name}: {n}" if many else n for n in intake.withhold]
-            repaired[name] = intake.notebook
+            result.notes += self._named(name, read.notes)
+            readable[name] = read.notebook
         if problems:
             result.reason = "; ".join(problems)
             return False
-        for name, nb in repaired.items():
-            nbformat.write(nb, str(folder / f"{name}.ipynb"))
+        for name, nb in readable.items():
+            # escaped to ASCII: a lone surrogate (which JSON may carry) stays readable
+            # text until intake removes it with the metadata it sat in
+            text = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=True)
+            (folder / f"{name}.ipynb").write_text(text + "\n", encoding="ascii")
         return True
+
+    def _named(self, name, lines):
+        many = len(self.notebooks) > 1
+        return [f"{name}: {line}" if many else line for line in lines]
 
     def grade(self, student, feedback=True):
         """Autograde what `student` handed in; then feedback. Never raises for a bad
         submission: the result says why it was not graded."""
         result = StudentResult(student)
         stamp(result.phases, "start")
-        if not self.take_in(student, result):
+        if not self.hand_in(student, result):
             self._register(student)
             return result
         stamp(result.phases, "taken in")
@@ -235,21 +242,14 @@ class Grader:
         result.seconds = time.perf_counter() - start
         stamp(result.phases, "autograded")
         result.log = outcome.get("log", "")
-        if self.sandbox is not None:
-            self._collect_runs(student, result)
+        refused = self._collect(student, result)
         if not outcome["success"]:
-            result.reason = "nbgrader could not grade it: " + failure_reason(outcome)
+            result.reason = "; ".join(refused) or \
+                "nbgrader could not grade it: " + failure_reason(outcome)
             self._register(student)
             return result
         result.graded = True
         result.cells = self.scores(student)
-        if self.sandbox is not None:
-            result.withheld += tampering_seen(result)
-        if result.withheld:
-            self.withhold(student, result)
-        if result.flags:
-            with self.work.api().gradebook as gb:
-                flag_in_gradebook(gb, self.assignment, student, result.flags)
         result.problems += lost_points(result, self.sandbox.limits if self.sandbox else None,
                                        self.autograded)
         stamp(result.phases, "scores read")
@@ -263,29 +263,25 @@ class Grader:
             stamp(result.phases, "feedback")
         return result
 
-    def _collect_runs(self, student, result):
+    def _collect(self, student, result):
+        """What nbgrader's steps saw of `student`'s notebooks, from the channel, into
+        `result`; returns why a notebook was refused at intake (another assignment's)."""
+        refused = []
         for name in self.notebooks:
-            run = CHANNEL.take(student, name)
+            key = (student, name)
+            run = self.channel.take(*key)
             if run is not None:
                 result.runs[name] = run.to_dict()
-
-    def withhold(self, student, result):
-        """Hold `student`'s autograded points back until a person looks (the reasons are
-        in `result.withheld`): in the gradebook each autograded cell that scored is set to
-        0 and marked as needing a manual grade, which formgrader lists; the grader gives
-        the points back there."""
-        result.withheld_score = result.score()[0]
-        if not result.withheld_score:
-            return
-        with self.work.api().gradebook as gb:
-            submission = gb.find_submission(self.assignment, student)
-            for notebook in submission.notebooks:
-                for grade in notebook.grades:
-                    if self.autograded.get((notebook.name, grade.name)) and grade.auto_score:
-                        grade.auto_score = 0.0
-                        grade.needs_manual_grade = True
-            gb.db.commit()
-        result.cells = self.scores(student)
+            intake = self.channel.intake.pop(key, None)
+            if intake is not None:
+                if intake.problem:
+                    refused.append(intake.problem)
+                result.notes += self._named(name, intake.notes)
+                result.flags += self._named(name, intake.flags)
+            held, reasons = self.channel.withheld.pop(key, (0.0, []))
+            result.withheld += self._named(name, reasons)
+            result.withheld_score += held
+        return refused
 
     def _register(self, student):
         """Put an ungraded student in the gradebook, so the CSV lists them (with zero)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from autograder.sandbox.launcher import FULL, LIMITS, probe_command
 
 __all__ = ["MiB", "GiB", "FULL", "LIMITS", "SandboxError", "Limits", "default_jobs",
-           "size_words", "isolation_available", "acquire_uid"]
+           "size_words", "isolation_available", "acquire_uid", "process_uid"]
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -109,6 +109,7 @@ def isolation_available():
 
 
 _HELD_UIDS = []  # open lock files: a uid stays ours while its file is locked
+_PROCESS_UID = {}  # pid -> the uid slot that process's kernels run as
 
 
 def acquire_uid():
@@ -129,6 +130,15 @@ def acquire_uid():
         _HELD_UIDS.append(f)
         return uid
     raise SandboxError(f"no free sandbox uid in {lo}-{hi}")
+
+
+def process_uid():
+    """This process's uid slot for its sandboxed kernels: taken on first use, kept until
+    the process exits (a forked child takes its own)."""
+    pid = os.getpid()
+    if pid not in _PROCESS_UID:
+        _PROCESS_UID[pid] = acquire_uid()
+    return _PROCESS_UID[pid]
 
 
 def _uids_in_use():

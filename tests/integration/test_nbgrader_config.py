@@ -54,17 +54,31 @@ def test_the_lists_are_nbgraders_own_with_ours_put_in():
         [GetGrades, CSSHTMLHeaderPreprocessor]
 
 
-def test_the_batch_command_sets_the_lists_itself(tmp_path):
-    """`residual-pack grade` does intake and withholding in its Grader: its work course
-    gives nbgrader the stock lists, with the sandboxed Execute when sandboxed."""
+def test_the_batch_command_grades_with_the_courses_steps(tmp_path):
+    """One grading path: `residual-pack grade`'s work course gives nbgrader's autograde
+    the lists nbgrader_config.py names for nbgrader's own commands, and its channel to
+    each of our steps through the config; without a sandbox (trusted notebooks only),
+    nbgrader's own Execute runs them."""
+    from autograder.grading.channel import Channel
+
     work = WorkCourse(ROOT, tmp_path, ["01_residual_stack"])
-    traits = Autograde.class_traits()
+    trusted = work.config().Autograde.autograde_preprocessors
+    assert trusted[0] == "nbgrader.preprocessors.Execute"
+    assert trusted[1:] == nbgrader_steps.AUTOGRADE_STEPS[1:]
+    channel = Channel(sandbox=object())
+    work.use_channel(channel)
     cfg = work.config()
-    assert cfg.Autograde.sanitize_preprocessors == traits["sanitize_preprocessors"].default()
-    assert cfg.Autograde.autograde_preprocessors == traits["autograde_preprocessors"].default()
-    work.use_sandbox()
-    steps = work.config().Autograde.autograde_preprocessors
-    assert steps[0] is SandboxedExecute and Execute not in steps
+    assert cfg.Autograde.sanitize_preprocessors == nbgrader_steps.SANITIZE_STEPS
+    assert cfg.Autograde.autograde_preprocessors == nbgrader_steps.AUTOGRADE_STEPS
+    course = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    assert cfg.Autograde.autograde_preprocessors == course.Autograde.autograde_preprocessors
+    assert cfg.Autograde.sanitize_preprocessors == course.Autograde.sanitize_preprocessors
+    steps = [import_item(n)(config=cfg) for n in nbgrader_steps.AUTOGRADE_STEPS
+             if n.startswith("autograder.")]
+    steps.append(nbgrader_steps.IntakeRepairs(config=cfg))
+    assert [type(s).__name__ for s in steps] == \
+        ["CourseExecute", "WithholdForReview", "IntakeRepairs"]
+    assert all(step.channel is channel for step in steps)  # the same object, not a copy
 
 
 def test_schemas_checked_once_validate_cells_as_jsonschema_does():

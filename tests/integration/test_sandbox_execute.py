@@ -7,7 +7,7 @@ import nbformat
 import pytest
 from traitlets.config import Config
 
-from autograder.grading.channel import CHANNEL, CellRun, Channel
+from autograder.grading.channel import CellRun, Channel
 from autograder.grading.execute import SandboxedExecute, _message_size
 from autograder.sandbox.limits import Limits, SandboxError
 
@@ -25,10 +25,10 @@ def test_it_is_configured_like_nbgraders_execute():
     assert SandboxedExecute(config=Config({"SandboxedExecute": {"timeout": 6}})).timeout == 6
 
 
-def test_its_channel_is_this_processs_unless_given():
-    assert SandboxedExecute().channel is CHANNEL
+def test_its_channel_comes_from_the_config_and_is_needed():
+    assert SandboxedExecute().channel is None
     own = Channel()
-    step = SandboxedExecute(channel=own)
+    step = SandboxedExecute(config=Config({"SandboxedExecute": {"channel": own}}))
     assert step.channel is own
     with pytest.raises(SandboxError, match="no sandbox"):  # CourseExecute sets one up
         step.preprocess(nbformat.v4.new_notebook(), {})

@@ -1,6 +1,7 @@
 """autograder/sandbox/limits.py and channel.py: limits in words, the isolation
 level, uid slots, and the channel between a grading worker and nbgrader."""
 
+import copy
 from types import SimpleNamespace
 
 import pytest
@@ -45,27 +46,26 @@ def test_uid_slots_are_never_shared(monkeypatch):
 
 
 def test_the_channel_hands_the_sandbox_over_and_the_runs_back(monkeypatch):
-    channel = Channel()
     with pytest.raises(SandboxError):
-        channel.current()
+        Channel().current()
     taken = []
-    monkeypatch.setattr("autograder.grading.channel.acquire_uid",
-                        lambda: taken.append(1) or 64123)
+    monkeypatch.setattr(limits, "_PROCESS_UID", {})
+    monkeypatch.setattr(limits, "acquire_uid", lambda: taken.append(1) or 64123)
     box = SimpleNamespace(level=FULL)
-    channel.use(box)
-    channel.use(box)
-    channel.use(SimpleNamespace(level=FULL))  # another run in the same worker: same slot
-    assert channel.current()[1] == 64123 and taken == [1]
+    first, second = Channel(box), Channel(SimpleNamespace(level=FULL))
+    # two runs in one worker process: one uid slot, taken once
+    assert first.current() == (box, 64123) and second.current()[1] == 64123
+    assert first.current()[1] == 64123 and taken == [1]
     run = NotebookRun(level=FULL)
-    channel.record("ann", "nb", run)
-    assert channel.take("ann", "nb") is run and channel.take("ann", "nb") is None
+    first.record("ann", "nb", run)
+    assert first.take("ann", "nb") is run and first.take("ann", "nb") is None
+    assert copy.deepcopy(first) is first  # traitlets copies config values: not this one
 
 
-def test_without_namespaces_no_uid_is_taken():
-    channel = Channel()
+def test_without_namespaces_no_uid_is_taken(monkeypatch):
+    monkeypatch.setattr(limits, "acquire_uid", lambda: pytest.fail("took a uid"))
     box = SimpleNamespace(level=LIMITS)
-    channel.use(box)
-    assert channel.current() == (box, None)
+    assert Channel(box).current() == (box, None)
 
 
 def test_jobs_are_one_per_core_as_many_as_fit_in_memory(monkeypatch):

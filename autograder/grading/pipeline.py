@@ -1,0 +1,51 @@
+"""nbgrader's lists of steps with ours put in: what the course's `nbgrader_config.py`
+sets for nbgrader's own commands, and what `residual-pack grade`'s work course gives
+nbgrader's autograde (`course.WorkCourse.config`): one grading path. Names only, so
+that the config and the work course can read them without importing the steps
+(`nbgrader_steps` says what each of ours does).
+"""
+
+__all__ = ["SANITIZE_STEPS", "AUTOGRADE_STEPS", "GENERATE_STEPS", "FEEDBACK_STEPS"]
+
+HERE = "autograder.grading"
+# nbgrader 0.9's own lists, with our steps: what nbgrader_config.py sets
+SANITIZE_STEPS = [
+    f"{HERE}.nbgrader_steps.IntakeRepairs",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "nbgrader.preprocessors.OverwriteCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+AUTOGRADE_STEPS = [
+    f"{HERE}.nbgrader_steps.CourseExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    f"{HERE}.nbgrader_steps.WithholdForReview",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# nbgrader 0.9's generate_assignment, then the notebook guard's lists of quoted figures out
+GENERATE_STEPS = [
+    "nbgrader.preprocessors.IncludeHeaderFooter",
+    "nbgrader.preprocessors.InstantiateTests",
+    "nbgrader.preprocessors.LockCells",
+    "nbgrader.preprocessors.ClearSolutions",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.SaveCells",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbgrader.preprocessors.ClearMarkScheme",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    f"{HERE}.nbgrader_steps.StripQuoteLists",
+]
+FEEDBACK_STEPS = [
+    "nbgrader.preprocessors.GetGrades",
+    f"{HERE}.feedback.HideHiddenTestTracebacks",
+    f"{HERE}.feedback.ClearHiddenTestsInTestCells",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
