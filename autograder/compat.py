@@ -21,7 +21,10 @@ changed, so that a patch is looked at again instead of silently doing nothing (o
 - `NBCLIENT_HOOKS`: the private methods of nbclient 0.11's `NotebookClient` and
   jupyter_client 8.10's kernel manager that the grader overrides (a kernel killed rather
   than shut down, a timeout turned into an error in its cell, a kernel's sockets closed
-  with it); tested to exist.
+  with it); tested to exist. And one public call of nbclient's that the grader relies on
+  being the way a cell reaches the kernel: `NotebookClient.async_execute_cell` sends
+  `self.kc.execute(cell.source, ...)`, which `grading.testsource.sending` points at a
+  test cell's reference or witness version.
 """
 
 import functools

@@ -35,7 +35,7 @@ from autograder import cells
 from autograder.grading.channel import CellRun, Channel, NotebookRun, stamp
 from autograder.grading.judge import verdict as judge_cell
 from autograder.grading.report import describe_end
-from autograder.grading.testsource import GradedCellError, prepare
+from autograder.grading.testsource import GradedCellError, prepare, sending
 from autograder.kernel.policy import OUTPUT_NOTE, REPORT_KEY, test_cell_code
 from autograder.sandbox.launcher import launch_command
 from autograder.sandbox.limits import SandboxError, size_words
@@ -246,8 +246,7 @@ class SandboxedExecute(Execute):
         # left out): wait for it as long as the cell itself may take
         self.iopub_timeout = max(4, self._limits.cell_timeout)
         start = time.monotonic()
-        original = self.kc.execute
-        nonce, test = "", None
+        nonce, test, sent = "", None, None
         if kind == "test":
             try:
                 test = prepare(cell.source)
@@ -256,13 +255,10 @@ class SandboxedExecute(Execute):
                 code = "raise SyntaxError('this test cell could not be prepared')\n"
             nonce = secrets.token_hex(16)
             sent = test_cell_code(code, grade_id, "witness", nonce)
-
-            def execute(_code, *args, **kwargs):
-                return original(sent, *args, **kwargs)
-            self.kc.execute = execute
         try:
-            await super().async_execute_cell(cell, cell_index, execution_count,
-                                             store_history)
+            with sending(self.kc, sent) if sent is not None else contextlib.nullcontext():
+                await super().async_execute_cell(cell, cell_index, execution_count,
+                                                 store_history)
         except DeadKernelError:
             await asyncio.sleep(0.2)
             ended = self._plan.ended()
@@ -285,10 +281,6 @@ class SandboxedExecute(Execute):
             record.ename, record.evalue = "CellTimeoutError", why
             self._kill_kernel()
             self._add_error(cell, "CellTimeoutError", why)
-        finally:
-            if kind == "test":
-                with contextlib.suppress(AttributeError):
-                    del self.kc.execute
         record.seconds = time.monotonic() - start
         reply = (self._reply or {}).get("content", {})
         if record.status == "ok":

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from autograder.cells import is_autograded_test, last_test, nbgrader_meta
 from autograder.grading.course import CourseError, notebook_paths, read_notebook
-from autograder.grading.testsource import GradedCellError, prepare
+from autograder.grading.testsource import GradedCellError, prepare, sending
 from autograder.kernel.policy import (
     ASSIGNMENT_VARIABLE,
     REFERENCE_VARIABLE,
@@ -88,18 +88,10 @@ def _client_class():
                 raise ReferenceError(f"test cell {grade_id}: {exc}") from None
             nonce = secrets.token_hex(8)
             code = test_cell_code(source.reference, grade_id, "reference", nonce)
-            original = self.kc.execute
-
-            def execute(_code, *args, **kwargs):
-                return original(code, *args, **kwargs)
-
-            self.kc.execute = execute
             self._last_reply = None
-            try:
+            with sending(self.kc, code):
                 await super().async_execute_cell(cell, cell_index, execution_count,
                                                  store_history)
-            finally:
-                del self.kc.execute
             content = (self._last_reply or {}).get("content", {})
             report = content.get(REPORT_KEY) or {}
             self.replies[grade_id] = {

@@ -22,13 +22,14 @@ at grading time the grader says whether the checks passed.
 """
 
 import ast
+import contextlib
 import copy
 import functools
 from dataclasses import dataclass
 
 from autograder.kernel.policy import kernel_side
 
-__all__ = ["JUDGE_ARGUMENTS", "GradedCellError", "GradedCell", "prepare"]
+__all__ = ["JUDGE_ARGUMENTS", "GradedCellError", "GradedCell", "prepare", "sending"]
 
 BEGIN_HIDDEN = "BEGIN HIDDEN TESTS"
 END_HIDDEN = "END HIDDEN TESTS"
@@ -201,3 +202,22 @@ def _prepare(source):
         if old.lineno in hidden_source
     )
     return GradedCell(witness_text, reference_text, hidden)
+
+
+@contextlib.contextmanager
+def sending(kc, code):
+    """While inside, the kernel client `kc` sends `code` whatever nbclient asks it to
+    execute: nbclient executes `cell.source` (`kc.execute(cell.source, ...)`), and a
+    graded test cell's kernel must get its reference or witness version instead, with
+    nbclient's own handling of the reply and outputs unchanged (see `compat`)."""
+    original = kc.execute
+
+    def execute(_code, *args, **kwargs):
+        return original(code, *args, **kwargs)
+
+    kc.execute = execute
+    try:
+        yield
+    finally:
+        with contextlib.suppress(AttributeError):
+            del kc.execute

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import nbclient
+import pytest
 
 from autograder import compat
 
@@ -95,3 +96,30 @@ def test_the_nbclient_hooks_the_grader_overrides_still_exist():
         for name in names:
             assert callable(getattr(found, name, None)), f"{owner}.{name}"
     assert nbclient.NotebookClient
+
+
+def test_nbclient_still_sends_a_cell_through_kc_execute():
+    """`testsource.sending` swaps the code nbclient sends: that holds only while nbclient
+    sends a cell as `self.kc.execute(cell.source, ...)`."""
+    source = inspect.getsource(nbclient.NotebookClient.async_execute_cell)
+    assert "self.kc.execute(" in source and "cell.source" in source
+
+
+def test_sending_swaps_the_code_and_puts_the_client_back():
+    from autograder.grading.testsource import sending
+
+    sent = []
+
+    class Client:
+        def execute(self, code, **kwargs):
+            sent.append(code)
+            return "msg-id"
+
+    kc = Client()
+    with sending(kc, "witness()"):
+        assert kc.execute("student's source", store_history=True) == "msg-id"
+    kc.execute("next cell")
+    assert sent == ["witness()", "next cell"]
+    with pytest.raises(RuntimeError), sending(kc, "x"):
+        raise RuntimeError
+    assert "execute" not in vars(kc)
