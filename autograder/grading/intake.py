@@ -308,7 +308,13 @@ STUDENT_API = {"autograder.kernel.checks"}
 # kinds of flag that hold a submission's autograded score back until a person looks:
 # code that reaches into the interpreter, or into the grader's own modules, has no place
 # in an answer, and what it does cannot be seen from outside the kernel
-WITHHOLD = ("reaches into the interpreter or the kernel", "imports the grader's own modules")
+COPIED_SOURCE = "carries the instructor's markers, as the source notebook does"
+# nbgrader's markers in a source notebook (solutions, hidden tests, mark schemes); the
+# student version has none of them
+INSTRUCTOR_MARKERS = re.compile(
+    r"(?:###|===)\s*(?:BEGIN|END)\s+(?:SOLUTION|HIDDEN TESTS|MARK SCHEME)")
+WITHHOLD = ("reaches into the interpreter or the kernel", "imports the grader's own modules",
+            COPIED_SOURCE)
 FILES_PROCESSES = {
     "open", "system", "popen", "subprocess", "fork", "forkpty", "kill", "killpg", "_exit",
     "socket", "shutil", "remove", "unlink", "rmtree", "walk", "listdir", "scandir", "glob",
@@ -321,7 +327,14 @@ def review_flags(nb):
     """Plain-word flags for code the student wrote (answer cells and their own cells)."""
     found = {}
     for cell in nb.cells:
-        if cell.cell_type != "code" or is_locked(cell):
+        if is_locked(cell):
+            continue
+        markers = set(INSTRUCTOR_MARKERS.findall(cell.source))
+        if markers:  # the release has none: they come from the instructor's source
+            label = grade_id(cell) or "a cell of your own"
+            found.setdefault((label, COPIED_SOURCE), set()).update(
+                " ".join(m.split()) for m in markers)
+        if cell.cell_type != "code":
             continue
         seen = _names(cell.source)
         if seen is None:

@@ -43,12 +43,14 @@ from autograder.cells import grade_id, is_autograded_test
 from autograder.grading.channel import Channel
 from autograder.grading.execute import SandboxedExecute
 from autograder.grading.gradebook import flag_in_gradebook
+from autograder.grading.intake import Intake
 from autograder.grading.pipeline import (  # noqa: F401 (the lists, named here too)
     AUTOGRADE_STEPS,
     FEEDBACK_STEPS,
     GENERATE_STEPS,
     SANITIZE_STEPS,
 )
+from autograder.grading.report import plain
 
 __all__ = ["IntakeRepairs", "WithholdForReview", "StripQuoteLists", "course_sandbox",
            "process_channel",
@@ -177,10 +179,17 @@ class IntakeRepairs(NbGraderPreprocessor):
         from autograder.grading.intake import take_in
 
         check_schemas_once()  # nbgrader's own steps that come next validate every cell
+        guard_log(self.log)
         info = resources.get("nbgrader", {})
         student, assignment = info.get("student", ""), info.get("assignment", "")
         name = info.get("notebook", "")
         coursedir = coursedir_of(self)
+        linked = symbolic_link(coursedir, student, assignment, name)
+        if linked:
+            problem = f"{name}.ipynb: {linked}; it was not followed"
+            (self.channel or process_channel()).intake[(student, name)] = Intake(
+                problem=problem)
+            raise ValueError(f"{student}: {plain(problem)}")
         release_path = Path(coursedir.format_path(
             coursedir.release_directory, ".", assignment)) / f"{name}.ipynb"
         if not release_path.is_file():  # nothing to repair against: nbgrader's own checks
@@ -194,13 +203,51 @@ class IntakeRepairs(NbGraderPreprocessor):
         kept = dataclasses.replace(intake, notebook=None)  # what the driver reads
         (self.channel or process_channel()).intake[(student, name)] = kept
         if intake.problem:
-            raise ValueError(f"{student}: {intake.problem}")
+            raise ValueError(f"{student}: {plain(intake.problem)}")
         for note in intake.notes:
-            self.log.warning("residual-pack: %s/%s: repaired: %s", student, name, note)
+            self.log.warning("residual-pack: %s/%s: repaired: %s", student, name, plain(note))
         for flag in intake.flags:
             self.log.warning("residual-pack: %s/%s: for a human to look at: %s",
-                             student, name, flag)
+                             student, name, plain(flag))
         return intake.notebook, resources
+
+
+def symbolic_link(coursedir, student, assignment, name):
+    """Why `student`'s handed-in `name` must not be read ("" when it may): the notebook,
+    or a folder nbgrader found it through, is a symbolic link. nbgrader would follow it
+    (to another student's work, or to the instructor's source notebook)."""
+    folder = Path(coursedir.format_path(coursedir.submitted_directory, student, assignment))
+    top = Path(coursedir.format_path(coursedir.submitted_directory, ".", "."))
+    path = folder / f"{name}.ipynb"
+    for part in (path, folder, *folder.parents):
+        if part == top or top not in part.parents:
+            break
+        if part.is_symlink():
+            what = "the notebook" if part == path else f"the folder {part.name}"
+            return f"{what} is a symbolic link"
+    return ""
+
+
+class _OneLinePerRecord(logging.Filter):
+    """A log record's lines after its first are indented: text from a student's notebook
+    (an exception, a flag) cannot start a line that reads as a record of its own."""
+
+    def filter(self, record):
+        if getattr(record, "one_line_per_record", False):  # the logger's filter did it
+            return True
+        record.one_line_per_record = True
+        text = record.getMessage()
+        if "\n" in text or "\r" in text or "\x1b" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\\r").replace("\x1b", "\\x1b")
+            record.msg, record.args = text.replace("\n", "\n    | "), ()
+        return True
+
+
+def guard_log(logger):
+    """Put `_OneLinePerRecord` on `logger` and each of its handlers (once)."""
+    for holder in (logger, *getattr(logger, "handlers", [])):
+        if not any(isinstance(f, _OneLinePerRecord) for f in holder.filters):
+            holder.addFilter(_OneLinePerRecord())
 
 
 def foreign_ids(coursedir, assignment):
@@ -290,7 +337,7 @@ class WithholdForReview(NbGraderPreprocessor):
                                    comment=f"residual-pack: score {text}")
         channel.withheld[(student, name)] = (held, reasons)
         self.log.warning("residual-pack: %s/%s: autograded score (%g) %s", student, name,
-                         held, text)
+                         held, plain(text))
         return nb, resources
 
 

@@ -1,6 +1,7 @@
 """The course's nbgrader_config.py puts our steps into nbgrader's own lists, and nothing
 else changes in them: the lists are nbgrader's defaults with ours put in."""
 
+import os
 from pathlib import Path
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
@@ -104,3 +105,41 @@ def test_schemas_checked_once_validate_cells_as_jsonschema_does():
         with pytest.raises(jsonschema.ValidationError) as theirs:
             jsonschema.validate(bad, validator.schema)
         assert ours.value.message == theirs.value.message
+
+
+def test_plain_nbgrader_autograde_does_not_follow_a_symbolic_link(tmp_path):
+    """A handed-in notebook that is a symbolic link to the instructor's source (which the
+    grading user can read) is refused by our first step under nbgrader's own autograde:
+    no score, no feedback page with the model answers; the log says why."""
+    import shutil
+    import subprocess
+    import sys
+
+    from nbgrader.api import Gradebook, MissingEntry
+
+    name = "01_residual_stack"
+    course = tmp_path / "course"
+    course.mkdir()
+    shutil.copy2(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    shutil.copytree(ROOT / "source" / name, course / "source" / name)
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "HOME": str(tmp_path / "home"),
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    run = subprocess.run([str(bin_dir / "nbgrader"), "generate_assignment", name],
+                         cwd=course, capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    handed = course / "submitted" / "mallory" / name
+    handed.mkdir(parents=True)
+    (handed / f"{name}.ipynb").symlink_to(course / "source" / name / f"{name}.ipynb")
+    run = subprocess.run([str(bin_dir / "nbgrader"), "autograde", name], cwd=course,
+                         capture_output=True, text=True, env=env)
+    assert "mallory: 01_residual_stack.ipynb: the notebook is a symbolic link; it was not " \
+           "followed" in run.stderr
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        try:
+            scores = [g.score for nb in gb.find_submission(name, "mallory").notebooks
+                      for g in nb.grades]
+        except MissingEntry:
+            scores = []
+    assert not any(scores)
+    assert not (course / "autograded" / "mallory" / name / f"{name}.ipynb").exists()

@@ -82,3 +82,35 @@ def test_code_that_reaches_into_the_grader_is_flagged_and_withheld():
     assert any("imports the grader's own modules" in f for f in got.withhold)
     assert any("reaches into the interpreter" in f for f in got.withhold)
     assert review_flags(release) == []  # the given test cell is not the student's code
+
+
+def test_a_copy_of_the_source_notebook_is_withheld_for_review():
+    """The release has no nbgrader markers; an answer that carries them came from the
+    instructor's source notebook, and its score waits for a person."""
+    nb = _release()
+    nb.cells[0].source = "### BEGIN SOLUTION\nx = 1\n### END SOLUTION"
+    got = take_in(nbformat.writes(nb).encode(), "copied.ipynb", _release(), "a")
+    assert got.withhold == ["flagged for review: answer carries the instructor's markers, "
+                            "as the source notebook does (### BEGIN SOLUTION, "
+                            "### END SOLUTION)"]
+    written = _release()
+    written.cells[0].cell_type = "markdown"
+    written.cells[0].source = "=== BEGIN MARK SCHEME ===\nfull marks"
+    assert take_in(nbformat.writes(written).encode(), "w.ipynb", _release(), "a").withhold
+    honest = _release()
+    honest.cells[0].source = "# the solution begins here\nx = 1"
+    assert take_in(nbformat.writes(honest).encode(), "h.ipynb", _release(), "a").flags == []
+
+
+def test_read_handed_in_only_makes_the_bytes_readable():
+    from autograder.grading.intake import read_handed_in
+
+    nb = _release()
+    nb.cells[1].source = "assert True  # edited test"
+    got = read_handed_in(nbformat.writes(nb).encode(), "nb.ipynb")
+    assert not got.problem and got.notes == []
+    assert [c.source for c in got.notebook.cells] == [c.source for c in nb.cells]  # no repair
+    assert "not a notebook" in read_handed_in(b'{"cells": 3}', "nb.ipynb").problem
+    assert "empty" in read_handed_in(b"  ", "nb.ipynb").problem
+    bad = read_handed_in(nbformat.writes(nb).encode().replace(b"True", b"Tr\xffe"), "nb.ipynb")
+    assert "not valid UTF-8" in bad.notes[0] and "\ufffd" in bad.notebook.cells[1].source
