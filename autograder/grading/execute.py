@@ -14,6 +14,7 @@ happened in. What it saw goes back to the grader as a `NotebookRun` through the 
 
 import asyncio
 import contextlib
+import json
 import os
 import secrets
 import signal
@@ -427,15 +428,10 @@ class SandboxedExecute(Execute):
 
 
 def _message_size(msg):
+    """What an output message would add to the graded notebook, all of its content
+    counted (text, data, traceback, and the metadata a student's display may carry)."""
     content = msg.get("content", {})
-    size = 0
-    for value in (content.get("text"), content.get("evalue")):
-        if isinstance(value, str):
-            size += len(value)
-    for key in ("data", "traceback"):
-        value = content.get(key)
-        if isinstance(value, dict):
-            size += sum(len(v) if isinstance(v, str) else len(str(v)) for v in value.values())
-        elif isinstance(value, list):
-            size += sum(len(str(v)) for v in value)
-    return size + 200
+    try:
+        return len(json.dumps(content, default=str, ensure_ascii=False)) + 200
+    except (TypeError, ValueError, RecursionError):
+        return len(str(content)) + 200

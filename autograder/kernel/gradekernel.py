@@ -40,6 +40,8 @@ MAX_REPORT = 4 << 20  # bytes of observations a test cell may send back
 # whose test cells call the reference answers to compute what is expected)
 SWITCHED_OFF = [] if os.environ.get(policy.REFERENCE_VARIABLE) else policy.switch_off(ASSIGNMENT)
 SNAPSHOT = Snapshot()  # at import: before the kernel exists, so before any student code
+# the report's serialisation, taken before any student code (json is guarded besides)
+_DUMPS, _LOADS = json.dumps, json.loads
 
 
 def _kernel_class():
@@ -65,7 +67,7 @@ def _kernel_class():
             if code.startswith(MARKER):
                 head, _, source = code.partition("\n")
                 try:
-                    header = json.loads(head[len(MARKER):])
+                    header = _LOADS(head[len(MARKER):])
                 except ValueError:
                     header = {}
                 if not isinstance(header, dict):
@@ -133,9 +135,12 @@ class _TestRunner:
             )
         self._flush()
         if error is None:
+            # the test's source leaves the kernel with its cell (tracebacks are made)
+            snap.linecache.pop(filename, None)
             return {"status": "ok", "execution_count": count, "user_expressions": {},
                     "payload": [], REPORT_KEY: report}
         content = self._error_content(error)
+        snap.linecache.pop(filename, None)
         try:
             self.publish("error", content)
         except Exception:  # noqa: BLE001 (the reply still says error)
@@ -195,12 +200,12 @@ def _plain_records(records):
     """The records as JSON data, at most MAX_REPORT bytes of them (a forged record that
     is not JSON, or too many, must not stop the reply)."""
     try:
-        text = json.dumps(list(records), default=str)
+        text = _DUMPS(list(records), default=str)
     except Exception:  # noqa: BLE001
         return []
     if len(text) > MAX_REPORT:
         return []
-    return json.loads(text)
+    return _LOADS(text)
 
 
 class TamperingDetected(Exception):

@@ -91,3 +91,11 @@ def test_the_size_of_a_message():
     assert _message_size({"content": {"text": "abc"}}) == 203
     assert _message_size({"content": {"data": {"text/plain": "ab", "x": 1},
                                       "traceback": ["a", "bc"]}}) == 2 + 1 + 3 + 200
+
+
+def test_an_outputs_metadata_counts_toward_the_output_cap():
+    from autograder.grading.execute import _message_size
+
+    small = {"content": {"data": {"text/plain": "x"}, "metadata": {}}}
+    padded = {"content": {"data": {"text/plain": "x"}, "metadata": {"pad": "y" * 10_000}}}
+    assert _message_size(padded) - _message_size(small) >= 10_000

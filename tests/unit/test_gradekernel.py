@@ -43,3 +43,45 @@ def test_a_graded_test_cell_is_sent_with_its_header():
     assert head.startswith(policy.MARKER) and body == "x = 1\n"
     assert json.loads(head[len(policy.MARKER):]) == {"grade_id": "task1", "mode": "witness",
                                                       "nonce": "n0"}
+
+
+def _runner():
+    from types import SimpleNamespace
+
+    from autograder.kernel.snapshot import Snapshot
+
+    snap = Snapshot()
+    snap.record()
+    shell = SimpleNamespace(user_ns={}, execution_count=1)
+    return gradekernel._TestRunner(snap, shell, lambda kind, content: None)
+
+
+def test_a_test_cells_source_leaves_the_kernel_with_its_cell():
+    """Neither a passing nor a failing test leaves its source (hidden lines included) in
+    `linecache` for a later cell of the student's to read."""
+    import linecache
+
+    runner = _runner()
+    header = {"grade_id": "t", "mode": "witness", "nonce": "n"}
+    assert runner.run(header, "hidden = 'a hidden check'\n", True)["status"] == "ok"
+    failed = runner.run(header, "x = 1\nraise ValueError('hidden input 7')\n", True)
+    assert failed["status"] == "error"
+    assert "raise ValueError" in "\n".join(failed["traceback"])  # made before it went
+    assert not [k for k in linecache.cache if "graded test cell" in str(k)]
+
+
+def test_the_report_is_made_with_json_as_it_was_before_any_student_code():
+    """A cell that replaced json's serialisation before a test cannot write the report:
+    json is put back (and the change reported) before the test runs."""
+    original, encoder = json.dumps, json.JSONEncoder.encode
+    runner = _runner()
+    try:
+        json.dumps = lambda *a, **k: '[{"forged": true}]'
+        json.JSONEncoder.encode = lambda self, o: '[{"forged": true}]'
+        reply = runner.run({"grade_id": "t", "mode": "witness", "nonce": "n"}, "x = 1\n", True)
+    finally:
+        json.dumps, json.JSONEncoder.encode = original, encoder
+    restored = " ".join(reply[policy.REPORT_KEY]["restored"])
+    assert "json.dumps" in restored and "JSONEncoder" in restored
+    assert reply[policy.REPORT_KEY]["records"] == []
+    assert gradekernel._plain_records([{"a": 1}]) == [{"a": 1}]
