@@ -8,19 +8,31 @@ passed, failing (with the check's message), not started (the task still raises
 notebook holds, so it never runs a hidden test (the released notebooks have none), and it
 runs the experiments at their graded sizes (`NBGRADER_EXECUTION=validate`, as nbgrader's
 Validate does), so a whole course takes minutes, not hours.
+
+Two kinds of task are listed without a run: the written answers (graded by hand: "to
+write" while the cell still holds its stub), and, where torch is not installed, the tasks
+of the optional torch track ("needs the torch extra"; that notebook is not run).
 """
 
+import importlib.util
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from autograder.cells import is_autograded_test, nbgrader_meta
+from autograder.cells import is_autograded_test, is_grade, is_solution, nbgrader_meta
 from autograder.kernel.diagnosis import LEAD
 
 __all__ = ["TaskStatus", "notebook_progress", "find_notebooks", "progress", "format_table"]
 
 PASSED, FAILING, NOT_STARTED, NOT_RUN = "passed", "failing", "not started", "not run"
+NEEDS_TORCH = "needs the torch extra"
+TO_WRITE, WRITTEN = "to write, graded by hand", "written, graded by hand"
+STATUSES = (PASSED, FAILING, NOT_STARTED, NOT_RUN, NEEDS_TORCH)
+TORCH_HINT = "the optional torch track: pip install 'residual-pack[torch]' to run it"
+TEXT_STUB = "_Write your answer here._"  # nbgrader_config.py's ClearSolutions.text_stub
+IMPORTS_TORCH = re.compile(r"^\s*(?:import|from)\s+(?:torch|torchtrack)\b", re.MULTILINE)
 STUB_WORDS = "is not done yet"  # what checks.task says about a stub's NotImplementedError
 
 
@@ -62,24 +74,48 @@ def _short(text):
     return short
 
 
+def _is_written(cell):
+    """An answer graded by hand (nbgrader: a solution cell that is graded)."""
+    return is_solution(cell) and is_grade(cell) and not _is_test(cell)
+
+
+def _needs_torch(nb):
+    return any(c.cell_type == "code" and IMPORTS_TORCH.search(c.source) for c in nb.cells) \
+        and importlib.util.find_spec("torch") is None
+
+
 def notebook_progress(path, assignment, timeout=300):
-    """Run one notebook and say how each of its graded test cells fared."""
+    """Run one notebook and say how each of its graded cells fared: the visible tests
+    (run), the written answers (read)."""
     from autograder.runner import run_notebook
 
     nb = nbformat.read(str(path), as_version=4)
-    # graded sizes, as nbgrader's Validate runs them
-    _, stopped = run_notebook(nb, Path(path).parent, env={"NBGRADER_EXECUTION": "validate"},
-                              timeout=timeout, prefix="residual-pack-progress-")
+    skip = _needs_torch(nb)
+    stopped = ""
+    if not skip and any(_is_test(c) for c in nb.cells):
+        # graded sizes, as nbgrader's Validate runs them
+        _, stopped = run_notebook(nb, Path(path).parent,
+                                  env={"NBGRADER_EXECUTION": "validate"},
+                                  timeout=timeout, prefix="residual-pack-progress-")
     rows = []
     for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        points = float(meta.get("points", 0) or 0)
+        if _is_written(cell):
+            untouched = cell.source.strip() in ("", TEXT_STUB)
+            rows.append(TaskStatus(assignment, meta.get("grade_id", "?"), points,
+                                   TO_WRITE if untouched else WRITTEN))
+            continue
         if not _is_test(cell):
             continue
-        meta = nbgrader_meta(cell)
-        status, message = _status(cell)
-        if status == NOT_RUN and stopped:
-            message = f"the run stopped before this cell ({stopped})"
-        rows.append(TaskStatus(assignment, meta.get("grade_id", "?"),
-                               float(meta.get("points", 0) or 0), status, message))
+        if skip:
+            status, message = NEEDS_TORCH, TORCH_HINT
+        else:
+            status, message = _status(cell)
+            if status == NOT_RUN and stopped:
+                message = f"the run stopped before this cell ({stopped})"
+        rows.append(TaskStatus(assignment, meta.get("grade_id", "?"), points, status,
+                               message))
     return rows
 
 
@@ -114,14 +150,22 @@ def format_table(rows):
         by_assignment.setdefault(row.assignment, []).append(row)
     width = max([len(r.grade_id) for r in rows] + [10])
     for assignment, mine in by_assignment.items():
-        got = sum(r.points for r in mine if r.status == PASSED)
-        top = sum(r.points for r in mine)
-        lines.append(f"{assignment}: {got:g} of {top:g} points on the visible tests")
+        tests = [r for r in mine if r.status in STATUSES]
+        written = [r for r in mine if r.status in (TO_WRITE, WRITTEN)]
+        got = sum(r.points for r in tests if r.status == PASSED)
+        top = sum(r.points for r in tests)
+        head = f"{assignment}: "
+        if tests:
+            head += f"{got:g} of {top:g} points on the visible tests"
+        if written:
+            by_hand = sum(r.points for r in written)
+            head += ("; " if tests else "") + f"{by_hand:g} points of written answers, " \
+                "graded by hand"
+        lines.append(head)
         for r in mine:
             tail = f"  {r.message}" if r.message else ""
             lines.append(f"  {r.grade_id:<{width}}  {r.points:>4g}  {r.status}{tail}")
-    counts = {s: sum(r.status == s for r in rows) for s in (PASSED, FAILING, NOT_STARTED,
-                                                           NOT_RUN)}
-    lines.append(", ".join(f"{n} {s}" for s, n in counts.items()) +
-                 " (visible tests only: the graded run adds hidden ones)")
+    counts = {s: sum(r.status == s for r in rows) for s in (*STATUSES, TO_WRITE)}
+    lines.append(", ".join(f"{n} {s}" for s, n in counts.items() if n or s in STATUSES[:4])
+                 + " (visible tests only: the graded run adds hidden ones)")
     return "\n".join(lines)

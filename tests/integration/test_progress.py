@@ -12,9 +12,11 @@ from autograder.cells import nbgrader_meta
 from autograder.grading.course import EXERCISES, SOURCE, read_notebook
 from autograder.student.progress import (
     FAILING,
+    NEEDS_TORCH,
     NOT_RUN,
     NOT_STARTED,
     PASSED,
+    TO_WRITE,
     format_table,
     progress,
 )
@@ -48,9 +50,13 @@ def _run(tmp_path, nb):
 @pytest.mark.slow
 def test_the_released_stub_is_not_started(tmp_path):
     rows = _run(tmp_path, _release())
-    assert list(rows) == TESTS
-    assert {r.status for r in rows.values()} == {NOT_STARTED}
-    assert "0 of 6 points" in format_table(list(rows.values()))
+    assert list(rows) == [*TESTS, "task1_3_answer"]
+    assert {rows[t].status for t in TESTS} == {NOT_STARTED}
+    assert rows["task1_3_answer"].status == TO_WRITE
+    table = format_table(list(rows.values()))
+    assert "0 of 6 points on the visible tests; 2 points of written answers, graded by " \
+           "hand" in table
+    assert "1 to write, graded by hand" in table
 
 
 @pytest.mark.slow
@@ -60,6 +66,53 @@ def test_a_wrong_answer_fails_with_the_checks_message_and_the_rest_pass(tmp_path
     assert [rows[t].status for t in TESTS] == [PASSED, PASSED, FAILING]
     assert "input_gradient(plain_stack, 1.0, 3)" in rows[TESTS[2]].message
     assert "4 of 6 points" in format_table(list(rows.values()))
+
+
+def test_written_answers_are_read_not_run(tmp_path, monkeypatch):
+    """Notebook 07 has written answers only: nothing runs, each answer is "to write" while
+    it holds its stub and "written" after, with its points graded by hand."""
+    from autograder.student.progress import WRITTEN
+
+    monkeypatch.setattr("autograder.runner.run_notebook",
+                        lambda *a, **k: pytest.fail("the notebook was run"))
+    name = "07_check_understanding"
+    nb = read_notebook(COURSE / EXERCISES / name / f"{name}.ipynb")
+    for cell in nb.cells:
+        if nbgrader_meta(cell).get("grade_id") == "task7_1_answer":
+            cell.source = "The shortcut carries the gradient past the layer."
+    folder = tmp_path / "mine" / name
+    folder.mkdir(parents=True)
+    nbformat.write(nb, str(folder / f"{name}.ipynb"))
+    rows = {r.grade_id: r for r in progress(tmp_path / "mine", say=lambda _: None)}
+    assert {g: r.status for g, r in rows.items()} == {
+        "task7_1_answer": WRITTEN, "task7_2_answer": TO_WRITE, "task7_3_answer": TO_WRITE}
+    assert format_table(list(rows.values())).startswith(
+        "07_check_understanding: 6 points of written answers, graded by hand")
+
+
+def test_the_torch_track_without_torch_is_listed_not_run(tmp_path, monkeypatch):
+    """Without the torch extra, notebook 08 is not run (no kernel, no ModuleNotFoundError
+    per task): its tasks say what to install, and they count as no failure."""
+    import importlib.util
+
+    from autograder.student import progress as module
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(module.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else real(name, *a))
+    monkeypatch.setattr("autograder.runner.run_notebook",
+                        lambda *a, **k: pytest.fail("the notebook was run"))
+    name = "08_torch_mlp"
+    folder = tmp_path / "mine" / name
+    folder.mkdir(parents=True)
+    release = COURSE / EXERCISES / name / f"{name}.ipynb"
+    (folder / f"{name}.ipynb").write_bytes(release.read_bytes())
+    rows = progress(tmp_path / "mine", say=lambda _: None)
+    tests = [r for r in rows if r.status != TO_WRITE]
+    assert tests and {r.status for r in tests} == {NEEDS_TORCH}
+    assert "pip install 'residual-pack[torch]'" in tests[0].message
+    table = format_table(rows)
+    assert "failing" not in table.split("\n")[-1].replace("0 failing", "")
 
 
 @pytest.mark.slow
