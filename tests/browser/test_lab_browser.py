@@ -160,6 +160,7 @@ def test_first_exercise_in_jupyterlab(tmp_path):
                     raise
                 # offline: the page asked nothing of any host but the server
                 assert not outside, f"the browser left 127.0.0.1: {outside[:10]}"
+                student_lab_has_no_instructor_tools(page, server, summary)
             finally:
                 browser.close()
         # offline: no PyPI extension listing, no news feed, no update check
@@ -173,6 +174,28 @@ def test_first_exercise_in_jupyterlab(tmp_path):
         summary.append("stages (seconds since the start): " + ", ".join(
             f"{name}: {t:.1f}" for name, t in stages.items()))
         (shots / "summary.txt").write_text("\n".join(summary) + "\n", encoding="utf-8")
+
+
+def student_lab_has_no_instructor_tools(page, server, summary):
+    """scripts/lab is the student's Lab: nbgrader's menu offers the assignment list, not
+    Formgrader or the course list; no Create Assignment sidebar; no formgrader pages."""
+    import urllib.error
+
+    page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+    menu = page.locator("#jp-mainmenu-nbgrader")
+    menu.wait_for()
+    items = [t.strip() for t in menu.locator(".lm-Menu-itemLabel").all_inner_texts()]
+    page.keyboard.press("Escape")
+    summary.append("Nbgrader menu: " + ", ".join(i for i in items if i))
+    assert "Assignment List" in items, items
+    assert not [i for i in items if "Formgrader" in i or "Course List" in i], items
+    assert page.locator("#nbgrader-create_assignemnt").count() == 0  # nbgrader's spelling
+    try:
+        server.api("formgrader")
+        served = True
+    except urllib.error.HTTPError as exc:
+        served = exc.code != 404
+    assert not served, "the formgrader's pages are served in the student's Lab"
 
 
 def run_student_session(nbp, nb_path, student, answers, graded, solutions, summary, stage):
