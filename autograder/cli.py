@@ -21,10 +21,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.grading.course import CourseError, check_assignments, find_course, quiet_nbgrader
+from autograder.grading.course import (
+    DB_URL_VARIABLE,
+    CourseError,
+    check_assignments,
+    find_course,
+    quiet_nbgrader,
+)
 from autograder.sandbox.limits import Limits, SandboxError, default_jobs
-
-DB_URL_VARIABLE = "RESIDUAL_PACK_DB_URL"
 
 
 def _say(text):
