@@ -38,6 +38,7 @@ from autograder.grading.gradebook import flag_in_gradebook
 from autograder.grading.intake import take_in, too_big
 from autograder.grading.reference_run import reference_records
 from autograder.grading.report import lost_points, tampering_seen
+from autograder.grading.submissions import TIMESTAMP_FILE
 
 __all__ = ["CellScore", "StudentResult", "Grader", "HANDED_IN"]
 
@@ -145,8 +146,11 @@ class Grader:
     def handed_in_folder(self, student):
         return self.work.path(HANDED_IN, student, self.assignment)
 
-    def submit(self, student, notebooks):
-        """Hand in `notebooks` ({name: path or NotebookNode}) as `student`'s submission."""
+    def submit(self, student, notebooks, timestamp=None):
+        """Hand in `notebooks` ({name: path or NotebookNode}) as `student`'s submission,
+        handed in at `timestamp` (the text of nbgrader's timestamp.txt) when given: it goes
+        beside the notebooks as nbgrader's `collect` leaves it, so that nbgrader's autograde
+        records it and applies the assignment's due date and late penalty."""
         dest = self.submission_folder(student)
         kept = self.handed_in_folder(student)
         for folder in (dest, kept):
@@ -160,6 +164,8 @@ class Grader:
             else:
                 nbformat.write(nb, str(target))
             shutil.copyfile(target, dest / f"{name}.ipynb")
+        if timestamp is not None:
+            (dest / TIMESTAMP_FILE).write_text(timestamp + "\n", encoding="utf-8")
         return dest
 
     def foreign_ids(self):

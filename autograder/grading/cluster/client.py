@@ -64,9 +64,12 @@ def write_gradebook(work, assignment, student, rows):
         gb.update_or_create_student(student)
         if rows is None:
             return
-        with contextlib.suppress(MissingEntry):
-            gb.remove_submission(assignment, student)
         extra = {"timestamp": rows["timestamp"]} if rows.get("timestamp") else {}
+        with contextlib.suppress(MissingEntry):  # an extension granted here stays
+            extension = gb.find_submission(assignment, student).extension
+            if extension is not None:
+                extra["extension"] = extension
+            gb.remove_submission(assignment, student)
         sub = gb.add_submission(assignment, student, **extra)
         for nb in sub.notebooks:
             saved = rows["notebooks"].get(nb.name)
@@ -81,6 +84,26 @@ def write_gradebook(work, assignment, student, rows):
                 if comment.name in saved["comments"]:
                     comment.auto_comment = saved["comments"][comment.name]
         gb.db.commit()
+
+
+def due(work, grader, student):
+    """What a worker needs to judge lateness as nbgrader does here: when the student
+    handed in (nbgrader's timestamp.txt, or None), the assignment's due date in this
+    gradebook and the student's extension there (ISO text and seconds, or None)."""
+    from nbgrader.api import MissingEntry
+
+    from autograder.grading.submissions import TIMESTAMP_FILE
+
+    stamp = grader.submission_folder(student) / TIMESTAMP_FILE
+    found = {"timestamp": stamp.read_text(encoding="utf-8").strip() if stamp.is_file() else None,
+             "duedate": None, "extension": None}
+    with work.api().gradebook as gb:
+        duedate = gb.find_assignment(grader.assignment).duedate
+        found["duedate"] = duedate.isoformat() if duedate else None
+        with contextlib.suppress(MissingEntry):
+            extension = gb.find_submission(grader.assignment, student).extension
+            found["extension"] = extension.total_seconds() if extension else None
+    return found
 
 
 def task_key(assignment, student, digest, bundle):
@@ -153,8 +176,10 @@ def grade_on_cluster(grader, students, cluster, feedback=True, jobs=1, done=None
             paths = {p.stem: p for p in sorted(folder.glob("*.ipynb"))} if folder.is_dir() else {}
             task = {"student": student, "assignment": grader.assignment, "bundle": digest,
                     "pack": pack, "feedback": feedback,
-                    "files": {f"{n}.ipynb": p.read_bytes() for n, p in paths.items()}}
-            key = task_key(grader.assignment, student, submission_hash(paths), digest)
+                    "files": {f"{n}.ipynb": p.read_bytes() for n, p in paths.items()},
+                    **due(work, grader, student)}
+            key = task_key(grader.assignment, student,
+                           submission_hash(paths, task["timestamp"]), digest)
             futures[client.submit(grade_task, task, key=key, pure=False)] = student
         written = set()
         for future in as_completed(futures):

@@ -99,6 +99,7 @@ class WorkerCourse:
                 if not SAFE_NAME.match(name):
                     raise ValueError(f"bad notebook name {name!r}")
                 (folder / name).write_bytes(data)
+        self._due(work, student, task)
         start = time.perf_counter()
         try:
             result = grader.grade(student, feedback=task["feedback"])
@@ -122,6 +123,28 @@ class WorkerCourse:
         with contextlib.suppress(Exception), work.api().gradebook as gb:
             gb.remove_submission(self.assignment, student)
         return outcome
+
+    def _due(self, work, student, task):
+        """When `task`'s student handed in (nbgrader's timestamp.txt beside the notebooks),
+        and the coordinator's due date and extension in this scratch gradebook, so that
+        nbgrader's autograde here gives the late penalty the course's gradebook would."""
+        import datetime
+
+        from autograder.grading.submissions import TIMESTAMP_FILE
+
+        if task.get("timestamp"):
+            (self.grader.submission_folder(student) / TIMESTAMP_FILE).write_text(
+                task["timestamp"] + "\n", encoding="utf-8")
+        duedate = task.get("duedate")
+        with work.api().gradebook as gb:
+            gb.update_or_create_assignment(
+                self.assignment,
+                duedate=datetime.datetime.fromisoformat(duedate) if duedate else None)
+            if task.get("extension"):
+                gb.update_or_create_student(student)
+                gb.update_or_create_submission(
+                    self.assignment, student,
+                    extension=datetime.timedelta(seconds=task["extension"]))
 
     def close(self):
         """Close the session (its sandbox first of all) and remove the scratch course."""
