@@ -76,6 +76,26 @@ def test_a_late_hand_in_gets_nbgraders_penalty_in_the_batch_path(tmp_path):
             "(2026-12-01 17:00:00 UTC): late penalty 6 point(s)") in report, report
     assert "ann: handed in" not in report and "timestamp.txt" not in report
 
+    # the LMS files, by nbgrader's own export command with our plugins, from that gradebook
+    exports = {}
+    for name, options in (("CanvasExport", ["--CanvasExport.section=Lecture A"]),
+                          ("MoodleExport", ["--MoodleExport.identify_by=username"])):
+        done = subprocess.run(
+            [str(BIN / "nbgrader"), "export",
+             f"--exporter=autograder.grading.lms_export.{name}", "--to", f"{name}.csv",
+             *options], cwd=out, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        exports[name] = list(csv.reader(open(out / f"{name}.csv", newline="")))
+    assert exports["CanvasExport"] == [
+        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", ASSIGNMENT],
+        ["Points Possible", "", "", "", "", "8"],  # 6 autograded, 2 by hand
+        ["ann", "", "", "ann", "Lecture A", "6"],
+        ["bob", "", "", "bob", "Lecture A", "0"],  # late: nbgrader's penalty 'zero'
+        ["cy", "", "", "cy", "Lecture A", "6"],
+    ]
+    assert exports["MoodleExport"] == [["Username", ASSIGNMENT], ["ann", "6"], ["bob", "0"],
+                                       ["cy", "6"]]
+
     # the same class under plain nbgrader: the same penalties
     plain = tmp_path / "plain"
     shutil.copytree(course, plain)
