@@ -90,13 +90,14 @@ def start_workers(jobs):
 
 
 def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=None,
-              cluster=None, say=None, pool=None):
+              cluster=None, say=None, pool=None, lost=None):
     """Grade the handed-in `students`, each on their own, `jobs` at a time (in separate
     processes sharing the gradebook: `pool`, from `start_workers`, when the caller started
     them early; it stays open), or as tasks on the Dask `cluster` ("local" or a
     scheduler's address; see `cluster/`: there only this process writes the gradebook).
     Results come back in the order of `students`; `on_result(result)` is called in this
-    process as each one is done."""
+    process as each one is done. On a cluster, `lost` (a list) gets a line per worker
+    lost during the run."""
     students = list(students)
     results = {}
 
@@ -112,7 +113,7 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
 
         if students:
             grade_on_cluster(grader, students, cluster, feedback=feedback, jobs=jobs,
-                             done=done, say=say)
+                             done=done, say=say, lost=lost)
         return [results[s] for s in students]
 
     if jobs <= 1 or len(students) < MIN_FOR_WORKERS:
@@ -157,7 +158,7 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
 
 
 def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, journal=None,
-                 cluster=None, say=None, pool=None, exclude=()):
+                 cluster=None, say=None, pool=None, exclude=(), lost=None):
     """Grade every student in the folder `submissions` with `grader`, each on their own,
     and export nbgrader's grades.csv into the work course. Returns (results, csv path).
     With a `journal`, students it has as done (same submission) are not graded again."""
@@ -186,7 +187,7 @@ def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, jour
     if start:  # a progress bar: how many there are to grade
         start(len(todo), len(earlier))
     fresh = grade_all(grader, todo, feedback=feedback, jobs=jobs, progress=progress,
-                      on_result=record, cluster=cluster, say=say, pool=pool)
+                      on_result=record, cluster=cluster, say=say, pool=pool, lost=lost)
     by_student = {r.student: r for r in fresh}
     by_student.update(earlier)
     results = [by_student[s] for s in found]
@@ -374,11 +375,14 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
                 f"timestamp.txt: the course's late penalty)")
         if session.sandbox is not None:
             say(f"isolation: {session.describe()}")
+        lost = []  # the Dask workers lost on the way, in words
         results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress,
                                     feedback=feedback, journal=journal, cluster=cluster,
-                                    say=say, pool=pool, exclude=[out])
+                                    say=say, pool=pool, exclude=[out], lost=lost)
         header_text = f"{assignment}: {len(results)} submission(s)"
         if session.sandbox is not None:
             header_text += f"\nisolation: {session.describe()}"
+        for line in lost:
+            header_text += "\n" + line
         write_report(grader, results, out, header_text)
     return grader, results, csv
