@@ -38,7 +38,6 @@ from autograder.grading.gradebook import flag_in_gradebook
 from autograder.grading.intake import take_in, too_big
 from autograder.grading.reference_run import reference_records
 from autograder.grading.report import lost_points, tampering_seen
-from autograder.grading.submissions import TIMESTAMP_FILE
 
 __all__ = ["CellScore", "StudentResult", "Grader", "HANDED_IN"]
 
@@ -165,6 +164,8 @@ class Grader:
                 nbformat.write(nb, str(target))
             shutil.copyfile(target, dest / f"{name}.ipynb")
         if timestamp is not None:
+            from autograder.grading.submissions import TIMESTAMP_FILE
+
             (dest / TIMESTAMP_FILE).write_text(timestamp + "\n", encoding="utf-8")
         return dest
 
