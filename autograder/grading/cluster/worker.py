@@ -32,7 +32,11 @@ from autograder.grading.student import HANDED_IN, StudentResult
 __all__ = ["grade_task", "WorkerCourse", "remove_stale_folders"]
 
 FOLDER_PREFIX = "residual-pack-worker-"
-_STATE = {}  # bundle hash -> WorkerCourse (one per worker process and bundle)
+_STATE = {}  # bundle hash -> WorkerCourse, the most recently used last
+# how many bundles' scratch courses a worker process keeps (each holds a sandbox with its
+# warm parent, about 80 MB): the least recently used one is closed beyond that
+KEEP_BUNDLES_VARIABLE = "RESIDUAL_PACK_WORKER_BUNDLES"
+KEEP_BUNDLES = 2
 _LOCK = threading.Lock()  # one student at a time per worker process (the sandbox channel)
 
 
@@ -203,10 +207,25 @@ def grade_task(task):
         if task["pack"] != mine:
             raise PackMismatch(f"the coordinator runs pack {task['pack']}, this worker {mine}")
         digest = task["bundle"]
-        state = _STATE.get(digest)
+        state = _STATE.pop(digest, None)
         if state is None:
             data = task.get("bundle_bytes") or _fetch_bundle(digest)
             if hashlib.sha256(data).hexdigest() != digest:
                 raise PackMismatch(f"bundle {digest[:12]}: the bytes do not match the hash")
-            state = _STATE[digest] = WorkerCourse(data, digest)
+            state = WorkerCourse(data, digest)
+        _STATE[digest] = state  # the most recently used, last
+        _forget_old_bundles()
         return state.grade(task)
+
+
+def _forget_old_bundles():
+    """Close the scratch courses of the least recently used bundles beyond what a worker
+    keeps (`RESIDUAL_PACK_WORKER_BUNDLES`, default 2): a long-lived worker that grades
+    many courses or assignments holds a few sandboxes, not one per bundle it ever saw."""
+    try:
+        keep = max(1, int(os.environ.get(KEEP_BUNDLES_VARIABLE, KEEP_BUNDLES)))
+    except ValueError:
+        keep = KEEP_BUNDLES
+    while len(_STATE) > keep:
+        oldest = next(iter(_STATE))
+        _STATE.pop(oldest).close()
