@@ -71,9 +71,10 @@ class CanvasExport(_LmsExport):
     """Canvas's gradebook import: the columns Student, ID, SIS User ID, SIS Login ID and
     Section, one column per assignment, a "Points Possible" row under the headings, then a
     row per student. Canvas finds the student by ID (the gradebook's `lms_user_id`, the
-    Canvas user id) or SIS Login ID (the nbgrader student id); an assignment's column
-    heading names the Canvas assignment ("Name (Canvas id)", set with
-    `CanvasExport.columns`), and a heading Canvas does not know makes a new assignment."""
+    Canvas user id), else SIS Login ID (the nbgrader student id), else the name as
+    "Last, First"; an assignment's column heading names the Canvas assignment
+    ("Name (Canvas id)", set with `CanvasExport.columns`), and a heading Canvas does not
+    know makes a new assignment (docs/instructors.md, step 10, says what this rests on)."""
 
     default_to = "canvas_grades.csv"
     section = Unicode("", help="The Section column of every student (Canvas's section "
