@@ -21,10 +21,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.grading.course import CourseError, check_assignments, find_course, quiet_nbgrader
+from autograder.grading.course import (
+    DB_URL_VARIABLE,
+    CourseError,
+    check_assignments,
+    find_course,
+    quiet_nbgrader,
+)
 from autograder.sandbox.limits import Limits, SandboxError, default_jobs
-
-DB_URL_VARIABLE = "RESIDUAL_PACK_DB_URL"
 
 
 def _say(text):
@@ -163,7 +167,7 @@ def cmd_grade(args, course):
         grader, results, csv = run_grading(
             course, assignment, args.submissions, out, jobs=args.jobs, progress=bar,
             limits=_limits(args, course), fresh=args.fresh, feedback=not args.no_feedback,
-            say=_say, cluster=args.cluster, db_url=db_url,
+            say=_say, cluster=args.cluster, db_url=db_url, duedate=args.duedate,
         )
     finally:
         bar.close()
@@ -323,6 +327,12 @@ def parser():
                          "postgresql+psycopg2://USER@HOST/DB (default: SQLite in --out; also "
                          f"read from ${DB_URL_VARIABLE}, which keeps a password off the "
                          "command line). Only this process writes it on a cluster")
+    gr.add_argument("--duedate", metavar="WHEN",
+                    help="the assignment's due date, set in the gradebook as `nbgrader db "
+                         "assignment add --duedate` does, e.g. '2026-12-01 17:00:00 UTC' "
+                         "(default: the gradebook's own, if any). A submission whose "
+                         "timestamp.txt (nbgrader's, beside the notebooks) is later gets the "
+                         "course config's late penalty (LateSubmissionPlugin)")
     _jobs_option(gr)
     gr.set_defaults(run=cmd_grade)
 

@@ -26,7 +26,7 @@ from autograder.grading.journal import Journal, run_fingerprint
 from autograder.grading.report import write_report
 from autograder.grading.session import grading_session
 from autograder.grading.student import HANDED_IN, Grader, StudentResult
-from autograder.grading.submissions import find_submissions, submission_hash
+from autograder.grading.submissions import find_submissions, handed_in_at, submission_hash
 
 __all__ = ["MIN_FOR_WORKERS", "grade_all", "grade_folder", "prepare_out", "run_grading"]
 
@@ -90,13 +90,14 @@ def start_workers(jobs):
 
 
 def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=None,
-              cluster=None, say=None, pool=None):
+              cluster=None, say=None, pool=None, lost=None):
     """Grade the handed-in `students`, each on their own, `jobs` at a time (in separate
     processes sharing the gradebook: `pool`, from `start_workers`, when the caller started
     them early; it stays open), or as tasks on the Dask `cluster` ("local" or a
     scheduler's address; see `cluster/`: there only this process writes the gradebook).
     Results come back in the order of `students`; `on_result(result)` is called in this
-    process as each one is done."""
+    process as each one is done. On a cluster, `lost` (a list) gets a line per worker
+    lost during the run."""
     students = list(students)
     results = {}
 
@@ -112,7 +113,7 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
 
         if students:
             grade_on_cluster(grader, students, cluster, feedback=feedback, jobs=jobs,
-                             done=done, say=say)
+                             done=done, say=say, lost=lost)
         return [results[s] for s in students]
 
     if jobs <= 1 or len(students) < MIN_FOR_WORKERS:
@@ -157,24 +158,28 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
 
 
 def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, journal=None,
-                 cluster=None, say=None, pool=None, exclude=()):
+                 cluster=None, say=None, pool=None, exclude=(), lost=None):
     """Grade every student in the folder `submissions` with `grader`, each on their own,
     and export nbgrader's grades.csv into the work course. Returns (results, csv path).
     With a `journal`, students it has as done (same submission) are not graded again."""
     found = find_submissions(submissions, grader.assignment, grader.notebooks, exclude)
     if not found:
         raise CourseError(f"no submissions in {submissions}")
-    digests = {s: submission_hash(nbs) for s, (nbs, _) in found.items()}
+    # when each was handed in (nbgrader's timestamp.txt), for nbgrader's due date
+    stamps = {s: handed_in_at(nbs, submissions) for s, (nbs, _) in found.items()}
+    digests = {s: submission_hash(nbs, stamps[s]) for s, (nbs, _) in found.items()}
     earlier = {}
     if journal is not None:
         earlier = {s: r for s, (h, r) in journal.done.items()
                    if s in found and h == digests[s]}
     todo = [s for s in found if s not in earlier]
     for student in todo:
-        grader.submit(student, found[student][0])
+        grader.submit(student, found[student][0], timestamp=stamps[student])
 
     def record(result):
         result.notes[:0] = found[result.student][1]
+        if result.graded:
+            lateness(grader, result)
         if journal is not None:
             journal.append(result, digests[result.student])
 
@@ -182,12 +187,70 @@ def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, jour
     if start:  # a progress bar: how many there are to grade
         start(len(todo), len(earlier))
     fresh = grade_all(grader, todo, feedback=feedback, jobs=jobs, progress=progress,
-                      on_result=record, cluster=cluster, say=say, pool=pool)
+                      on_result=record, cluster=cluster, say=say, pool=pool, lost=lost)
     by_student = {r.student: r for r in fresh}
     by_student.update(earlier)
     results = [by_student[s] for s in found]
     csv = grader.export_csv(grader.work.path("grades.csv"))
     return results, csv
+
+
+def lateness(grader, result):
+    """Say in `result` when its submission was handed in after the due date, as nbgrader's
+    gradebook has it (the assignment's due date, the student's extension), and the late
+    penalty nbgrader's AssignLatePenalties gave: a penalty is among what cost points."""
+    from nbgrader.api import MissingEntry
+
+    with grader.work.api().gradebook as gb:
+        try:
+            sub = gb.find_submission(grader.assignment, result.student)
+        except MissingEntry:
+            return
+        late = sub.total_seconds_late
+        if not late or late <= 0:
+            return
+        penalty = float(sub.late_submission_penalty or 0.0)
+        when = (f"handed in at {sub.timestamp:%Y-%m-%d %H:%M:%S} UTC, "
+                f"{_duration(late)} after the due date ({sub.duedate:%Y-%m-%d %H:%M:%S} UTC)")
+    if penalty:
+        result.problems.append(f"{when}: late penalty {penalty:g} point(s), "
+                               f"by the course's late-submission plugin")
+    else:
+        result.notes.append(f"{when}: no late penalty (the course's late-submission "
+                            f"plugin gave none)")
+
+
+def _duration(seconds):
+    seconds = int(round(seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{days} d"] * bool(days) + [f"{hours} h"] * bool(hours) + \
+        [f"{minutes} min"] * bool(minutes) + [f"{secs} s"] * bool(secs)
+    return " ".join(parts[:2]) or "0 s"
+
+
+def set_duedate(work, assignment, duedate):
+    """Set `assignment`'s due date in the work course's gradebook, as `nbgrader db
+    assignment add ASSIGNMENT --duedate` does (`duedate` in nbgrader's formats, e.g.
+    "2026-12-01 17:00:00 UTC"; a time without a zone is UTC). Returns it as nbgrader
+    stores it (naive UTC)."""
+    from nbgrader.utils import parse_utc
+
+    try:
+        when = parse_utc(duedate)
+    except Exception as exc:  # noqa: BLE001 (dateutil's errors vary; the text says what)
+        raise CourseError(f"the due date {duedate!r} is not a date nbgrader reads: {exc}") \
+            from None
+    with work.api().gradebook as gb:
+        gb.update_or_create_assignment(assignment, duedate=when)
+    return when
+
+
+def gradebook_duedate(work, assignment):
+    """`assignment`'s due date in the work course's gradebook (naive UTC), or None."""
+    with work.api().gradebook as gb:
+        return gb.find_assignment(assignment).duedate
 
 
 # nbgrader's outputs in a work course, cleared before a new run there
@@ -270,7 +333,7 @@ def gradebook_name(db_url):
 
 def run_grading(course, assignment, submissions, out, jobs=1, progress=None, limits=None,
                 fresh=False, feedback=True, isolate=True, say=None, cluster=None,
-                db_url=None):
+                db_url=None, duedate=None):
     """`residual-pack grade`: grade the folder `submissions` in the work course `out`.
 
     Every notebook runs in a sandbox (`limits`, by default the course's: see `session`)
@@ -278,8 +341,11 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
     A run interrupted earlier in `out` (same assignment, sources and limits) is resumed:
     students graded then are not graded again, unless `fresh`. Writes grades.csv and the
     class report. With `cluster` the students are graded on Dask (see `cluster/`);
-    `db_url` is the gradebook's (default: SQLite in `out`). Returns (grader, results,
-    grades.csv)."""
+    `db_url` is the gradebook's (default: SQLite in `out`). `duedate`, when given, is set
+    as the assignment's due date in that gradebook (else the gradebook's own applies, as
+    `nbgrader db assignment add --duedate` set it); a submission handed in with nbgrader's
+    timestamp.txt after it gets the course's late penalty from nbgrader's autograde.
+    Returns (grader, results, grades.csv)."""
     say = say or (lambda *_: None)
     out = prepare_out(out, keep=True)
     _lock(out)
@@ -289,6 +355,8 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
         header = {"assignment": assignment,
                   "fingerprint": run_fingerprint(course, assignment, session.sandbox),
                   "gradebook": gradebook_name(db_url)}
+        if duedate:  # another due date, other penalties: not the same run
+            header["duedate"] = duedate
         journal = Journal(out, header)
         resumed = not fresh and journal.load() and (out / EXERCISES / assignment).is_dir()
         if not resumed:
@@ -300,13 +368,21 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
                 f"gradebook): {len(journal.done)} student(s), not graded again unless their "
                 f"submission changed (--fresh grades everyone again)")
         grader = session.grader(assignment, generate=not resumed)
+        when = set_duedate(grader.work, assignment, duedate) if duedate else \
+            gradebook_duedate(grader.work, assignment)
+        if when:
+            say(f"due date of {assignment}: {when:%Y-%m-%d %H:%M:%S} UTC (handed in later by "
+                f"timestamp.txt: the course's late penalty)")
         if session.sandbox is not None:
             say(f"isolation: {session.describe()}")
+        lost = []  # the Dask workers lost on the way, in words
         results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress,
                                     feedback=feedback, journal=journal, cluster=cluster,
-                                    say=say, pool=pool, exclude=[out])
+                                    say=say, pool=pool, exclude=[out], lost=lost)
         header_text = f"{assignment}: {len(results)} submission(s)"
         if session.sandbox is not None:
             header_text += f"\nisolation: {session.describe()}"
+        for line in lost:
+            header_text += "\n" + line
         write_report(grader, results, out, header_text)
     return grader, results, csv

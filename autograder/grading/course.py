@@ -32,6 +32,9 @@ CONFIG_FILE = "nbgrader_config.py"
 SOURCE = "source"
 EXERCISES = "exercises"  # nbgrader's release folder (CourseDirectory.release_directory)
 SOLUTIONS = "solutions"  # nbgrader's solution folder (CourseDirectory.solution_directory)
+# where `residual-pack grade` and a work course's own config read a gradebook URL with its
+# password (kept off command lines and out of files)
+DB_URL_VARIABLE = "RESIDUAL_PACK_DB_URL"
 
 # Arguments for every kernel nbgrader starts: the working directory (the student's
 # submission folder at autograde time) is not put on sys.path, so a student's
@@ -173,6 +176,52 @@ def work_folder(path=None, prefix="residual-pack-", keep=False):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+_GRADEBOOK_CONFIG = """
+
+# ---- written by residual-pack: the gradebook of this folder ----
+# nbgrader's commands and formgrader, run from this folder, read the gradebook the grading
+# run wrote. Its password is not kept here: it is taken from ${variable} when that names
+# this same gradebook, else libpq finds it ($PGPASSWORD, ~/.pgpass) as for any client.
+def _gradebook(recorded):
+    import os
+
+    from sqlalchemy.engine import make_url
+
+    given = os.environ.get({variable!r})
+    if given:
+        try:
+            url = make_url(given)
+        except Exception:  # not a URL: the recorded one, without a password
+            return recorded
+        if url._replace(password=None) == make_url(recorded):
+            return url.render_as_string(hide_password=False)
+    return recorded
+
+
+c.CourseDirectory.db_url = _gradebook({recorded!r})
+"""
+
+
+def without_password(db_url):
+    """`db_url` with its password left out (an URL that does not parse: as given)."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(db_url)
+    except Exception:  # noqa: BLE001 (nbgrader will say what is wrong with it)
+        return db_url
+    return url._replace(password=None).render_as_string(hide_password=False)
+
+
+def gradebook_config(db_url):
+    """The lines a work course's `nbgrader_config.py` ends with when its gradebook is
+    `db_url` and not nbgrader's default (SQLite in the folder): that URL without its
+    password, which the config takes from $RESIDUAL_PACK_DB_URL when it names the same
+    gradebook, else libpq does (PGPASSWORD, ~/.pgpass)."""
+    return _GRADEBOOK_CONFIG.format(variable=DB_URL_VARIABLE,
+                                    recorded=without_password(db_url))
+
+
 class WorkCourse:
     """A copy of the course (its config and `source/`) where nbgrader may write freely.
 
@@ -193,6 +242,9 @@ class WorkCourse:
             return
         self.root.mkdir(parents=True, exist_ok=True)
         shutil.copy2(self.course / CONFIG_FILE, self.root / CONFIG_FILE)
+        if db_url:  # nbgrader's commands and formgrader run here must find it too
+            with open(self.root / CONFIG_FILE, "a", encoding="utf-8") as f:
+                f.write(gradebook_config(db_url))
         for name in self.names:
             dest = self.root / SOURCE / name
             if dest.exists():

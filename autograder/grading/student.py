@@ -148,8 +148,11 @@ class Grader:
     def handed_in_folder(self, student):
         return self.work.path(HANDED_IN, student, self.assignment)
 
-    def submit(self, student, notebooks):
-        """Hand in `notebooks` ({name: path or NotebookNode}) as `student`'s submission."""
+    def submit(self, student, notebooks, timestamp=None):
+        """Hand in `notebooks` ({name: path or NotebookNode}) as `student`'s submission,
+        handed in at `timestamp` (the text of nbgrader's timestamp.txt) when given: it goes
+        beside the notebooks as nbgrader's `collect` leaves it, so that nbgrader's autograde
+        records it and applies the assignment's due date and late penalty."""
         dest = self.submission_folder(student)
         kept = self.handed_in_folder(student)
         for folder in (dest, kept):
@@ -163,6 +166,10 @@ class Grader:
             else:
                 nbformat.write(nb, str(target))
             shutil.copyfile(target, dest / f"{name}.ipynb")
+        if timestamp is not None:
+            from autograder.grading.submissions import TIMESTAMP_FILE
+
+            (dest / TIMESTAMP_FILE).write_text(timestamp + "\n", encoding="utf-8")
         return dest
 
     def foreign_ids(self):

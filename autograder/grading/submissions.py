@@ -10,6 +10,11 @@ A student folder whose only notebook has another name (`N (1).ipynb`) counts as 
 when the assignment has a single notebook. Only notebooks are graded: every other file a
 student hands in (an `autograder.py`, a `microgpt/` folder) is left out and reported, and
 symbolic links are not followed. A name that is not plain text gets an id of its own.
+
+A student folder may also hold nbgrader's `timestamp.txt` beside the notebooks (nbgrader's
+exchange writes one at `nbgrader submit`, and `nbgrader collect` keeps it): when it was
+handed in, which nbgrader's autograde compares with the assignment's due date
+(`handed_in_at` reads it; the grader hands it to nbgrader with the notebooks).
 """
 
 import hashlib
@@ -18,7 +23,10 @@ from pathlib import Path
 
 from autograder.grading.course import CourseError, notebook_paths
 
-__all__ = ["student_id", "find_submissions", "submission_hash"]
+__all__ = ["student_id", "find_submissions", "submission_hash", "handed_in_at", "TIMESTAMP_FILE"]
+
+TIMESTAMP_FILE = "timestamp.txt"  # nbgrader's: when a submission was handed in
+TIMESTAMP_BYTES = 200  # nbgrader writes one line of about 30 characters
 
 
 def student_id(name):
@@ -96,6 +104,7 @@ def _match_notebooks(folder, notebooks):
         str(p.relative_to(folder))
         for p in _walk_files(folder)
         if p.suffix != ".ipynb" and ".ipynb_checkpoints" not in p.parts
+        and p != folder / TIMESTAMP_FILE
     )
     if others:
         shown = ", ".join(others[:5]) + (" ..." if len(others) > 5 else "")
@@ -114,9 +123,30 @@ def _walk_files(folder, limit=10000):
                 return
 
 
-def submission_hash(notebooks):
-    """A fingerprint of what a student handed in ({name: path})."""
+def handed_in_at(notebooks, folder):
+    """The text of the `timestamp.txt` beside a student's `notebooks` ({name: path}) when
+    they are in a folder of the student's own inside the submissions `folder` (never for
+    one file per student: the submissions folder itself is no one's), else None. A link,
+    an empty or an oversized file is not read."""
+    parents = {Path(p).parent for p in notebooks.values()}
+    if len(parents) != 1:
+        return None
+    (parent,) = parents
+    if parent.resolve() == Path(folder).resolve():
+        return None
+    path = parent / TIMESTAMP_FILE
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > TIMESTAMP_BYTES:
+        return None
+    text = path.read_bytes().decode("utf-8", errors="replace").strip()
+    return text or None
+
+
+def submission_hash(notebooks, timestamp=None):
+    """A fingerprint of what a student handed in ({name: path}), and when (`timestamp`,
+    nbgrader's text, when there is one)."""
     digest = hashlib.sha256()
+    if timestamp is not None:
+        digest.update(b"timestamp\0" + timestamp.encode("utf-8", "surrogatepass") + b"\0")
     for name in sorted(notebooks):
         digest.update(name.encode() + b"\0")
         with open(notebooks[name], "rb") as f:

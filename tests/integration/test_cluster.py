@@ -117,10 +117,20 @@ def test_a_killed_worker_loses_no_student(tmp_path):
     assert by_worker[victim["student"]].split(":")[-1] not in {str(p) for p in before_kill}
     report = json.loads((out / "report.json").read_text())
     assert sorted(s["student"] for s in report["students"]) == sorted(CLASS)
+    # the lost worker is in the report, with whom it was grading (issue #28, trap 6)
+    lost = [line for line in (out / "report.txt").read_text().splitlines()
+            if line.startswith("cluster: worker ")]
+    assert len(lost) == 1, (out / "report.txt").read_text()
+    assert "was lost during the run, holding the task(s) of " in lost[0], lost
+    assert victim["student"] in lost[0].split("holding the task(s) of ")[1], lost
+    assert lost[0] in text  # said while the run went on, too
+    (notes,) = [s["notes"] for s in report["students"] if s["student"] == victim["student"]]
+    assert any("was lost while it held this student's task (running or queued); graded on "
+               + by_worker[victim["student"]] in n for n in notes), notes
     csv_students = (out / "grades.csv").read_text().splitlines()[1:]
     assert len(csv_students) == len(CLASS)
     print(f"\n{len(CLASS)} students on 2 workers, one killed mid-class, in {seconds:.1f} s; "
-          f"killed while grading {victim['student']}")
+          f"killed while grading {victim['student']}\n{lost[0]}")
 
 
 def _ours(before):

@@ -91,3 +91,29 @@ def test_only_the_folders_of_dead_workers_are_removed(tmp_path, monkeypatch):
             (folder / "owner").write_text(owner)
     worker.remove_stale_folders()
     assert not dead.exists() and alive.exists() and unowned.exists()
+
+
+def test_a_long_lived_worker_keeps_the_scratch_courses_of_two_bundles_only(monkeypatch):
+    """Issue #28, trap 6: a worker kept a scratch course (and its sandbox's warm parent,
+    about 80 MB) for every bundle it ever saw; now the least recently used beyond two is
+    closed (WorkerCourse.close, which closes the session's sandbox too: the bundles here
+    are made without one, so no kernel runs), and a bundle used again is kept."""
+    monkeypatch.delenv("RESIDUAL_PACK_WORKER_BUNDLES", raising=False)
+    made = {name: bundle.make_bundle(COURSE, name, None)
+            for name in (ASSIGNMENT, "02_degradation", "07_check_understanding")}
+    pack = bundle.pack_fingerprint()
+    folders = {}
+    try:
+        for name in (ASSIGNMENT, "02_degradation", ASSIGNMENT, "07_check_understanding"):
+            data, digest = made[name]
+            outcome = worker.grade_task({
+                "student": "ann", "assignment": name, "files": {}, "feedback": False,
+                "pack": pack, "bundle": digest, "bundle_bytes": data})
+            assert outcome["result"]["reason"] == "no notebook handed in"
+            folders[name] = worker._STATE[digest].folder
+        assert list(worker._STATE) == [made[ASSIGNMENT][1], made["07_check_understanding"][1]]
+        assert not folders["02_degradation"].exists()  # WorkerCourse.close()
+        assert folders[ASSIGNMENT].exists()
+    finally:
+        while worker._STATE:
+            worker._STATE.popitem()[1].close()

@@ -5,6 +5,7 @@ process writes it; the students' kernels never see its credentials: a student wh
 the environment and tries the server's port finds neither.
 """
 
+import csv
 import os
 import subprocess
 
@@ -12,6 +13,7 @@ import nbformat
 import pytest
 from clusterparts import (
     ASSIGNMENT,
+    BIN,
     COURSE,
     PostgresServer,
     cli,
@@ -89,5 +91,50 @@ def test_a_class_graded_into_postgresql(tmp_path):
                 text = path.read_text(errors="replace")
                 assert server.password not in text, path
                 assert "postgresql" not in text, path
+    finally:
+        server.stop()
+
+
+def test_nbgrader_run_in_the_output_folder_reads_the_postgresql_gradebook(tmp_path):
+    """Issue #28, trap 3: after `residual-pack grade` into PostgreSQL, `nbgrader db student
+    list` and `nbgrader export` run from --out (as formgrader would be) see the class; the
+    password is not in the folder's config, but comes from $RESIDUAL_PACK_DB_URL or from
+    libpq's $PGPASSWORD."""
+    require_postgres()
+    from isolation import require_isolation
+
+    require_isolation()
+    server = PostgresServer()
+    try:
+        server.start()
+        submissions, out = tmp_path / "class", tmp_path / "out"
+        make_class(submissions, {"ann": "solution", "bob": "stub"})
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+        env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"  # as in an activated venv
+        run = subprocess.run(
+            [*cli(), "grade", ASSIGNMENT, str(submissions), "--out", str(out), "-j", "1"],
+            cwd=COURSE, env=dict(env, RESIDUAL_PACK_DB_URL=server.url()),
+            capture_output=True, text=True, timeout=900)
+        assert run.returncode == 0, run.stdout + run.stderr
+        config = (out / "nbgrader_config.py").read_text()
+        assert server.password not in config
+
+        nbgrader = str(BIN / "nbgrader")
+        for given in ({"RESIDUAL_PACK_DB_URL": server.url()}, {"PGPASSWORD": server.password}):
+            listed = subprocess.run([nbgrader, "db", "student", "list"], cwd=out,
+                                    env=dict(env, **given), capture_output=True, text=True,
+                                    timeout=120)
+            assert listed.returncode == 0, listed.stdout + listed.stderr
+            text = listed.stdout + listed.stderr
+            assert "There are 2 students in the database" in text, (given.keys(), text)
+            assert "ann (None, None)" in text and "bob (None, None)" in text, text
+        assert not (out / "gradebook.db").exists()  # nbgrader made no SQLite one here
+
+        exported = subprocess.run([nbgrader, "export", "--to", "exported.csv"], cwd=out,
+                                  env=dict(env, PGPASSWORD=server.password),
+                                  capture_output=True, text=True, timeout=120)
+        assert exported.returncode == 0, exported.stdout + exported.stderr
+        rows = {r["student_id"]: r for r in csv.DictReader(open(out / "exported.csv"))}
+        assert {s: float(r["score"]) for s, r in rows.items()} == {"ann": 6.0, "bob": 0.0}
     finally:
         server.stop()

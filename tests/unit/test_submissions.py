@@ -109,3 +109,38 @@ def test_the_runs_own_output_folder_is_not_a_student(tmp_path):
     out.mkdir(parents=True)
     assert set(find_submissions(tmp_path, "A", ["nb"], exclude=[out])) == {"ada"}
     assert "runs" in find_submissions(tmp_path, "A", ["nb"])
+
+
+def test_nbgraders_timestamp_beside_the_notebooks_is_read_not_left_out(tmp_path):
+    from autograder.grading.submissions import handed_in_at
+
+    _write(tmp_path / "ann" / "hw" / "nb.ipynb")  # nbgrader's own layout
+    _write(tmp_path / "ann" / "hw" / "timestamp.txt", "2026-12-01 18:30:00.000000 UTC\n")
+    _write(tmp_path / "bob" / "nb.ipynb")  # a folder per student
+    _write(tmp_path / "bob" / "timestamp.txt", "2026-12-01 16:00:00 UTC")
+    _write(tmp_path / "cy.ipynb")  # a file per student: the folder is no one's
+    _write(tmp_path / "timestamp.txt", "2026-12-01 16:00:00 UTC")
+    found = find_submissions(tmp_path, "hw", ["nb"])
+    assert found["ann"][1] == [] and found["bob"][1] == []  # not "left out"
+    stamps = {s: handed_in_at(files, tmp_path) for s, (files, _) in found.items()}
+    assert stamps == {"ann": "2026-12-01 18:30:00.000000 UTC",
+                      "bob": "2026-12-01 16:00:00 UTC", "cy": None}
+
+
+def test_a_linked_or_oversized_timestamp_is_not_read(tmp_path):
+    from autograder.grading.submissions import handed_in_at
+
+    elsewhere = _write(tmp_path / "elsewhere.txt", "2026-12-01 16:00:00 UTC")
+    nb = _write(tmp_path / "class" / "ann" / "nb.ipynb")
+    (nb.parent / "timestamp.txt").symlink_to(elsewhere)
+    assert handed_in_at({"nb": nb}, tmp_path / "class") is None
+    nb = _write(tmp_path / "class" / "bob" / "nb.ipynb")
+    _write(nb.parent / "timestamp.txt", "2026-12-01 16:00:00 UTC" + " " * 1000)
+    assert handed_in_at({"nb": nb}, tmp_path / "class") is None
+
+
+def test_another_hand_in_time_is_another_submission(tmp_path):
+    nb = _write(tmp_path / "nb.ipynb")
+    plain = submission_hash({"nb": nb})
+    assert submission_hash({"nb": nb}, None) == plain
+    assert submission_hash({"nb": nb}, "2026-12-01 16:00:00 UTC") != plain

@@ -17,7 +17,7 @@ from autograder.grading.course import CourseError
 from autograder.grading.student import StudentResult
 
 __all__ = ["have_dask", "connect", "check_workers", "task_key", "grade_on_cluster",
-           "apply_outcome", "write_gradebook"]
+           "apply_outcome", "write_gradebook", "LostWorkers"]
 
 
 def have_dask():
@@ -64,9 +64,12 @@ def write_gradebook(work, assignment, student, rows):
         gb.update_or_create_student(student)
         if rows is None:
             return
-        with contextlib.suppress(MissingEntry):
-            gb.remove_submission(assignment, student)
         extra = {"timestamp": rows["timestamp"]} if rows.get("timestamp") else {}
+        with contextlib.suppress(MissingEntry):  # an extension granted here stays
+            extension = gb.find_submission(assignment, student).extension
+            if extension is not None:
+                extra["extension"] = extension
+            gb.remove_submission(assignment, student)
         sub = gb.add_submission(assignment, student, **extra)
         for nb in sub.notebooks:
             saved = rows["notebooks"].get(nb.name)
@@ -81,6 +84,26 @@ def write_gradebook(work, assignment, student, rows):
                 if comment.name in saved["comments"]:
                     comment.auto_comment = saved["comments"][comment.name]
         gb.db.commit()
+
+
+def due(work, grader, student):
+    """What a worker needs to judge lateness as nbgrader does here: when the student
+    handed in (nbgrader's timestamp.txt, or None), the assignment's due date in this
+    gradebook and the student's extension there (ISO text and seconds, or None)."""
+    from nbgrader.api import MissingEntry
+
+    from autograder.grading.submissions import TIMESTAMP_FILE
+
+    stamp = grader.submission_folder(student) / TIMESTAMP_FILE
+    found = {"timestamp": stamp.read_text(encoding="utf-8").strip() if stamp.is_file() else None,
+             "duedate": None, "extension": None}
+    with work.api().gradebook as gb:
+        duedate = gb.find_assignment(grader.assignment).duedate
+        found["duedate"] = duedate.isoformat() if duedate else None
+        with contextlib.suppress(MissingEntry):
+            extension = gb.find_submission(grader.assignment, student).extension
+            found["extension"] = extension.total_seconds() if extension else None
+    return found
 
 
 def task_key(assignment, student, digest, bundle):
@@ -130,14 +153,55 @@ def check_workers(client, timeout=60):
     return len(theirs)
 
 
-def grade_on_cluster(grader, students, cluster, feedback=True, jobs=1, done=None, say=None):
+class LostWorkers:
+    """The workers the scheduler removes while a class is graded, unannounced (killed, out
+    of memory, their machine gone: Dask's "remove-worker" events that are not `expected`,
+    as a retired or closed worker's are), heard through the scheduler's event topic, with
+    the tasks each held."""
+
+    TOPIC = "all"
+
+    def __init__(self, client):
+        self.client = client
+        self.lost = []  # (worker address, [task keys it held], stimulus id)
+        client.subscribe_topic(self.TOPIC, self._heard)
+
+    def _heard(self, event):
+        _, msg = event
+        if isinstance(msg, dict) and msg.get("action") == "remove-worker" \
+                and not msg.get("expected"):
+            self.lost.append((str(msg.get("worker", "?")),
+                              [str(k) for k in msg.get("processing-tasks") or ()],
+                              str(msg.get("stimulus_id", ""))))
+
+    def close(self):
+        with contextlib.suppress(Exception):
+            self.client.unsubscribe_topic(self.TOPIC)
+
+    def running(self, key):
+        """The lost workers that held the task `key` (running or queued on them)."""
+        return [worker for worker, keys, _ in self.lost if key in keys]
+
+    def lines(self, students_by_key):
+        """The class report's lines: each lost worker, and whose tasks it held (running
+        or queued on it)."""
+        found = []
+        for worker, keys, why in self.lost:
+            whom = sorted(students_by_key[k] for k in keys if k in students_by_key)
+            found.append(f"cluster: worker {worker} was lost during the run"
+                         + (f", holding the task(s) of {', '.join(whom)}" if whom else "")
+                         + (f" ({why})" if why else "")
+                         + "; the scheduler gave its tasks to other workers")
+        return found
+
+
+def grade_on_cluster(grader, students, cluster, feedback=True, jobs=1, done=None, say=None,
+                     lost=None):
     """Grade `students` (already handed in to `grader`'s work course) as Dask tasks on
     `cluster` ("local" or a scheduler address); `done(student, result)` is called here as
-    each result has been written to the gradebook."""
-    from distributed import as_completed
-
-    from autograder.grading.submissions import submission_hash
-
+    each result has been written to the gradebook. Workers lost on the way are said, noted
+    in the results of the students they were grading, and added to `lost` (a list) as
+    lines for the class report."""
     say = say or (lambda *_: None)
     work = grader.work
     bundle, digest = make_bundle(work.course, grader.assignment, grader.sandbox)
@@ -147,27 +211,54 @@ def grade_on_cluster(grader, students, cluster, feedback=True, jobs=1, done=None
         say(f"cluster: {client.scheduler.address}, {workers} worker(s) now, pack {pack}, "
             f"bundle {digest[:12]}")
         client.set_metadata([BUNDLE_KEY, digest], bundle)
-        futures = {}
-        for student in students:
-            folder = grader.handed_in_folder(student)
-            paths = {p.stem: p for p in sorted(folder.glob("*.ipynb"))} if folder.is_dir() else {}
-            task = {"student": student, "assignment": grader.assignment, "bundle": digest,
-                    "pack": pack, "feedback": feedback,
-                    "files": {f"{n}.ipynb": p.read_bytes() for n, p in paths.items()}}
-            key = task_key(grader.assignment, student, submission_hash(paths), digest)
-            futures[client.submit(grade_task, task, key=key, pure=False)] = student
-        written = set()
-        for future in as_completed(futures):
-            student = futures[future]
-            if student in written:  # never twice, whatever the cluster does
-                continue
-            try:
-                result = apply_outcome(grader, future.result())
-            except Exception as exc:  # noqa: BLE001 (that student only, with the reason)
-                result = StudentResult(
-                    student, reason=f"the grading worker failed: {type(exc).__name__}: {exc}")
-                write_gradebook(work, grader.assignment, student, None)
-            written.add(student)
-            future.release()
-            if done:
-                done(student, result)
+        watch = LostWorkers(client)
+        try:
+            by_key = _grade_tasks(client, grader, students, digest, pack, feedback, done,
+                                  watch)
+        finally:
+            watch.close()
+        for line in watch.lines(by_key):
+            say(line)
+            if lost is not None:
+                lost.append(line)
+
+
+def _grade_tasks(client, grader, students, digest, pack, feedback, done, watch):
+    """Submit a task per student, write each result as it comes; {task key: student}."""
+    from distributed import as_completed
+
+    from autograder.grading.submissions import submission_hash
+
+    work = grader.work
+    futures = {}
+    for student in students:
+        folder = grader.handed_in_folder(student)
+        paths = {p.stem: p for p in sorted(folder.glob("*.ipynb"))} if folder.is_dir() else {}
+        task = {"student": student, "assignment": grader.assignment, "bundle": digest,
+                "pack": pack, "feedback": feedback,
+                "files": {f"{n}.ipynb": p.read_bytes() for n, p in paths.items()},
+                **due(work, grader, student)}
+        key = task_key(grader.assignment, student,
+                       submission_hash(paths, task["timestamp"]), digest)
+        futures[client.submit(grade_task, task, key=key, pure=False)] = student
+    by_key = {future.key: student for future, student in futures.items()}
+    written = set()
+    for future in as_completed(futures):
+        student = futures[future]
+        if student in written:  # never twice, whatever the cluster does
+            continue
+        try:
+            result = apply_outcome(grader, future.result())
+        except Exception as exc:  # noqa: BLE001 (that student only, with the reason)
+            result = StudentResult(
+                student, reason=f"the grading worker failed: {type(exc).__name__}: {exc}")
+            write_gradebook(work, grader.assignment, student, None)
+        for worker in watch.running(future.key):
+            result.notes.append(f"the Dask worker {worker} was lost while it held this "
+                                f"student's task (running or queued); graded on "
+                                f"{result.graded_by or 'another worker'}")
+        written.add(student)
+        future.release()
+        if done:
+            done(student, result)
+    return by_key

@@ -32,7 +32,11 @@ from autograder.grading.student import HANDED_IN, StudentResult
 __all__ = ["grade_task", "WorkerCourse", "remove_stale_folders"]
 
 FOLDER_PREFIX = "residual-pack-worker-"
-_STATE = {}  # bundle hash -> WorkerCourse (one per worker process and bundle)
+_STATE = {}  # bundle hash -> WorkerCourse, the most recently used last
+# how many bundles' scratch courses a worker process keeps (each holds a sandbox with its
+# warm parent, about 80 MB): the least recently used one is closed beyond that
+KEEP_BUNDLES_VARIABLE = "RESIDUAL_PACK_WORKER_BUNDLES"
+KEEP_BUNDLES = 2
 _LOCK = threading.Lock()  # one student at a time per worker process (the sandbox channel)
 
 
@@ -99,6 +103,7 @@ class WorkerCourse:
                 if not SAFE_NAME.match(name):
                     raise ValueError(f"bad notebook name {name!r}")
                 (folder / name).write_bytes(data)
+        self._due(work, student, task)
         start = time.perf_counter()
         try:
             result = grader.grade(student, feedback=task["feedback"])
@@ -122,6 +127,28 @@ class WorkerCourse:
         with contextlib.suppress(Exception), work.api().gradebook as gb:
             gb.remove_submission(self.assignment, student)
         return outcome
+
+    def _due(self, work, student, task):
+        """When `task`'s student handed in (nbgrader's timestamp.txt beside the notebooks),
+        and the coordinator's due date and extension in this scratch gradebook, so that
+        nbgrader's autograde here gives the late penalty the course's gradebook would."""
+        import datetime
+
+        from autograder.grading.submissions import TIMESTAMP_FILE
+
+        if task.get("timestamp"):
+            (self.grader.submission_folder(student) / TIMESTAMP_FILE).write_text(
+                task["timestamp"] + "\n", encoding="utf-8")
+        duedate = task.get("duedate")
+        with work.api().gradebook as gb:
+            gb.update_or_create_assignment(
+                self.assignment,
+                duedate=datetime.datetime.fromisoformat(duedate) if duedate else None)
+            if task.get("extension"):
+                gb.update_or_create_student(student)
+                gb.update_or_create_submission(
+                    self.assignment, student,
+                    extension=datetime.timedelta(seconds=task["extension"]))
 
     def close(self):
         """Close the session (its sandbox first of all) and remove the scratch course."""
@@ -180,10 +207,25 @@ def grade_task(task):
         if task["pack"] != mine:
             raise PackMismatch(f"the coordinator runs pack {task['pack']}, this worker {mine}")
         digest = task["bundle"]
-        state = _STATE.get(digest)
+        state = _STATE.pop(digest, None)
         if state is None:
             data = task.get("bundle_bytes") or _fetch_bundle(digest)
             if hashlib.sha256(data).hexdigest() != digest:
                 raise PackMismatch(f"bundle {digest[:12]}: the bytes do not match the hash")
-            state = _STATE[digest] = WorkerCourse(data, digest)
+            state = WorkerCourse(data, digest)
+        _STATE[digest] = state  # the most recently used, last
+        _forget_old_bundles()
         return state.grade(task)
+
+
+def _forget_old_bundles():
+    """Close the scratch courses of the least recently used bundles beyond what a worker
+    keeps (`RESIDUAL_PACK_WORKER_BUNDLES`, default 2): a long-lived worker that grades
+    many courses or assignments holds a few sandboxes, not one per bundle it ever saw."""
+    try:
+        keep = max(1, int(os.environ.get(KEEP_BUNDLES_VARIABLE, KEEP_BUNDLES)))
+    except ValueError:
+        keep = KEEP_BUNDLES
+    while len(_STATE) > keep:
+        oldest = next(iter(_STATE))
+        _STATE.pop(oldest).close()
