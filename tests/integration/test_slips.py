@@ -32,13 +32,15 @@ def _release(assignment, slip):
 
 
 def run_slip(assignment, slip, workdir):
-    """Run the release with `slip`'s answer up to the last cell it names. Returns
-    ({grade_id: what its error shows, or "passed"}, {grade_id: execution count})."""
+    """Run the release with `slip`'s answer (a Slip or a Mutant) up to the last test cell
+    it names. Returns ({grade_id: what its error shows, or "passed"}, {grade_id: execution
+    count})."""
     name, path = _release(assignment, slip)
     nb = with_answer(filled_in(read_notebook(path),
                                read_notebook(COURSE / SOURCE / assignment / f"{name}.ipynb")),
                      slip.cell, slip.source)
-    last = max(i for i, c in enumerate(nb.cells) if grade_id(c) in dict(slip.shows))
+    named = dict(slip.shows) if isinstance(slip, registry.Slip) else slip.loses
+    last = max(i for i, c in enumerate(nb.cells) if grade_id(c) in named)
     nb.cells = nb.cells[: last + 1]
     for item in path.parent.iterdir():  # the release's other files (data, figures)
         if item.is_file() and item.suffix != ".ipynb":
@@ -83,3 +85,32 @@ def test_the_slips_cover_the_known_kinds():
                   "ValueError in your answer: linear: ", "AttributeError in your answer: "
                   "'float' object"):
         assert any(t.startswith(start) for t in texts), start
+
+
+# ---------------------------------------------------------------- a wrong answer, named once
+
+
+def _mutant(assignment, name):
+    (found,) = [m for m in registry.load(assignment) if m.name == name]
+    return found
+
+
+def test_forgetting_the_add_is_named_once_in_its_gradient_test(tmp_path):
+    """Issue #27, item 3: the plain stack passes back 1e-20, a constant output 0; rounded
+    alike, the plain stack's gradient message also said "Or: the output is a constant
+    number..." twice."""
+    plain = _mutant("01_residual_stack", "plain stack returned as the residual one")
+    shown, _ = run_slip("01_residual_stack", plain, tmp_path)
+    assert shown["task1_1_test_gradient"] == (
+        "CheckFailed: d residual_stack(x, depth=20)/dx at x = 1.0: expected 6.7275 (1.1**20), "
+        f"got 1e-20. This looks like a known mistake: {plain.hint}")
+
+
+def test_a_constant_output_is_named_once_in_the_gradient_test(tmp_path):
+    constant = _mutant("01_residual_stack",
+                       "hard-coded 1.1**20, no graph (passes the visible output check)")
+    shown, _ = run_slip("01_residual_stack", constant, tmp_path)
+    assert shown["task1_1_test_output"] == "passed"
+    assert shown["task1_1_test_gradient"] == (
+        "CheckFailed: d residual_stack(x, depth=20)/dx at x = 1.0: expected 6.7275 (1.1**20), "
+        f"got 0. This looks like a known mistake: {constant.hint}")

@@ -9,6 +9,14 @@ GRADIENT_TEST = "task1_1_test_gradient"
 INPUT_GRADIENT_TEST = "task1_2_test_input_gradient"
 BOTH_TASK_1_1_TESTS = (OUTPUT_TEST, GRADIENT_TEST)
 
+# one mistake, one hint: answers that make the same mistake in other words share its hint,
+# so that a check they all fail alike names it once
+ADDED_TWICE = ("the shortcut seems to be added twice in each layer, so every layer doubles x. "
+               "Count how many times x appears in one step.")
+CONSTANT = ("the output is a constant number, not a Value built from x by the layers: nothing "
+            "in it depends on x, so backward() has nothing to follow, and other inputs and "
+            "depths get the same number.")
+
 
 def _stack(body):
     """The whole source of the Task 1.1 cell with `body` as the function's body."""
@@ -37,40 +45,28 @@ MUTANTS = [
         cell=STACK,
         source=_stack("    for _ in range(depth):\n        x = x + x + layer(x)\n    return x\n"),
         loses=BOTH_TASK_1_1_TESTS,
-        hint=(
-            "the shortcut seems to be added twice in each layer, so every layer doubles x. Count "
-            "how many times x appears in one step."
-        ),
+        hint=ADDED_TWICE,
     ),
     Mutant(
         name="shortcut added again after the layer",
         cell=STACK,
         source=_stack("    for _ in range(depth):\n        x = x + layer(x) + x\n    return x\n"),
         loses=BOTH_TASK_1_1_TESTS,
-        hint=(
-            "the input seems to be added twice per layer (once before the layer's output, once "
-            "after). Count how many times x appears in one step."
-        ),
+        hint=ADDED_TWICE,
     ),
     Mutant(
         name="hard-coded 6.727, no graph",
         cell=STACK,
         source=_stack("    return Value(6.727)\n"),
         loses=BOTH_TASK_1_1_TESTS,
-        hint=(
-            "the output is a constant number, not a Value computed from the input: nothing in it "
-            "depends on x, so there is nothing for backward() to follow."
-        ),
+        hint=CONSTANT,
     ),
     Mutant(
         name="hard-coded 1.1**20, no graph (passes the visible output check)",
         cell=STACK,
         source=_stack("    return Value(1.1**20)\n"),
         loses=BOTH_TASK_1_1_TESTS,
-        hint=(
-            "the output is a constant worked out for one input and one depth, not built from x by "
-            "the layers: other inputs and depths get the same number."
-        ),
+        hint=CONSTANT,
     ),
     Mutant(
         name="shortcut added only once, around the whole plain stack",
