@@ -51,8 +51,8 @@ class task:
       says nothing a student needs).
     - A NameError raised in the test's own line (the task's function, or a name of the
       notebook, is not defined) is `NotAnswered` with "run the cells above", unless the
-      answer cell that defines the name does not compile: then `BrokenAnswer` says which
-      SyntaxError, where.
+      answer cell that defines the name does not compile (then `BrokenAnswer` says which
+      SyntaxError, where) or the notebook defines a name much like it (a misspelt `def`).
     - Any other error, a NameError raised in the student's own code included, stays the
       error it is, shown with the student's lines only and the hint of a known slip
       (`crash`), and the known mistake it looks like, if any (`diagnosis`).
@@ -84,6 +84,12 @@ class task:
             broken = crash.broken_definition(name) if name else None
             if broken is not None:
                 raise BrokenAnswer(crash.syntax_lines(*broken)) from None
+            like = crash.defined_like(name, frames[-1])
+            if like:
+                raise NotAnswered(
+                    f"{task_id}: {exc}, but your notebook defines '{like}': is the name "
+                    f"misspelt there? The test calls it '{name}'."
+                ) from None
             raise NotAnswered(
                 f"{task_id}: {exc}. Run the notebook's cells above this one, in order, "
                 f"so that the code this check needs is defined."

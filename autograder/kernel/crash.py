@@ -33,6 +33,7 @@ import os
 import re
 
 __all__ = ["explain", "render", "frames_of", "slip_hint", "name_hint", "broken_definition",
+           "defined_like",
            "HANDED_IN", "CONTEXT", "MAX_FRAMES"]
 
 GRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # autograder/
@@ -322,11 +323,29 @@ def broken_definition(name):
         if not isinstance(source, str) or not defines.search(source):
             continue
         try:
-            compile(source, f"<cell {number}>", "exec", dont_inherit=True)
+            compile(_python(source), f"<cell {number}>", "exec", dont_inherit=True)
         except SyntaxError as error:
             return number, error
         return None
     return None
+
+
+def _python(source):
+    """A cell's source as IPython runs it (magics such as %time made Python)."""
+    shell = _shell()
+    try:
+        return shell.transform_cell(source) if shell is not None else source
+    except Exception:  # noqa: BLE001 (left as it is: compile says what is wrong)
+        return source
+
+
+def defined_like(name, frame):
+    """A name the notebook defines that `name` may be a slip for ("" if none)."""
+    namespace = frame.namespace if frame is not None else {}
+    names = sorted(n for n in namespace if isinstance(n, str) and not n.startswith("_")
+                   and n != name)
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.8) if name else []
+    return close[0] if close else ""
 
 
 def syntax_lines(number, error):

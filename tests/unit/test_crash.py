@@ -179,3 +179,31 @@ def test_an_error_the_test_raises_on_what_the_answer_returned_says_so(notebook):
     lines = shown(caught.value).splitlines()
     assert lines[0].startswith("TypeError in the test, from what your code gave it: ")
     assert lines[-1] == f"Hint: {crash.TEST_USED}"
+
+
+def test_a_misspelt_definition_is_pointed_out_instead_of_run_the_cells_above(notebook):
+    namespace, run = notebook
+    run(5, "def residual_stak(x, depth=20):\n    return x\n")
+    with pytest.raises(NotAnswered) as caught:
+        run(6, 'with task("Task 1.1"):\n    residual_stack(Value(1.0), depth=20)\n')
+    assert str(caught.value) == (
+        "Task 1.1: name 'residual_stack' is not defined, but your notebook defines "
+        "'residual_stak': is the name misspelt there? The test calls it 'residual_stack'.")
+
+
+def test_a_magic_in_the_answer_cell_is_not_taken_for_a_syntax_error(notebook, monkeypatch):
+    """A cell run as IPython runs it (%time made Python) compiles: the answer is missing
+    for another reason (here the cell stopped before its def), not a SyntaxError."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    namespace, run = notebook
+    answer = "%time import a_module_that_is_not_there\ndef residual_stack(x, depth=20):\n" \
+             "    return x\n"
+    shell = type("Shell", (), {
+        "transform_cell": staticmethod(TransformerManager().transform_cell),
+        "history_manager": type("History", (), {"input_hist_raw": ["", answer, ""]})(),
+        "compile": None})()
+    monkeypatch.setattr(crash, "_shell", lambda: shell)
+    with pytest.raises(NotAnswered, match=r"^Task 1\.1: name 'residual_stack' is not "
+                                          r"defined\. Run the notebook's cells above"):
+        run(2, 'with task("Task 1.1"):\n    residual_stack(Value(1.0), depth=20)\n')

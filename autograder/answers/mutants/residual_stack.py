@@ -269,7 +269,18 @@ _BROKEN = ("IndentationError in your answer (Cell In[@task1_1_residual_stack], l
            "The cell did not run, so it defined nothing: fix that line and run the cell "
            "again, then this test.")
 
+_MISSPELT_DEF = ("NotAnswered: Task 1.1: name 'residual_stack' is not defined, but your notebook "
+                 "defines 'residual_stak': is the name misspelt there? The test calls it "
+                 "'residual_stack'.")
+
 SLIPS = [
+    Slip(
+        name="the function's name misspelt in its def",
+        cell=STACK,
+        source=_stack("    for _ in range(depth):\n        x = x + layer(x)\n    return x\n"
+                      ).replace("residual_stack", "residual_stak"),
+        shows=((OUTPUT_TEST, _MISSPELT_DEF), (GRADIENT_TEST, _MISSPELT_DEF)),
+    ),
     Slip(
         name="a misspelt name: layr for layer",
         cell=STACK,
