@@ -9,9 +9,9 @@ unless every cell in `loses` scores zero. Each mutant's `hint` names its mistake
 student whose answer fails a visible test the same way (`residual-pack fingerprints`,
 `autograder.kernel.diagnosis`).
 
-A module may also define `SLIPS`, a list of `Slip`s: wrong answers that raise or do not
-run, each with the exact text that every visible test it fails shows the student
-(`tests/integration/test_slips.py` runs them in a kernel and compares).
+A module may also define `SLIPS`, a list of `Slip`s: wrong answers that raise, do not run
+or make a common Python slip, each with the exact text that every visible test it fails
+shows the student (`tests/integration/test_slips.py` runs them in a kernel and compares).
 """
 
 import re
@@ -56,9 +56,10 @@ def load(assignment):
 
 @dataclass(frozen=True)
 class Slip:
-    """A wrong answer that raises, or does not run (a misspelt name, an indentation, lists
-    joined with `+`): each visible test cell it fails must show the student exactly
-    `shows`, the error, their own lines and the hint (`autograder.kernel.crash`)."""
+    """A slip: a wrong answer that raises, or does not run, or fails the way a common
+    Python slip does (a misspelt name, an indentation, lists joined with `+`): each visible
+    test cell it fails must show the student exactly `shows` (for an error: the error,
+    their own lines and the hint, `autograder.kernel.crash`)."""
 
     name: str
     cell: str  # grade_id of the answer cell whose source is replaced
