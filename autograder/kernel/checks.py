@@ -17,6 +17,7 @@ An expected value that takes work (a reference run, a model answer) is passed as
 
 import numbers
 
+from autograder.kernel import crash
 from autograder.kernel.compare import MAX_ITEMS, encode, short_repr
 from autograder.kernel.diagnosis import diagnose_raised
 from autograder.kernel.witness import CheckFailed, Expected, NotAnswered, expected, resolve, settle
@@ -25,6 +26,7 @@ from microgpt.engine import Value
 __all__ = [
     "CheckFailed",
     "NotAnswered",
+    "BrokenAnswer",
     "Expected",
     "expected",
     "task",
@@ -42,11 +44,18 @@ __all__ = [
 
 
 class task:
-    """`with task("Task 1.1"):` turns a missing or unfinished answer into a failure naming the task.
+    """`with task("Task 1.1"):` turns a missing answer into a failure naming the task, and
+    an error in the student's code into a wrong answer that says where it went wrong.
 
-    A stub's NotImplementedError becomes one short `NotAnswered` message (its traceback
-    says nothing a student needs); a NameError keeps its traceback, since it may come
-    from a bug in the student's own code rather than from a cell that was not run.
+    - A stub's NotImplementedError becomes one short `NotAnswered` message (its traceback
+      says nothing a student needs).
+    - A NameError raised in the test's own line (the task's function, or a name of the
+      notebook, is not defined) is `NotAnswered` with "run the cells above", unless the
+      answer cell that defines the name does not compile (then `BrokenAnswer` says which
+      SyntaxError, where) or the notebook defines a name much like it (a misspelt `def`).
+    - Any other error, a NameError raised in the student's own code included, stays the
+      error it is, shown with the student's lines only and the hint of a known slip
+      (`crash`), and the known mistake it looks like, if any (`diagnosis`).
     """
 
     def __init__(self, task_id):
@@ -58,20 +67,53 @@ class task:
     def __exit__(self, kind, exc, tb):
         __tracebackhide__ = True  # IPython leaves this frame out of the traceback
         task_id = self.task_id
-        if kind is not None and issubclass(kind, NameError):
-            raise NotAnswered(
-                f"{task_id}: {exc}. Run the notebook's cells above this one, in order, "
-                f"so that the code this check needs is defined."
-            ) from exc
-        if kind is not None and issubclass(kind, NotImplementedError):
+        if kind is None or not isinstance(exc, Exception) or getattr(exc, "from_check", False):
+            return False
+        if isinstance(exc, NotImplementedError):
             raise NotAnswered(
                 f"{task_id} is not done yet: the code still raises NotImplementedError ({exc}). "
                 f"Replace the stub in the {task_id} cell with your code and run that cell."
             ) from None
-        if isinstance(exc, Exception) and not getattr(exc, "from_check", False):
-            # the known mistake it looks like, if any
-            diagnose_raised(task_id, exc, in_message=isinstance(exc, CheckFailed))
+        if isinstance(exc, CheckFailed):
+            # raised outside a check (a probe's own verdict): its message is what it says
+            diagnose_raised(task_id, exc, in_message=True)
+            return False
+        frames = crash.frames_of(tb)
+        if isinstance(exc, NameError) and crash.who_raised(frames) == "test":
+            name = getattr(exc, "name", None) or ""
+            broken = crash.broken_definition(name) if name else None
+            if broken is not None:
+                raise BrokenAnswer(crash.syntax_lines(*broken)) from None
+            like = crash.defined_like(name, frames[-1])
+            if like:
+                raise NotAnswered(
+                    f"{task_id}: {exc}, but your notebook defines '{like}': is the name "
+                    f"misspelt there? The test calls it '{name}'."
+                ) from None
+            raise NotAnswered(
+                f"{task_id}: {exc}. Run the notebook's cells above this one, in order, "
+                f"so that the code this check needs is defined."
+            ) from exc
+        diagnose_raised(task_id, exc)  # the known mistake it looks like, as a note
+        if isinstance(exc, NameError):
+            name = getattr(exc, "name", None) or ""
+            crash.explain(exc, tb, headline=f"NameError in your answer: {exc}",
+                          hints=[crash.name_hint(name, frames[-1])])
+        else:
+            crash.explain(exc, tb)
         return False
+
+
+class BrokenAnswer(CheckFailed):
+    """The answer cell a test needs does not compile (a SyntaxError, an IndentationError):
+    its lines say which error, where."""
+
+    def __init__(self, lines):
+        super().__init__(lines[0])
+        self.lines = list(lines)
+
+    def _render_traceback_(self):
+        return list(self.lines)
 
 
 # ---------------------------------------------------------------- observing

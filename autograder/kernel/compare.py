@@ -154,7 +154,8 @@ def _compare_nested(actual, expected, what, params, path=()):
                     f"got a float: {short_repr(decode(actual))}")
         if len(actual) != len(expected):
             return (f"{where(path)}: expected a list of {len(expected)} numbers or Values, "
-                    f"got {len(actual)}: {short_repr(_shown(actual))}")
+                    f"got {len(actual)}: {short_repr(_shown(actual))}"
+                    f"{_joined_lists(len(actual), len(expected))}")
         for i, (a, e) in enumerate(zip(actual, expected)):
             found = _compare_nested(a, e, what, params, path + (i,))
             if found:
@@ -171,6 +172,19 @@ def _compare_nested(actual, expected, what, params, path=()):
         e_text, a_text = pair_text(e, a)
         return f"{where(path)}: expected {e_text}{_because(params)}, got {a_text}"
     return None
+
+
+JOINED_LISTS = (" ({times} as many: `+` on two Python lists joins them end to end, [a, b] + "
+                "[c, d] is [a, b, c, d], instead of adding them item by item)")
+
+
+def _joined_lists(got, wanted):
+    """The known slip behind a list `got` items long where `wanted` are due, if it fits
+    one: two (or more) lists of the right length joined with `+`."""
+    if wanted <= 0 or got <= wanted or got % wanted:
+        return ""
+    times = {2: "twice", 3: "three times"}.get(got // wanted, f"{got // wanted} times")
+    return JOINED_LISTS.format(times=times)
 
 
 def _shown(items):

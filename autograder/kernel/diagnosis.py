@@ -8,6 +8,12 @@ cell, a fingerprint of what that check observed: a hash of the kind of check, th
 that name it (`what`) and the observation with its numbers rounded to a few digits.
 `autograder/kernel/fingerprints.py` (generated, committed) maps those hashes to the hints.
 
+Rounding to a few digits makes a fingerprint stable from one machine to another, and also
+makes some observations alike that are not (a gradient of 0 and one of 1e-20): when
+mistakes with different hints share a fingerprint only that way, the table names each
+under a finer key (`fine_key`: the check's message with its numbers kept however small),
+so that a message never names a mistake for another one.
+
 When a check fails (in a student's kernel, or in the grading process where `judge`
 compares a graded kernel's observations), `compare` asks `diagnose` for the same hash of
 what the failing check observed; a known one adds "This looks like a known mistake: ...".
@@ -26,6 +32,7 @@ import re
 from autograder.kernel import fingerprints as _table
 
 __all__ = ["fingerprint", "canonical", "diagnose", "diagnose_raised", "known_hints",
+           "fine_key", "hints_for",
            "DIGITS", "LEAD", "RECORD_VARIABLE", "VERSION"]
 
 VERSION = 1  # of the fingerprint: a change here makes every committed one stale
@@ -109,6 +116,28 @@ def known_hints(key):
     return list(_KNOWN.get(key, ()))
 
 
+def _fine_round(x):
+    """`x` to DIGITS significant digits however small (0 stays 0, 1e-20 stays 1e-20)."""
+    return "0" if x == 0 else f"{x:.{DIGITS}g}" if math.isfinite(x) else repr(x)
+
+
+def fine_key(key, message):
+    """A finer fingerprint: `key` with the failing check's message (before any diagnosis),
+    whose numbers keep DIGITS significant digits however small they are. Two known
+    mistakes whose observations only look alike once rounded (a gradient of 0 and one of
+    1e-20) share `key` but not this one: the table then keeps them apart under their fine
+    keys (`residual-pack fingerprints`), so that neither is named for the other."""
+    text = _ADDRESS.sub("0x?", str(message))
+    text = _NUMBER.sub(lambda m: _fine_round(float(m.group())), text)
+    body = json.dumps([VERSION, "fine", key, text], separators=(",", ":"))
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
+
+
+def hints_for(key, message):
+    """The hints of the known mistakes that observed what `key` and `message` say."""
+    return known_hints(key) or known_hints(fine_key(key, message))
+
+
 def diagnose(kind, observed, params, message):
     """`message` (a failing check's), with the known mistake it looks like, if any."""
     try:
@@ -122,10 +151,11 @@ def diagnose(kind, observed, params, message):
         # never diagnosed (every wrong answer it catches would look alike without them)
         _record(key, kind, what, f"{FAILED}: {message}", exact=False)
         return message
-    text = _words(known_hints(key))
+    fine = fine_key(key, message)
+    text = _words(hints_for(key, message))
     if text:
         message = _joined(message, text)
-    _record(key, kind, what, f"{FAILED}: {message}")
+    _record(key, kind, what, f"{FAILED}: {message}", fine=fine)
     return message
 
 
@@ -154,27 +184,30 @@ def diagnose_raised(task_id, exc, in_message=False):
         key = fingerprint(RAISED, task_id, {RAISED: error})
     except Exception:  # noqa: BLE001 (an exception whose str() fails is not diagnosed)
         return ""
-    text = _words(known_hints(key))
+    fine = fine_key(key, error)
+    text = _words(hints_for(key, error))
     if text and in_message and len(exc.args) == 1:
         exc.args = (_joined(str(exc.args[0]), text),)
         error = f"{type(exc).__name__}: {exc}"
     elif text and hasattr(exc, "add_note"):
         exc.add_note(text)
-    _record(key, RAISED, task_id, error)
+    _record(key, RAISED, task_id, error, fine=fine)
     return text
 
 
-def _record(key, kind, what, error, exact=True):
+def _record(key, kind, what, error, exact=True, fine=None):
     """Log a failing check's fingerprint and the error it shows (`error`: "name: message"
     as a notebook's output holds it), when `residual-pack fingerprints` asks for it;
-    `exact` false marks a training run's check, which is never diagnosed."""
+    `exact` false marks a training run's check, which is never diagnosed; `fine`: its
+    `fine_key`."""
     path = os.environ.get(RECORD_VARIABLE)
     if not path:
         return
     try:
         with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"key": key, "kind": kind, "what": what,
-                                "error": error, **({} if exact else {"exact": False})})
+            f.write(json.dumps({"key": key, "kind": kind, "what": what, "error": error,
+                                **({} if fine is None else {"fine": fine}),
+                                **({} if exact else {"exact": False})})
                     + "\n")
     except OSError:
         pass

@@ -164,9 +164,10 @@ def test_the_generator_reads_each_failing_check_from_a_log(tmp_path, monkeypatch
         with task("Task 1.1"):
             raise ValueError("no")
     first, second = [json.loads(line) for line in log.read_text().splitlines()]
-    assert first == {"key": diagnosis.fingerprint("number", "x", {"number": 1.0,
-                                                                  "is_value": False}),
-                     "kind": "number", "what": "x", "error": f"CheckFailed: {caught.value}"}
+    key = diagnosis.fingerprint("number", "x", {"number": 1.0, "is_value": False})
+    assert first == {"key": key, "kind": "number", "what": "x",
+                     "error": f"CheckFailed: {caught.value}",
+                     "fine": diagnosis.fine_key(key, str(caught.value))}
     assert second["error"] == "ValueError: no" and second["kind"] == diagnosis.RAISED
     monkeypatch.delenv(diagnosis.RECORD_VARIABLE)
     with pytest.raises(CheckFailed):

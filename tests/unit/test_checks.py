@@ -258,6 +258,20 @@ def test_check_values_wants_a_list_of_the_right_length():
         check_values(None, [1.0, 2.0], what="out")
 
 
+def test_a_list_twice_as_long_names_lists_joined_with_plus():
+    h, f = [Value(1.0), Value(2.0)], [Value(0.5), Value(0.25)]
+    with fails_with("h + f(h): expected a list of 2 numbers or Values, got 4: "
+                    "[1.0, 2.0, 0.5, 0.25] (twice as many: `+` on two Python lists joins them "
+                    "end to end, [a, b] + [c, d] is [a, b, c, d], instead of adding them item "
+                    "by item)"):
+        check_values(h + f, [1.5, 2.25], what="h + f(h)")
+    with fails_with("out: expected a list of 2 numbers or Values, got 6: "
+                    "[1.0, 2.0, 1.0, 2.0, 1.0, 2.0] (three times as many: `+` on two Python "
+                    "lists joins them end to end, [a, b] + [c, d] is [a, b, c, d], instead of "
+                    "adding them item by item)"):
+        check_values(h + h + h, [1.0, 2.0], what="out")
+
+
 def _product(vs):
     return vs[0] * vs[1] + vs[1].tanh()
 

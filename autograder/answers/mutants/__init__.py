@@ -8,6 +8,10 @@ mutant's source in place of the solution cell it names, grades the notebook, and
 unless every cell in `loses` scores zero. Each mutant's `hint` names its mistake for a
 student whose answer fails a visible test the same way (`residual-pack fingerprints`,
 `autograder.kernel.diagnosis`).
+
+A module may also define `SLIPS`, a list of `Slip`s: wrong answers that raise, do not run
+or make a common Python slip, each with the exact text that every visible test it fails
+shows the student (`tests/integration/test_slips.py` runs them in a kernel and compares).
 """
 
 import re
@@ -32,15 +36,49 @@ def module_name(assignment):
     return f"{__name__}.{re.sub(r'^[0-9]+_', '', assignment).replace('-', '_')}"
 
 
-def load(assignment):
-    """The registered mutants of `assignment`: its module's `MUTANTS` ([] when it has none)."""
+def _module(assignment):
+    """The module of `assignment`'s wrong answers (None when it has none)."""
     import importlib
 
     name = module_name(assignment)
     try:
-        module = importlib.import_module(name)
+        return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name == name:
-            return []
+            return None
         raise
-    return list(getattr(module, "MUTANTS", []))
+
+
+def load(assignment):
+    """The registered mutants of `assignment`: its module's `MUTANTS` ([] when it has none)."""
+    return list(getattr(_module(assignment), "MUTANTS", []))
+
+
+@dataclass(frozen=True)
+class Slip:
+    """A slip: a wrong answer that raises, or does not run, or fails the way a common
+    Python slip does (a misspelt name, an indentation, lists joined with `+`): each visible
+    test cell it fails must show the student exactly `shows` (for an error: the error,
+    their own lines and the hint, `autograder.kernel.crash`)."""
+
+    name: str
+    cell: str  # grade_id of the answer cell whose source is replaced
+    source: str  # the slip: the whole new source of that cell
+    # (grade_id of a visible test cell, the text its error shows), in notebook order; in
+    # the text, "In[@grade_id]" stands for that cell's "In[n]" in the run
+    shows: tuple
+    notebook: str = ""  # notebook file name in the assignment; "" when it has only one
+
+
+CELL_NUMBER = re.compile(r"In\[@([\w.-]+)\]")
+
+
+def shown_text(text, numbers):
+    """`text` of a `Slip.shows` with each "In[@grade_id]" as "In[n]" (`numbers`:
+    grade_id -> the cell's execution count in the run)."""
+    return CELL_NUMBER.sub(lambda m: f"In[{numbers[m.group(1)]}]", text)
+
+
+def load_slips(assignment):
+    """The registered slips of `assignment`: its module's `SLIPS` ([] when it has none)."""
+    return list(getattr(_module(assignment), "SLIPS", []))

@@ -1,7 +1,7 @@
 """Wrong answers to the tiny-GPT residual adds assignment (Tasks 5.1 to 5.3) that the tests
 must catch."""
 
-from autograder.answers.mutants import Mutant
+from autograder.answers.mutants import Mutant, Slip
 
 PRE = "task5_1_pre_norm_block"
 POST = "task5_2_post_norm_block"
@@ -370,3 +370,39 @@ MUTANTS.append(Mutant(
         "switches off: build it yourself."
     ),
 ))
+
+# ---- slips: answers that raise, and what each test they fail shows ----
+
+_JOINED_TAIL = (
+    "Cell In[@task5_1_pre_norm_block], line 3, in pre_norm_block:\n"
+    "      1 def pre_norm_block(model, x, layer, cache):\n"
+    "      2     x = x + model.attention(rmsnorm(x), layer, cache)\n"
+    "----> 3     m = model.mlp(rmsnorm(x), layer)\n"
+    "microgpt/engine.py, line 359, in linear, where the error was raised:\n"
+    '----> 359             raise ValueError(f"linear: a row of {len(row)} weights for '
+    '{len(x)} inputs")\n'
+    "Hint: the model's layer got 32 numbers where its rows of weights have 16: twice as "
+    "many. `+` on two Python lists joins them end to end ([a, b] + [c, d] is [a, b, c, d]); "
+    "it does not add them number by number. Is a list of Values added to another list with "
+    "`+`?")
+_JOINED = "ValueError in your answer: linear: a row of 16 weights for 32 inputs"
+
+SLIPS = [
+    Slip(
+        name="lists joined with + instead of added",
+        cell=PRE,
+        source=_pre("    x = x + model.attention(rmsnorm(x), layer, cache)\n"
+                    "    m = model.mlp(rmsnorm(x), layer)\n"
+                    "    return [xi + mi for xi, mi in zip(x, m)]\n"),
+        shows=(
+            (PRE_VALUES, f"{_JOINED}\nCell In[@{PRE_VALUES}], line 7, the test:\n"
+                         f'----> 7     check_block_values(pre_norm_block, "pre")\n{_JOINED_TAIL}'),
+            (PRE_GRADIENTS, f"{_JOINED}\nCell In[@{PRE_GRADIENTS}], line 7, the test:\n"
+                            f'----> 7     check_block_gradients(pre_norm_block, "pre")\n'
+                            f"{_JOINED_TAIL}"),
+            (PRE_TRAINING, f"{_JOINED}\nCell In[@{PRE_TRAINING}], line 7, the test:\n"
+                           f'----> 7     check_block_training(pre_norm_block, "pre", steps=8, '
+                           f"seed=0)\n{_JOINED_TAIL}"),
+        ),
+    ),
+]

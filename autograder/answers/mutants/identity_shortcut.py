@@ -1,7 +1,7 @@
 """Wrong answers to the identity shortcut assignment (Tasks 4.1 and 4.2) that the tests must
 catch."""
 
-from autograder.answers.mutants import Mutant
+from autograder.answers.mutants import Mutant, Slip
 
 LAYER = "task4_1_residual_layer"
 RATIO = "task4_2_first_last_ratio"
@@ -325,3 +325,25 @@ MUTANTS = [
     ),
 ]
 
+
+# ---- slips, and what each test they fail shows ----
+
+SLIPS = [
+    Slip(
+        name="lists joined with + instead of added",
+        cell=LAYER,
+        source="def residual_layer(h, W):\n    return h + plain_layer(h, W)\n",
+        shows=(
+            (VALUES_TEST,
+             "CheckFailed: residual_layer(h, W) at width 8: expected a list of 8 numbers or "
+             "Values, got 16: [0.3721417060982223, 2.0702776163019956, 1.76269495955847... "
+             "(twice as many: `+` on two Python lists joins them end to end, [a, b] + [c, d] is "
+             "[a, b, c, d], instead of adding them item by item)"),
+            # the probe weighs the first 8 outputs only: the gradient is wrong, with no hint
+            (GRADIENTS_TEST,
+             "CheckFailed: residual_layer(h, W) at width 4, d/d h[0]: expected 1.334 (central "
+             "difference of h + relu(W LayerNorm(h)), h=1e-06), got 1.3602 (its .grad after "
+             "backward)"),
+        ),
+    ),
+]

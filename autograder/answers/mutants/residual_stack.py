@@ -1,6 +1,6 @@
 """Wrong answers to the residual stack assignment (Tasks 1.1 and 1.2) that the tests must catch."""
 
-from autograder.answers.mutants import Mutant
+from autograder.answers.mutants import Mutant, Slip
 
 STACK = "task1_1_residual_stack"
 GRADIENT = "task1_2_input_gradient"
@@ -8,6 +8,14 @@ OUTPUT_TEST = "task1_1_test_output"
 GRADIENT_TEST = "task1_1_test_gradient"
 INPUT_GRADIENT_TEST = "task1_2_test_input_gradient"
 BOTH_TASK_1_1_TESTS = (OUTPUT_TEST, GRADIENT_TEST)
+
+# one mistake, one hint: answers that make the same mistake in other words share its hint,
+# so that a check they all fail alike names it once
+ADDED_TWICE = ("the shortcut seems to be added twice in each layer, so every layer doubles x. "
+               "Count how many times x appears in one step.")
+CONSTANT = ("the output is a constant number, not a Value built from x by the layers: nothing "
+            "in it depends on x, so backward() has nothing to follow, and other inputs and "
+            "depths get the same number.")
 
 
 def _stack(body):
@@ -37,40 +45,28 @@ MUTANTS = [
         cell=STACK,
         source=_stack("    for _ in range(depth):\n        x = x + x + layer(x)\n    return x\n"),
         loses=BOTH_TASK_1_1_TESTS,
-        hint=(
-            "the shortcut seems to be added twice in each layer, so every layer doubles x. Count "
-            "how many times x appears in one step."
-        ),
+        hint=ADDED_TWICE,
     ),
     Mutant(
         name="shortcut added again after the layer",
         cell=STACK,
         source=_stack("    for _ in range(depth):\n        x = x + layer(x) + x\n    return x\n"),
         loses=BOTH_TASK_1_1_TESTS,
-        hint=(
-            "the input seems to be added twice per layer (once before the layer's output, once "
-            "after). Count how many times x appears in one step."
-        ),
+        hint=ADDED_TWICE,
     ),
     Mutant(
         name="hard-coded 6.727, no graph",
         cell=STACK,
         source=_stack("    return Value(6.727)\n"),
         loses=BOTH_TASK_1_1_TESTS,
-        hint=(
-            "the output is a constant number, not a Value computed from the input: nothing in it "
-            "depends on x, so there is nothing for backward() to follow."
-        ),
+        hint=CONSTANT,
     ),
     Mutant(
         name="hard-coded 1.1**20, no graph (passes the visible output check)",
         cell=STACK,
         source=_stack("    return Value(1.1**20)\n"),
         loses=BOTH_TASK_1_1_TESTS,
-        hint=(
-            "the output is a constant worked out for one input and one depth, not built from x by "
-            "the layers: other inputs and depths get the same number."
-        ),
+        hint=CONSTANT,
     ),
     Mutant(
         name="shortcut added only once, around the whole plain stack",
@@ -248,5 +244,77 @@ MUTANTS = [
         ),
         loses=(INPUT_GRADIENT_TEST,),
         hint="the gradient's sign seems to be dropped (abs): gradients can be negative.",
+    ),
+]
+
+# ---- slips: answers that raise or do not run, and what each test they fail shows ----
+
+_TEST_OUTPUT_LINE = ("Cell In[@task1_1_test_output], line 10, the test:\n"
+                     "----> 10     check_value(residual_stack(Value(1.0), depth=20), 1.1**20,")
+_TEST_GRADIENT_LINE = (
+    "Cell In[@task1_1_test_gradient], line 7, the test:\n"
+    "----> 7     grad = check_gradient(lambda x: residual_stack(x, depth=20), 1.0, what=what)")
+
+
+def _both_tests(text_after_the_test_line, headline):
+    """The same text in both Task 1.1 tests, after each one's own line."""
+    return tuple((gid, f"{headline}\n{line}\n{text_after_the_test_line}")
+                 for gid, line in ((OUTPUT_TEST, _TEST_OUTPUT_LINE),
+                                   (GRADIENT_TEST, _TEST_GRADIENT_LINE)))
+
+
+_BROKEN = ("IndentationError in your answer (Cell In[@task1_1_residual_stack], line 3): "
+           "expected an indented block after 'for' statement on line 2\n"
+           "----> 3     x = x + layer(x)\n"
+           "The cell did not run, so it defined nothing: fix that line and run the cell "
+           "again, then this test.")
+
+_MISSPELT_DEF = ("NotAnswered: Task 1.1: name 'residual_stack' is not defined, but your notebook "
+                 "defines 'residual_stak': is the name misspelt there? The test calls it "
+                 "'residual_stack'.")
+
+SLIPS = [
+    Slip(
+        name="the function's name misspelt in its def",
+        cell=STACK,
+        source=_stack("    for _ in range(depth):\n        x = x + layer(x)\n    return x\n"
+                      ).replace("residual_stack", "residual_stak"),
+        shows=((OUTPUT_TEST, _MISSPELT_DEF), (GRADIENT_TEST, _MISSPELT_DEF)),
+    ),
+    Slip(
+        name="a misspelt name: layr for layer",
+        cell=STACK,
+        source=_stack("    for _ in range(depth):\n        x = x + layr(x)\n    return x\n"),
+        shows=_both_tests(
+            "Cell In[@task1_1_residual_stack], line 3, in residual_stack:\n"
+            "      1 def residual_stack(x, depth=20):\n"
+            "      2     for _ in range(depth):\n"
+            "----> 3         x = x + layr(x)\n"
+            "Hint: Did you mean 'layer'?",
+            "NameError in your answer: name 'layr' is not defined"),
+    ),
+    Slip(
+        name="the loop's body not indented",
+        cell=STACK,
+        source=_stack("    for _ in range(depth):\n    x = x + layer(x)\n    return x\n"),
+        shows=((OUTPUT_TEST, _BROKEN), (GRADIENT_TEST, _BROKEN)),
+    ),
+    Slip(
+        name="the layer applied to x.data, a float",
+        cell=STACK,
+        source=_stack("    for _ in range(depth):\n        x = x + layer(x.data)\n    return x\n"),
+        shows=_both_tests(
+            "Cell In[@task1_1_residual_stack], line 3, in residual_stack:\n"
+            "      1 def residual_stack(x, depth=20):\n"
+            "      2     for _ in range(depth):\n"
+            "----> 3         x = x + layer(x.data)\n"
+            "Cell In[@plain_stack], line 3, in layer:\n"
+            "      1 def layer(x):\n"
+            '      2     """One layer: F(x) = relu(0.1 x) on a `Value`."""\n'
+            "----> 3     return (0.1 * x).relu()\n"
+            "Hint: a plain float where a Value belongs: relu is a Value's, not a float's. A "
+            "number taken out with .data, or worked out on floats, is no longer part of the "
+            "graph: keep working on the Values.",
+            "AttributeError in your answer: 'float' object has no attribute 'relu'"),
     ),
 ]

@@ -1,0 +1,359 @@
+"""What a student sees when their code raises during a test: a crash is a wrong answer.
+
+`task` (in `checks`) hands every error that is not a check's verdict to `explain`, which
+keeps the error as it is (its type and message are what nbgrader and the grader read) and
+gives it a rendering of its own, the one a notebook shows (IPython asks an exception for
+`_render_traceback_`):
+
+    ValueError in your answer: linear: a row of 16 weights for 32 inputs
+    Cell In[7], line 7, the test:
+    ----> 7     check_block_values(pre_norm_block, "pre")
+    Cell In[5], line 4, in pre_norm_block:
+          2     \"\"\"Task 5.1\"\"\"
+          3     x = x + model.attention(rmsnorm(x), layer, cache)
+    ----> 4     m = model.mlp(rmsnorm(x), layer)
+    microgpt/engine.py, line 359, in linear, where the error was raised:
+    ----> 359             raise ValueError(f"linear: a row of {len(row)} weights for ...")
+    Hint: ...
+
+Only the notebook's own lines are shown (the test cell's and the student's cells', named
+as Jupyter names them), and of the library the one line that raised; the checks' frames
+(this package) never. A hint follows where the error fits a known slip (`slip_hint`): lists
+joined with `+`, lists of the wrong length, a plain float or a list where a `Value` belongs.
+
+A NameError raised in the student's own code is a mistake in it (a misspelt name, or a
+name from a cell not run), said with their line (`misnamed`); a missing answer whose cell
+does not compile says so, with the line (`broken_definition`).
+"""
+
+import builtins
+import difflib
+import linecache
+import os
+import re
+
+__all__ = ["explain", "render", "frames_of", "slip_hint", "name_hint", "broken_definition",
+           "defined_like",
+           "HANDED_IN", "CONTEXT", "MAX_FRAMES"]
+
+GRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # autograder/
+HANDED_IN = "<handed-in code>"  # the checks' frame that calls handed-in code (`gptchecks`)
+CONTEXT = 2  # lines shown above the line of a student's frame
+MAX_FRAMES = 8  # notebook frames shown (the first two and the last ones); a deep recursion
+MAX_LINE = 100  # characters of a source line shown
+
+
+# ---------------------------------------------------------------- where a frame's code is
+
+
+def _shell():
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
+
+
+def cell_name(filename):
+    """How Jupyter names the cell that `filename` was compiled from ("Cell In[5]"), or ""
+    for code that is not a notebook's: a library's, or the checks'."""
+    shell = _shell()
+    try:
+        named = shell.compile.format_code_name(filename) if shell is not None else None
+    except Exception:  # noqa: BLE001 (an older IPython: no names)
+        named = None
+    if named:
+        return f"{named[0]} {named[1]}"
+    if filename.startswith("<ipython-input-"):  # IPython before 8
+        return f"Cell {filename.strip('<>')}"
+    if filename.startswith("<") and not filename.startswith(("<frozen", HANDED_IN)):
+        return f"Cell {filename.strip('<>')}"  # a graded test cell, code run with exec()
+    return ""
+
+
+def _is_grader(filename):
+    if filename == HANDED_IN:
+        return True
+    try:
+        return os.path.commonpath([os.path.abspath(filename), GRADER_DIR]) == GRADER_DIR
+    except ValueError:
+        return False
+
+
+def _short_path(filename, module):
+    """A library file's path as its module names it (microgpt/engine.py)."""
+    base = os.path.basename(filename)
+    parts = str(module or "").split(".")
+    if parts and parts[-1] == os.path.splitext(base)[0]:
+        return "/".join(parts[:-1] + [base])
+    return base
+
+
+class Frame:
+    """One frame of a traceback: where its code is ("cell", "library", "grader")."""
+
+    def __init__(self, tb):
+        code = tb.tb_frame.f_code
+        self.filename, self.lineno, self.name = code.co_filename, tb.tb_lineno, code.co_name
+        self.first = code.co_firstlineno
+        self.namespace = tb.tb_frame.f_globals
+        self.module = self.namespace.get("__name__", "")
+        self.cell = cell_name(self.filename)
+        self.where = "cell" if self.cell else \
+            "grader" if _is_grader(self.filename) else "library"
+
+
+def frames_of(tb):
+    """The frames of a traceback, outermost first."""
+    found = []
+    while tb is not None:
+        found.append(Frame(tb))
+        tb = tb.tb_next
+    return found
+
+
+# ---------------------------------------------------------------- the rendering
+
+
+def _line(filename, lineno):
+    text = linecache.getline(filename, lineno).rstrip()
+    return text if len(text) <= MAX_LINE else text[:MAX_LINE - 3] + "..."
+
+
+def _lines_of(frame, context):
+    width = len(str(frame.lineno))
+    shown = []
+    for n in range(max(frame.first, frame.lineno - context), frame.lineno + 1):
+        text = _line(frame.filename, n)
+        if n != frame.lineno and not text.strip():
+            continue
+        mark = "---->" if n == frame.lineno else "     "
+        shown.append(f"{mark} {n:>{width}} {text}" if text else f"{mark} {n:>{width}}")
+    return shown
+
+
+def _heading(frame, role):
+    inside = "" if frame.name == "<module>" else f", in {frame.name}"
+    place = frame.cell or _short_path(frame.filename, frame.module)
+    return f"{place}, line {frame.lineno}{inside}{role}:"
+
+
+def _shown_frames(frames):
+    """The frames a student sees: the notebook's; of the library, the last frame when it
+    raised there. Returns (frames, each one's role)."""
+    test = _test_file(frames)
+    # the test's first line, then the student's code (the test's lambdas are the test's)
+    cells = [f for i, f in enumerate(frames)
+             if f.where == "cell" and (f.filename != test or i == 0)]
+    if len(cells) > MAX_FRAMES:
+        cells = cells[:2] + cells[-(MAX_FRAMES - 2):]
+    chosen = list(cells)
+    last = frames[-1] if frames else None
+    if last is not None and last.where == "library":
+        chosen.append(last)
+    roles = []
+    for f in chosen:
+        roles.append(", the test" if f is frames[0] and test else
+                     ", where the error was raised" if f.where == "library" else "")
+    return chosen, roles
+
+
+def _test_file(frames):
+    return frames[0].filename if frames and frames[0].where == "cell" else None
+
+
+def answer_frames(frames):
+    """The frames of the student's own code: cells other than the test's."""
+    test = _test_file(frames)
+    return [f for f in frames if f.where == "cell" and f.filename != test]
+
+
+def who_raised(frames):
+    """"answer" when the student's code was running (`answer_frames`); "test" when the
+    test's own code raised, on what the answer gave it."""
+    return "answer" if answer_frames(frames) else "test"
+
+
+def render(exc, frames, headline=None, hints=()):
+    """The lines a notebook shows for `exc`, raised through `frames`."""
+    kind = type(exc).__name__
+    if headline is None:
+        where = "in your answer" if who_raised(frames) == "answer" else \
+            "in the test, from what your code gave it"
+        headline = f"{kind} {where}: {exc}"
+    lines = [headline]
+    test = _test_file(frames)
+    shown, roles = _shown_frames(frames)
+    for frame, role in zip(shown, roles):
+        lines.append(_heading(frame, role))
+        context = CONTEXT if frame.where == "cell" and frame.filename != test else 0
+        lines += _lines_of(frame, context)
+    lines += [f"Hint: {h}" for h in hints if h]
+    lines += [str(note) for note in getattr(exc, "__notes__", None) or ()]
+    return lines
+
+
+def explain(exc, tb, headline=None, hints=None):
+    """Give `exc` (raised through `tb`) the rendering a notebook shows (`render`), with the
+    hint of the known slip it fits. Returns the frames."""
+    frames = frames_of(tb)
+    if hints is None:
+        hints = [slip_hint(exc, frames)]
+
+    def _render_traceback_():
+        return render(exc, frames, headline, hints)
+
+    try:
+        exc._render_traceback_ = _render_traceback_
+    except (AttributeError, TypeError):  # an exception that takes no attribute
+        pass
+    return frames
+
+
+# ---------------------------------------------------------------- known slips
+
+
+JOINED = ("the model's layer got {n} numbers where its rows of weights have {rows}: {times} "
+          "as many. `+` on two Python lists joins them end to end ([a, b] + [c, d] is "
+          "[a, b, c, d]); it does not add them number by number. Is a list of Values added "
+          "to another list with `+`?")
+_TIMES = {2: "twice", 3: "three times"}
+LENGTHS = ("two lists of different lengths met ({a} and {b} items): print len() of the "
+           "lists your code builds, before they reach the model.")
+FLOAT_VALUE = ("a plain {kind} where a Value belongs: {attr} is a Value's, not a {kind}'s. "
+               "A number taken out with .data, or worked out on floats, is no longer part of "
+               "the graph: keep working on the Values.")
+LIST_VALUE = ("a whole list where one Value belongs: {attr} is a Value's, not a list's. "
+              "Apply it to each Value of the list.")
+NONE_VALUE = ("None where a result belongs: does a function end without `return`?")
+LIST_ARITHMETIC = ("arithmetic between a list and a number or a Value: Python does not apply "
+                   "it item by item. Work on each Value of the list.")
+INDEX = ("an index past the end of a list: check the lengths of the lists your code builds "
+         "and the range of the loop that indexes them.")
+TEST_USED = ("the error was raised by the test's own code, on what your code returned: "
+             "check the type and the length of what it returns.")
+
+_LINEAR = re.compile(r"linear: a row of (\d+) weights for (\d+) inputs")
+_DOT = re.compile(r"dot of sequences of different lengths: (\d+) and (\d+)")
+_NO_ATTRIBUTE = re.compile(r"^'(\w+)' object has no attribute '(\w+)'")
+_LIST_OPERAND = re.compile(
+    r"unsupported operand type\(s\) for .+: '(list|tuple)' and|"
+    r"unsupported operand type\(s\) for .+: '\w+' and '(list|tuple)'|"
+    r"can only concatenate (list|tuple) \(not|can't multiply sequence by non-int")
+
+
+def _value_attributes():
+    try:
+        from microgpt.engine import Value
+    except ImportError:
+        return set()
+    return {a for a in dir(Value) if not a.startswith("__")}
+
+
+def slip_hint(exc, frames=()):
+    """The hint of the known slip that `exc` fits ("" if none)."""
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001
+        return ""
+    m = _LINEAR.search(text)
+    if isinstance(exc, ValueError) and m:
+        rows, n = int(m.group(1)), int(m.group(2))
+        if n > rows > 0 and n % rows == 0:
+            return JOINED.format(n=n, rows=rows, times=_TIMES.get(n // rows, f"{n // rows} times"))
+        return LENGTHS.format(a=rows, b=n)
+    m = _DOT.search(text)
+    if isinstance(exc, ValueError) and m:
+        return LENGTHS.format(a=m.group(1), b=m.group(2))
+    m = _NO_ATTRIBUTE.match(text)
+    if isinstance(exc, AttributeError) and m and m.group(2) in _value_attributes():
+        kind, attr = m.groups()
+        if kind in ("float", "int"):
+            return FLOAT_VALUE.format(kind=kind, attr=attr)
+        if kind in ("list", "tuple"):
+            return LIST_VALUE.format(attr=attr)
+    if isinstance(exc, (AttributeError, TypeError)) and "'NoneType'" in text:
+        return NONE_VALUE
+    if isinstance(exc, TypeError) and _LIST_OPERAND.search(text):
+        return LIST_ARITHMETIC
+    if isinstance(exc, IndexError) and "out of range" in text:
+        return INDEX
+    if frames and who_raised(frames) == "test":
+        return TEST_USED
+    return ""
+
+
+# ---------------------------------------------------------------- names and syntax
+
+
+def _names_near(frame):
+    names = set(vars(builtins))
+    if frame is not None:
+        names |= {n for n in frame.namespace if not n.startswith("_")}
+    return names
+
+
+def name_hint(name, frame):
+    """For a NameError of `name` in the student's code: the name it may be a slip for."""
+    close = difflib.get_close_matches(name, sorted(_names_near(frame) - {name}), n=1,
+                                      cutoff=0.75) if name else []
+    if close:
+        return f"Did you mean '{close[0]}'?"
+    return (f"Check its spelling; if '{name}' is defined in another cell, run that cell "
+            f"first.")
+
+
+def _history():
+    """The cells this kernel ran, by execution count ([] outside IPython)."""
+    shell = _shell()
+    try:
+        return list(shell.history_manager.input_hist_raw) if shell is not None else []
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def broken_definition(name):
+    """(the cell's number, its SyntaxError) when the last cell run that defines `name`
+    does not compile (so it defined nothing); None otherwise."""
+    defines = re.compile(rf"^(?:def|class|async\s+def)\s+{re.escape(name)}\b|^{re.escape(name)}"
+                         rf"\s*(?::[^=]*)?=[^=]", re.M)
+    history = _history()
+    for number in range(len(history) - 1, 0, -1):
+        source = history[number]
+        if not isinstance(source, str) or not defines.search(source):
+            continue
+        try:
+            compile(_python(source), f"<cell {number}>", "exec", dont_inherit=True)
+        except SyntaxError as error:
+            return number, error
+        return None
+    return None
+
+
+def _python(source):
+    """A cell's source as IPython runs it (magics such as %time made Python)."""
+    shell = _shell()
+    try:
+        return shell.transform_cell(source) if shell is not None else source
+    except Exception:  # noqa: BLE001 (left as it is: compile says what is wrong)
+        return source
+
+
+def defined_like(name, frame):
+    """A name the notebook defines that `name` may be a slip for ("" if none)."""
+    namespace = frame.namespace if frame is not None else {}
+    names = sorted(n for n in namespace if isinstance(n, str) and not n.startswith("_")
+                   and n != name)
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.8) if name else []
+    return close[0] if close else ""
+
+
+def syntax_lines(number, error):
+    """What a test says about an answer cell that does not compile."""
+    kind = type(error).__name__
+    lines = [f"{kind} in your answer (Cell In[{number}], line {error.lineno}): {error.msg}"]
+    if error.text:
+        lines.append(f"----> {error.lineno} {error.text.rstrip()}")
+    lines.append("The cell did not run, so it defined nothing: fix that line and run the "
+                 "cell again, then this test.")
+    return lines

@@ -1,0 +1,116 @@
+"""A crash is a wrong answer: every registered slip (`SLIPS` in `autograder/answers/mutants/`)
+shows a student, in each visible test cell it fails, exactly the text registered with it.
+
+Each slip's answer is put in its cell of the release notebook (every other answer filled in
+from the source, as `residual-pack fingerprints` does with the mutants), the notebook runs
+in a fresh local kernel up to the last cell the slip names (`autograder.runner`, the graded
+sizes: `NBGRADER_EXECUTION=validate`), and what each test cell's error shows (its
+traceback as the notebook holds it) is compared with the registered text.
+"""
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autograder.answers import mutants as registry
+from autograder.authoring.madeup import filled_in, mutant_notebook_name, with_answer
+from autograder.cells import grade_id, is_autograded_test, is_solution
+from autograder.grading.course import EXERCISES, SOURCE, assignments, notebook_paths, read_notebook
+from autograder.runner import run_notebook
+
+COURSE = Path(__file__).resolve().parents[2]
+SLIPS = [(a, s) for a in assignments(COURSE) for s in registry.load_slips(a)]
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _release(assignment, slip):
+    releases = {p.stem: p for p in notebook_paths(COURSE / EXERCISES / assignment)}
+    name = mutant_notebook_name(slip, sorted(releases))
+    return name, releases[name]
+
+
+def run_slip(assignment, slip, workdir):
+    """Run the release with `slip`'s answer (a Slip or a Mutant) up to the last test cell
+    it names. Returns ({grade_id: what its error shows, or "passed"}, {grade_id: execution
+    count})."""
+    name, path = _release(assignment, slip)
+    nb = with_answer(filled_in(read_notebook(path),
+                               read_notebook(COURSE / SOURCE / assignment / f"{name}.ipynb")),
+                     slip.cell, slip.source)
+    named = dict(slip.shows) if isinstance(slip, registry.Slip) else slip.loses
+    last = max(i for i, c in enumerate(nb.cells) if grade_id(c) in named)
+    nb.cells = nb.cells[: last + 1]
+    for item in path.parent.iterdir():  # the release's other files (data, figures)
+        if item.is_file() and item.suffix != ".ipynb":
+            shutil.copy2(item, workdir / item.name)
+    _, stopped = run_notebook(nb, workdir, env={"NBGRADER_EXECUTION": "validate"})
+    assert not stopped, stopped
+    shown, numbers = {}, {}
+    for cell in nb.cells:
+        gid = grade_id(cell)
+        if gid:
+            numbers[gid] = cell.get("execution_count")
+        if not is_autograded_test(cell):
+            continue
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        shown[gid] = _ANSI.sub("", "\n".join(errors[0]["traceback"])) if errors else "passed"
+    return shown, numbers
+
+
+@pytest.mark.parametrize("assignment, slip", SLIPS, ids=[f"{a}: {s.name}" for a, s in SLIPS])
+def test_a_slip_is_registered_against_cells_of_its_release(assignment, slip):
+    _, path = _release(assignment, slip)
+    cells = {grade_id(c): c for c in read_notebook(path).cells if grade_id(c)}
+    assert slip.cell in cells and is_solution(cells[slip.cell])
+    assert slip.shows and all(is_autograded_test(cells[g]) for g, _ in slip.shows)
+    for _, text in slip.shows:
+        for gid in registry.CELL_NUMBER.findall(text):
+            assert gid in cells, f"{slip.name}: no cell {gid}"
+
+
+@pytest.mark.parametrize("assignment, slip", SLIPS, ids=[f"{a}: {s.name}" for a, s in SLIPS])
+def test_a_slip_shows_the_student_exactly_its_registered_text(assignment, slip, tmp_path):
+    shown, numbers = run_slip(assignment, slip, tmp_path)
+    for gid, text in slip.shows:
+        assert shown[gid] == registry.shown_text(text, numbers), gid
+
+
+def test_the_slips_cover_the_known_kinds():
+    """A misspelt name, an answer cell that does not compile, lists joined with `+` and a
+    float where a Value belongs are registered, each in some assignment."""
+    texts = [text for _, s in SLIPS for _, text in s.shows]
+    for start in ("NameError in your answer: ", "IndentationError in your answer ",
+                  "ValueError in your answer: linear: ", "AttributeError in your answer: "
+                  "'float' object"):
+        assert any(t.startswith(start) for t in texts), start
+
+
+# ---------------------------------------------------------------- a wrong answer, named once
+
+
+def _mutant(assignment, name):
+    (found,) = [m for m in registry.load(assignment) if m.name == name]
+    return found
+
+
+def test_forgetting_the_add_is_named_once_in_its_gradient_test(tmp_path):
+    """Issue #27, item 3: the plain stack passes back 1e-20, a constant output 0; rounded
+    alike, the plain stack's gradient message also said "Or: the output is a constant
+    number..." twice."""
+    plain = _mutant("01_residual_stack", "plain stack returned as the residual one")
+    shown, _ = run_slip("01_residual_stack", plain, tmp_path)
+    assert shown["task1_1_test_gradient"] == (
+        "CheckFailed: d residual_stack(x, depth=20)/dx at x = 1.0: expected 6.7275 (1.1**20), "
+        f"got 1e-20. This looks like a known mistake: {plain.hint}")
+
+
+def test_a_constant_output_is_named_once_in_the_gradient_test(tmp_path):
+    constant = _mutant("01_residual_stack",
+                       "hard-coded 1.1**20, no graph (passes the visible output check)")
+    shown, _ = run_slip("01_residual_stack", constant, tmp_path)
+    assert shown["task1_1_test_output"] == "passed"
+    assert shown["task1_1_test_gradient"] == (
+        "CheckFailed: d residual_stack(x, depth=20)/dx at x = 1.0: expected 6.7275 (1.1**20), "
+        f"got 0. This looks like a known mistake: {constant.hint}")
