@@ -2,8 +2,9 @@
 
 Each patch says which version it was written against, what it saves (measured by
 `benchmarks/patches.py`, each against no patch in the same run: the last run is in
-`results/benchmarks/patches-*.txt`), and how to tell that it can go: `tests/unit/test_compat.py` fails when the upstream code it works around has
-changed, so that a patch is looked at again instead of silently doing nothing (or harm).
+`results/benchmarks/patches-*.txt`), and how to tell that it can go:
+`tests/unit/test_compat.py` fails when the upstream code it works around has changed, so
+that a patch is looked at again instead of silently doing nothing (or harm).
 
 - `skip_rfc3987_syntax()`: jsonschema 4.26 registers its "iri" format checks with
   `rfc3987_syntax` whenever that module is importable (jupyter-events installs it), and
