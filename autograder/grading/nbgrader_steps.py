@@ -32,6 +32,7 @@ the config, what these steps saw.
 import atexit
 import contextlib
 import dataclasses
+import json
 import logging
 from pathlib import Path
 
@@ -197,7 +198,9 @@ class IntakeRepairs(NbGraderPreprocessor):
                              release_path, name)
             return nb, resources
         release = nbformat.read(str(release_path), as_version=nbformat.NO_CONVERT)
-        data = nbformat.writes(nb).encode("utf-8", "surrogatepass")
+        # as JSON text escaped to ASCII: a lone surrogate in it (which JSON may carry)
+        # reaches intake as the student wrote it, not as bytes that are not UTF-8
+        data = json.dumps(nb, ensure_ascii=True).encode("ascii")
         intake = take_in(data, f"{name}.ipynb", release, assignment,
                          foreign_ids(coursedir, assignment))
         kept = dataclasses.replace(intake, notebook=None)  # what the driver reads
