@@ -212,6 +212,7 @@ def lateness(grader, result):
         penalty = float(sub.late_submission_penalty or 0.0)
         when = (f"handed in at {sub.timestamp:%Y-%m-%d %H:%M:%S} UTC, "
                 f"{_duration(late)} after the due date ({sub.duedate:%Y-%m-%d %H:%M:%S} UTC)")
+    result.late_penalty = penalty
     if penalty:
         result.problems.append(f"{when}: late penalty {penalty:g} point(s), "
                                f"by the course's late-submission plugin")

@@ -163,10 +163,13 @@ def score_table(grader, results):
     cells = [key for key in grader.order if grader.autograded[key]]
     many = len(grader.notebooks) > 1
     heads = [f"{nb}:{gid}" if many else gid for nb, gid in cells]
-    rows = [["student", *heads, "autograded", "seconds"]]
+    late = any(getattr(r, "late_penalty", 0) for r in results)
+    rows = [["student", *heads, "autograded", *(["late penalty"] if late else []),
+             "seconds"]]
     for r in results:
         if not r.graded:
-            rows.append([plain(r.student, 100), *(["-"] * len(cells)), "not graded", "-"])
+            rows.append([plain(r.student, 100), *(["-"] * len(cells)), "not graded",
+                         *(["-"] if late else []), "-"])
             continue
         by_key = {(c.notebook, c.cell): c for c in r.cells}
         row = [plain(r.student, 100)]
@@ -174,7 +177,10 @@ def score_table(grader, results):
             c = by_key.get(key)
             row.append(f"{_num(c.score)}/{_num(c.max_score)}" if c else "-")
         got, top = r.score()
-        row += [f"{_num(got)}/{_num(top)}", f"{r.seconds:.1f}"]
+        penalty = getattr(r, "late_penalty", 0)
+        row += [f"{_num(got)}/{_num(top)}",
+                *([f"-{_num(penalty)}" if penalty else ""] if late else []),
+                f"{r.seconds:.1f}"]
         rows.append(row)
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]

@@ -68,6 +68,7 @@ class StudentResult:
     flags: list = field(default_factory=list)  # code a human should look at
     withheld: list = field(default_factory=list)  # why the autograded score awaits review
     withheld_score: float = 0.0  # what it would have been
+    late_penalty: float = 0.0  # points nbgrader's late-submission plugin took off
     runs: dict = field(default_factory=dict)  # notebook -> sandbox.channel.NotebookRun as a dict
     graded_by: str = ""  # the Dask worker (host:pid) that graded it, on a cluster
     # [name, wall time] as the grader went through this student (`channel.stamp`); each

@@ -172,6 +172,24 @@ def test_a_student_cannot_write_a_statistics_line():
     assert "\n    1 x CheckFailed: bad\\x0at1: passed by #/# (#%)" in text
 
 
+def test_a_late_penalty_has_its_column_beside_the_score():
+    """The table shows the score before the penalty (as the cells have it) and the
+    penalty beside it; without a late student there is no such column."""
+    results = [
+        StudentResult("ann", graded=True, seconds=1.0,
+                      cells=[CellScore("nb", "t1", 2.0, 2.0, True)]),
+        StudentResult("dee", graded=True, seconds=1.0, late_penalty=2.0,
+                      cells=[CellScore("nb", "t1", 2.0, 2.0, True)]),
+        StudentResult("eve", reason="is empty"),
+    ]
+    lines = score_table(_grader(), results).splitlines()
+    assert lines[0].split() == ["student", "t1", "autograded", "late", "penalty", "seconds"]
+    assert lines[2].split() == ["ann", "2/2", "2/2", "1.0"]
+    assert lines[3].split() == ["dee", "2/2", "2/2", "-2", "1.0"]
+    assert lines[4].split() == ["eve", "-", "not", "graded", "-", "-"]
+    assert "late" not in score_table(_grader(), results[:1]).splitlines()[0]
+
+
 def test_report_text_is_one_line_of_printable_text():
     assert plain("a\nb\rc\x1b[31m") == "a\\x0ab\\x0dc\\x1b[31m"
     assert plain("x\ud800y") == "x\\ud800y"
