@@ -193,7 +193,8 @@ def score_table(grader, results):
             lines.append(f"{who}: autograded score withheld for review (it would be "
                          f"{_num(r.withheld_score)}): a person must look before it counts; "
                          f"give the points back in formgrader")
-        for line in [*r.problems, *r.withheld, *r.notes, *r.flags]:
+        flags = [f for f in r.flags if f not in r.withheld]  # a reason is said once
+        for line in [*r.problems, *r.withheld, *r.notes, *flags]:
             lines.append(f"{who}: {plain(line)}")
         for line in failed_checks(r):
             lines.append(f"{who}: {plain(line)}")

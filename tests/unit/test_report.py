@@ -190,6 +190,16 @@ def test_a_late_penalty_has_its_column_beside_the_score():
     assert "late" not in score_table(_grader(), results[:1]).splitlines()[0]
 
 
+def test_a_flag_that_withheld_the_score_is_said_once():
+    flag = "flagged for review: t1 imports the grader's own modules (autograder.probes)"
+    result = StudentResult("ann", graded=True, cells=[CellScore("nb", "t1", 0.0, 2.0, True)],
+                           withheld=[flag], withheld_score=2.0,
+                           flags=[flag, "flagged for review: a cell touches files (open)"])
+    table = score_table(_grader(), [result])
+    assert table.count("imports the grader's own modules") == 1
+    assert "touches files (open)" in table
+
+
 def test_report_text_is_one_line_of_printable_text():
     assert plain("a\nb\rc\x1b[31m") == "a\\x0ab\\x0dc\\x1b[31m"
     assert plain("x\ud800y") == "x\\ud800y"
