@@ -1,6 +1,7 @@
 """autograder/grading/execute.py: SandboxedExecute as a preprocessor of its own,
 configured and exercised without a kernel (whole notebooks run in test_pipeline)."""
 
+import json
 import time
 
 import nbformat
@@ -88,9 +89,13 @@ def test_output_beyond_the_limit_is_left_out_with_a_note():
 
 
 def test_the_size_of_a_message():
-    assert _message_size({"content": {"text": "abc"}}) == 203
-    assert _message_size({"content": {"data": {"text/plain": "ab", "x": 1},
-                                      "traceback": ["a", "bc"]}}) == 2 + 1 + 3 + 200
+    """All of an output's content as the notebook would hold it (JSON), and 200 bytes for
+    what nbformat adds around it."""
+    assert _message_size({"content": {"text": "abc"}}) == len('{"text": "abc"}') + 200
+    content = {"data": {"text/plain": "ab", "x": 1}, "traceback": ["a", "bc"]}
+    assert _message_size({"content": content}) == len(json.dumps(content)) + 200
+    # text counts as characters, not as the six of a JSON escape
+    assert _message_size({"content": {"text": "\u00e9" * 10}}) == 12 + 10 + 200
 
 
 def test_an_outputs_metadata_counts_toward_the_output_cap():
