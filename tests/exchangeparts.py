@@ -110,11 +110,18 @@ def make_user(name, home):
 
 
 def scores(gradebook, assignment):
+    """{student: {grade_id: (auto_score, needs_manual_grade)}} from nbgrader's gradebook
+    (a SQLite file, or a database URL)."""
+    return _scores(gradebook if "://" in str(gradebook) else f"sqlite:///{gradebook}",
+                   assignment)
+
+
+def _scores(url, assignment):
     """{student: {grade_id: (auto_score, needs_manual_grade)}} from nbgrader's gradebook."""
     from nbgrader.api import Gradebook
 
     found = {}
-    with Gradebook(f"sqlite:///{gradebook}") as gb:
+    with Gradebook(url) as gb:
         for student in gb.students:
             try:
                 submission = gb.find_submission(assignment, student.id)

@@ -13,9 +13,14 @@ EXCHANGE = "/srv/nbgrader/exchange"  # the doc's (nbgrader's default is another)
 OPTION = f"--Exchange.root={EXCHANGE}"
 FULL_MARKS, MANUAL = 6.0, 2.0
 
+# run only with a PostgreSQL gradebook (the doc's URL filled in, the password in PGPASSWORD)
+POSTGRES_CONFIG = ("echo 'c.CourseDirectory.db_url = \"postgresql+psycopg2://USER@HOST:PORT/DB\"'"
+                   " >> nbgrader_config.py")
+POSTGRES_URL = "USER@HOST:PORT/DB"
 # what this test runs, in the doc's order: (who, the command as the doc prints it)
 STUDENT, INSTRUCTOR = "student", "instructor"
 SCRIPT = [
+    (INSTRUCTOR, POSTGRES_CONFIG),
     (INSTRUCTOR, "nbgrader generate_assignment ASSIGNMENT --force"),
     (INSTRUCTOR, "/opt/residuals/bin/residual-pack check-exchange"),
     (STUDENT, "sudo -u STUDENT /opt/residuals/bin/python -c 'import autograder, nbgrader'"),
@@ -57,9 +62,12 @@ NOT_RUN = {
 }
 
 
+COMMANDS = "nbgrader|residual-pack|python3?|mkdir|echo"
+
+
 def doc_commands(text=None):
     """The commands of the doc's list of steps, in order: inline code and lines of code
-    blocks that start with nbgrader, residual-pack, python, mkdir (or `sudo -u`, `cd DIR &&`)."""
+    blocks that start with a command of COMMANDS (after `sudo -u STUDENT`, `cd DIR &&`)."""
     text = DOC.read_text() if text is None else text
     text = text[text.index("In the order an instructor works"):
                 text.index("`tests/integration/test_exchange.py` runs steps")]
@@ -78,8 +86,7 @@ def doc_commands(text=None):
     text = re.sub(r"```[a-z]*\n(.*?)```", block, text, flags=re.S)
     for match in re.finditer(r"`([^`]+)`", text):
         span = " ".join(match.group(1).split())
-        if re.match(r"(sudo -u \S+ |cd \S+ && )?(\S*/)?(nbgrader|residual-pack|python3?|mkdir)\s",
-                    span):
+        if re.match(rf"(sudo -u \S+ |cd \S+ && )?(\S*/)?({COMMANDS})\s", span):
             found.append((match.start(), span))
     return [command for _, command in sorted(found)]
 

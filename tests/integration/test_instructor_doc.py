@@ -10,9 +10,11 @@ placeholders are filled in: ASSIGNMENT (the first assignment), STUDENT (each stu
 bound at /srv/nbgrader/exchange in a private mount namespace per command (the host is not
 changed); `sudo -u STUDENT` runs as the student through runuser (sudo may be missing).
 
-One student hands in the solution, the other the release as fetched. SQLite gradebook
-(the course's default). Needs root (useradd, runuser, unshare) and the namespace sandbox;
-skipped otherwise, failed instead when EXCHANGE_TEST_REQUIRED is set.
+One student hands in the solution, the other the release as fetched. Twice: with
+nbgrader's SQLite gradebook, and with a PostgreSQL one named in the course config as the
+doc says (skipped without PostgreSQL unless POSTGRES_REQUIRED is set). Needs root
+(useradd, runuser, unshare) and the namespace sandbox; skipped otherwise, failed instead
+when EXCHANGE_TEST_REQUIRED is set.
 """
 
 import csv
@@ -25,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from clusterparts import PostgresServer, require_postgres
 from exchangeparts import Workflow, make_user, require_exchange, scores
 from hostile import as_bytes
 from instructordoc import (
@@ -34,6 +37,8 @@ from instructordoc import (
     INSTRUCTOR,
     MANUAL,
     NOTEBOOK,
+    POSTGRES_CONFIG,
+    POSTGRES_URL,
     REPO,
     SCRIPT,
 )
@@ -52,11 +57,14 @@ class Literal(Workflow):
     def shell(self, who, printed, cwd, user=None, home=None, check=True):
         text = (re.sub(r"\bASSIGNMENT\b", ASSIGNMENT, printed)
                 .replace("/opt/residuals", sys.prefix))
+        if self.postgres:
+            text = text.replace(POSTGRES_URL, self.postgres)
         if user:
             text = text.replace("sudo -u STUDENT ", "")
         command = ["sh", "-c", text]
         if user:
             env = dict(self.env, HOME=str(home), USER=user, LOGNAME=user)
+            env.pop("PGPASSWORD", None)  # the instructor's
             command = [shutil.which("runuser"), "-u", user, "--", "env", "-i",
                        *[f"{k}={v}" for k, v in env.items()], *command]
         if EXCHANGE in text:  # (autograde's sandbox makes namespaces of its own)
@@ -77,14 +85,26 @@ class Literal(Workflow):
                 "sh", "-c", script, "sh", *command]
 
 
-@pytest.fixture(scope="module")
-def followed():
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def followed(request):
+    """The doc followed once per gradebook: nbgrader's SQLite default, and a PostgreSQL
+    one named in the course config as the doc says (a private server, clusterparts)."""
     require_exchange()
     if not shutil.which("unshare") or not shutil.which("git"):
         pytest.fail("unshare and git are needed to follow the doc")
+    server = None
+    if request.param == "postgresql":
+        require_postgres()
+        server = PostgresServer().start()
     base = Path(tempfile.mkdtemp(prefix="rp-instructor-doc-"))
     os.chmod(base, 0o755)
     w = Literal(base)
+    w.postgres = None
+    w.gradebook = w.course / "gradebook.db"
+    if server is not None:
+        w.postgres = f"{server.user}@127.0.0.1:{server.port}/{server.database}"
+        w.env["PGPASSWORD"] = server.password
+        w.gradebook = server.url()
     suffix = str(os.getpid() % 100000)
     w.honest, w.untouched = f"rpdocsol{suffix}", f"rpdocstub{suffix}"
     users = [w.honest, w.untouched]
@@ -96,6 +116,8 @@ def followed():
         for user in users:
             subprocess.run(["userdel", "-r", user], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
+        if server is not None:
+            server.stop()
 
 
 def _follow(w, users):
@@ -115,6 +137,8 @@ def _follow(w, users):
     os.chmod(handout, 0o755)
     w.done = {}
     for who, printed in SCRIPT:
+        if printed == POSTGRES_CONFIG and not w.postgres:
+            continue
         if who == INSTRUCTOR:
             w.done[printed] = w.shell(who, printed, w.course)
             continue
@@ -133,7 +157,7 @@ def _follow(w, users):
             w.done[(printed, user)] = w.shell(user, printed, home, user=user, home=home)
     with open(w.course / "grades.csv", newline="") as f:
         w.grades = {row["student_id"]: row for row in csv.DictReader(f)}
-    w.cells = scores(w.course / "gradebook.db", ASSIGNMENT)
+    w.cells = scores(w.gradebook, ASSIGNMENT)
     for student, row in sorted(w.grades.items()):
         w.note(f"grades.csv: {student}: score {row['score']} of {row['max_score']}")
 
@@ -142,8 +166,9 @@ def test_the_check_and_a_student_agree_the_environment_is_reachable(followed):
     w = followed
     assert "the students' accounts can reach" in \
         w.done["/opt/residuals/bin/residual-pack check-exchange"].stdout
+    as_student = next(c for _, c in SCRIPT if c.startswith("sudo -u STUDENT"))
     for user in (w.honest, w.untouched):
-        assert w.done[(SCRIPT[2][1], user)].returncode == 0
+        assert w.done[(as_student, user)].returncode == 0
 
 
 def test_autograde_scores_the_solution_in_full_and_the_release_nothing(followed):
@@ -153,7 +178,8 @@ def test_autograde_scores_the_solution_in_full_and_the_release_nothing(followed)
     assert float(w.grades[w.honest]["score"]) == FULL_MARKS
     assert float(w.grades[w.honest]["max_score"]) == FULL_MARKS + MANUAL
     assert float(w.grades[w.untouched]["score"]) == 0.0
-    assert set(w.cells) == {w.honest, w.untouched}
+    assert set(w.cells) == {w.honest, w.untouched}  # in the gradebook the doc names
+    assert (w.course / "gradebook.db").exists() == (w.postgres is None)
 
 
 def test_each_student_fetched_feedback(followed):
