@@ -9,6 +9,8 @@
     residual-pack progress [FOLDER]             a student's visible tests, task by task
     residual-pack fingerprints [ASSIGNMENT ...] the mutants' fingerprints on the visible
                                                 tests: a failing check names the mistake
+    residual-pack check-exchange                can the students' unix accounts run this
+                                                Python and the pack (nbgrader's exchange)?
 
 Every command finds the course from the working directory (or --course) and runs nbgrader
 in a work copy of it, never in the repository.
@@ -239,6 +241,14 @@ def cmd_fingerprints(args, course):
     return 1 if failed else 0
 
 
+def cmd_check_exchange(args, course):
+    from autograder.grading.reach import problems, report
+
+    found = problems()
+    print(f"residual-pack: {report(found)}", file=sys.stderr if found else sys.stdout)
+    return 1 if found else 0
+
+
 def parser():
     p = argparse.ArgumentParser(
         prog="residual-pack",
@@ -368,6 +378,18 @@ def parser():
                     help="write nothing; fail when the committed table differs from this run")
     _jobs_option(fp)
     fp.set_defaults(run=cmd_fingerprints)
+
+    ce = sub.add_parser(
+        "check-exchange",
+        help="fail when the students' unix accounts cannot run this Python and the pack "
+             "(for nbgrader's exchange on a shared host)",
+        description="Under nbgrader's exchange each student runs nbgrader and the course's "
+                    "kernel as their own unix user. Fails, saying what to do, when a "
+                    "folder above this Python, its environment, the Python it was made "
+                    "from or the pack lacks the x bit for others, or their files cannot be "
+                    "read by others (an environment in a home folder of mode 700, a pyenv "
+                    "under /root). Run it with the Python the students' kernels use.")
+    ce.set_defaults(run=cmd_check_exchange, needs_course=False)
     return p
 
 
@@ -389,6 +411,8 @@ def main(argv=None):
     args = parser().parse_args(argv)
     quiet_nbgrader(args.verbose)
     try:
+        if not getattr(args, "needs_course", True):
+            return args.run(args, None)
         course = find_course(args.course)
         note = course_note(course, args.course)
         if note:

@@ -123,6 +123,10 @@ class Sandbox:
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         self.autograder_dir = str(Path(autograder.__file__).resolve().parent)
         self.packages = _our_packages()  # {name: folder}: microgpt, torchtrack, ...
+        # where a kernel's Python finds them (the install), which is not where this
+        # process found them when the course is a checkout: nbgrader puts the course
+        # folder first on sys.path, and a kernel does not have it
+        self.kernel_finds = _where_a_kernel_finds(self.packages)
         # compiled once here: a kernel cannot write bytecode (its library is read-only),
         # so a module without an up-to-date .pyc would be compiled again by every kernel
         for folder in [lib, *(f for n, f in self.packages.items() if n != "autograder")]:
@@ -184,10 +188,15 @@ class Sandbox:
         add(sys.base_prefix)
         add(sys.prefix)
         add(str(Path(sys.executable).resolve().parent))
+        # the code this process grades with, where it found it and where the kernel's
+        # Python looks for it
         for name, folder in sorted(self.packages.items()):
             if name != "autograder":
-                binds.append([folder, folder])
-        binds.append([self.lib, self.autograder_dir])  # the kernel-side modules only
+                for target in dict.fromkeys([folder, self.kernel_finds.get(name, folder)]):
+                    binds.append([folder, target])
+        for target in dict.fromkeys([self.autograder_dir,
+                                     self.kernel_finds.get("autograder", self.autograder_dir)]):
+            binds.append([self.lib, target])  # the kernel-side modules only
         # the font list, where a warm parent's matplotlib found it (see `warm`)
         binds.append([self.mpl_cache, self.mpl_cache])
         return binds
@@ -342,6 +351,36 @@ def _our_packages():
         if spec is not None and spec.submodule_search_locations:
             found[name] = str(Path(list(spec.submodule_search_locations)[0]).resolve())
     return found
+
+
+_WHERE = """
+import importlib.util, json, sys
+found = {}
+for name in sys.argv[1:]:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        continue
+    if spec is not None and spec.submodule_search_locations:
+        found[name] = list(spec.submodule_search_locations)[0]
+print(json.dumps(found))
+"""
+
+
+def _where_a_kernel_finds(packages):
+    """{name: folder} where this Python, started as a kernel is (from /, the working
+    folder not on sys.path), finds each of `packages`; {} when it cannot say."""
+    import json
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONSAFEPATH": "1",
+           "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+    try:
+        done = subprocess.run([sys.executable, "-c", _WHERE, *sorted(packages)], cwd="/",
+                              env=env, capture_output=True, text=True, timeout=120)
+        found = json.loads(done.stdout) if done.returncode == 0 else {}
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return {}
+    return {name: os.path.realpath(folder) for name, folder in found.items()}
 
 
 def _unmount_under(folder):

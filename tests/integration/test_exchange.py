@@ -30,13 +30,13 @@ import time
 from pathlib import Path
 
 import pytest
+from exchangeparts import BIN, Workflow, make_user, require_exchange, scores
 from hostile import answer, as_bytes, insert_after
 from hostile.attacks import PATCH_CHECKS, READ_SECRETS
 
 from autograder.authoring.madeup import filled_in
 from autograder.grading.course import read_notebook
 from autograder.grading.feedback import hidden_test_lines, html_text, leaked_lines
-from autograder.sandbox.limits import FULL, isolation_available
 
 pytestmark = pytest.mark.slow
 
@@ -45,104 +45,12 @@ ASSIGNMENT = NOTEBOOK = "01_residual_stack"
 COURSE_ID = "residuals"
 FULL_MARKS = 6.0  # autograded points of the assignment (2 + 2 + 2)
 MANUAL = 2.0  # its written answer, graded by hand
-BIN = Path(sys.executable).parent
 # the course config up to here is the course's settings; below it, our steps
 OUR_STEPS = "\n# ---- our steps in nbgrader's lists"
 
 
-def _require():
-    """Root with useradd and runuser, and the namespace sandbox: else skip (or fail in
-    CI, where EXCHANGE_TEST_REQUIRED is set)."""
-    why = ""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        why = "making the students' unix users needs root"
-    elif not (shutil.which("useradd") and shutil.which("userdel") and shutil.which("runuser")):
-        why = "useradd, userdel and runuser are needed to make and act as the students"
-    else:
-        level, reason = isolation_available()
-        if level != FULL:
-            why = f"the sandbox cannot isolate kernels here: {reason}"
-    if why:
-        if os.environ.get("EXCHANGE_TEST_REQUIRED"):
-            pytest.fail(f"EXCHANGE_TEST_REQUIRED is set, but {why}")
-        pytest.skip(why)
-
-
-class Workflow:
-    """The exchange, the course, the students' homes, and a transcript of every command."""
-
-    def __init__(self, base):
-        self.base = base
-        self.course = base / "course"
-        self.exchange = base / "exchange"
-        self.transcript = []
-        self.env = {
-            "PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
-            "LANG": "C.UTF-8",
-            "HOME": str(base / "instructor"),
-            "PYTHONDONTWRITEBYTECODE": "1",
-        }
-        (base / "instructor").mkdir()
-
-    def run(self, who, args, cwd, user=None, home=None, check=True):
-        """Run `nbgrader ARGS` (or a plain command) as the instructor or as `user`."""
-        env = dict(self.env)
-        command = list(args)
-        if user:
-            env.update(HOME=str(home), USER=user, LOGNAME=user)
-            command = [shutil.which("runuser"), "-u", user, "--", "env", "-i",
-                       *[f"{k}={v}" for k, v in env.items()], *command]
-            if self.hidden_python:
-                command = self.python_view(command)
-        done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=900)
-        shown = " ".join(str(a) for a in args).replace(str(self.base), "$BASE")
-        self.transcript.append(f"[{who}] $ {shown}  (exit {done.returncode})")
-        if check and done.returncode != 0:
-            raise AssertionError(f"{who}: {shown} failed:\n{done.stdout}\n{done.stderr}")
-        return done
-
-    @property
-    def hidden_python(self):
-        """The folder holding this environment's base Python when other users cannot
-        reach it (a pyenv under /root, say), else None."""
-        if not hasattr(self, "_hidden"):
-            self._hidden = None
-            folder = Path(sys.base_prefix).resolve()
-            for parent in [*reversed(folder.parents), folder]:
-                if parent.is_dir() and not parent.stat().st_mode & 0o001:
-                    self._hidden = (parent, folder)
-                    break
-        return self._hidden
-
-    def python_view(self, command):
-        """`command` in a private mount namespace where the base Python's folder can be
-        reached by other users: a tmpfs (mode 755) over the folder that keeps them out,
-        with only the Python folder bound back into it. The host is not changed."""
-        closed, folder = self.hidden_python
-        view = self.base / "python-view"
-        view.mkdir(exist_ok=True)
-        inner = folder.relative_to(closed)
-        script = (
-            f'mount --bind "{folder}" "{view}" && '
-            f'mount -t tmpfs -o mode=755 tmpfs "{closed}" && '
-            f'mkdir -p "{closed / inner}" && mount --bind "{view}" "{closed / inner}" && '
-            'exec "$@"')
-        return [shutil.which("unshare"), "--mount", "--propagation", "private", "--",
-                "sh", "-c", script, "sh", *command]
-
-    def note(self, text):
-        self.transcript.append("    " + text.replace(str(self.base), "$BASE"))
-
-
 def _exchange_args(workflow):
     return [f"--Exchange.root={workflow.exchange}"]
-
-
-def _make_user(name, home):
-    subprocess.run(["userdel", "-r", name], capture_output=True)
-    subprocess.run(["useradd", "-m", "-d", str(home), "-s", "/bin/sh", name], check=True,
-                   capture_output=True)
 
 
 def _stock_config(course):
@@ -152,27 +60,9 @@ def _stock_config(course):
     return text.split(OUR_STEPS)[0]
 
 
-def _scores(gradebook):
-    """{student: {grade_id: (auto_score, needs_manual_grade)}} from nbgrader's gradebook."""
-    from nbgrader.api import Gradebook
-
-    found = {}
-    with Gradebook(f"sqlite:///{gradebook}") as gb:
-        for student in gb.students:
-            try:
-                submission = gb.find_submission(ASSIGNMENT, student.id)
-            except Exception:  # noqa: BLE001 (no submission: nothing to list)
-                continue
-            for notebook in submission.notebooks:
-                for grade in notebook.grades:
-                    found.setdefault(student.id, {})[grade.name] = (
-                        float(grade.auto_score or 0.0), bool(grade.needs_manual_grade))
-    return found
-
-
 @pytest.fixture(scope="module")
 def exchange(request):
-    _require()
+    require_exchange()
     base = Path(tempfile.mkdtemp(prefix="rp-exchange-test-"))
     os.chmod(base, 0o755)  # the students must reach their homes and the exchange
     w = Workflow(base)
@@ -201,7 +91,7 @@ def _run_workflow(w, users):
         home = w.base / "home" / user
         home.parent.mkdir(exist_ok=True)
         os.chmod(home.parent, 0o755)
-        _make_user(user, home)
+        make_user(user, home)
         w.homes[user] = home
         w.note(f"useradd {user} (home {home})")
 
@@ -259,7 +149,7 @@ def _run_workflow(w, users):
         w.grades = {row["student_id"]: row for row in csv.DictReader(f)}
     for student, row in sorted(w.grades.items()):
         w.note(f"grades.csv: {student}: score {row['score']} of {row['max_score']}")
-    w.cells = _scores(w.course / "gradebook.db")
+    w.cells = scores(w.course / "gradebook.db", ASSIGNMENT)
     for student, cells in sorted(w.cells.items()):
         w.note(f"gradebook: {student}: " + ", ".join(
             f"{k}={v[0]:g}{' (needs manual grade)' if v[1] else ''}"
@@ -362,7 +252,7 @@ def test_stock_nbgrader_gives_the_hostile_student_points_it_did_not_earn(exchang
                  ["nbgrader", "autograde", ASSIGNMENT, "--student", w.hostile, "--force"],
                  control)
     assert "residual-pack" not in done.stderr
-    cells = _scores(control / "gradebook.db")[w.hostile]
+    cells = scores(control / "gradebook.db", ASSIGNMENT)[w.hostile]
     auto = sum(score for name, (score, _) in cells.items() if "test" in name)
     w.note(f"stock nbgrader: {w.hostile}: autograded {auto:g} of {FULL_MARKS:g}")
     graded = read_notebook(control / "autograded" / w.hostile / ASSIGNMENT /
@@ -406,7 +296,7 @@ def test_nbgrader_autograde_says_once_when_it_falls_back(exchange):
     assert len(said) == 1
     assert "the grading process is not root" in said[0]
     assert "student kernels run in the sandbox" not in done.stderr
-    cells = _scores(course / "gradebook.db")[w.honest]
+    cells = scores(course / "gradebook.db", ASSIGNMENT)[w.honest]
     assert sum(score for name, (score, _) in cells.items() if "test" in name) == FULL_MARKS
 
 

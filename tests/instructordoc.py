@@ -1,0 +1,105 @@
+"""docs/instructors.md's commands, and the script that follows them
+(tests/integration/test_instructor_doc.py): every command the doc's list of steps prints is
+either in SCRIPT, in the doc's order, or in NOT_RUN with the reason, so doc and test cannot
+drift apart (tests/unit/test_instructor_doc_commands.py checks it in the fast tier)."""
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DOC = REPO / "docs" / "instructors.md"
+ASSIGNMENT = NOTEBOOK = "01_residual_stack"
+EXCHANGE = "/srv/nbgrader/exchange"  # the doc's (nbgrader's default is another)
+OPTION = f"--Exchange.root={EXCHANGE}"
+FULL_MARKS, MANUAL = 6.0, 2.0
+
+# run only with a PostgreSQL gradebook (the doc's URL filled in, the password in PGPASSWORD)
+POSTGRES_CONFIG = ("echo 'c.CourseDirectory.db_url = \"postgresql+psycopg2://USER@HOST:PORT/DB\"'"
+                   " >> nbgrader_config.py")
+POSTGRES_URL = "USER@HOST:PORT/DB"
+# what this test runs, in the doc's order: (who, the command as the doc prints it)
+STUDENT, INSTRUCTOR = "student", "instructor"
+SCRIPT = [
+    (INSTRUCTOR, POSTGRES_CONFIG),
+    (INSTRUCTOR, "nbgrader generate_assignment ASSIGNMENT --force"),
+    (INSTRUCTOR, "/opt/residuals/bin/residual-pack check-exchange"),
+    (STUDENT, "sudo -u STUDENT /opt/residuals/bin/python -c 'import autograder, nbgrader'"),
+    (INSTRUCTOR, "mkdir -p /srv/nbgrader/exchange && chmod 777 /srv/nbgrader/exchange"),
+    (INSTRUCTOR, f"nbgrader release_assignment ASSIGNMENT {OPTION}"),
+    (STUDENT, f"nbgrader fetch_assignment ASSIGNMENT --course residuals {OPTION}"),
+    (STUDENT, f"nbgrader submit ASSIGNMENT --course residuals {OPTION}"),
+    (INSTRUCTOR, f"nbgrader collect ASSIGNMENT {OPTION}"),
+    (INSTRUCTOR, "nbgrader autograde ASSIGNMENT"),
+    (INSTRUCTOR, "nbgrader generate_feedback ASSIGNMENT"),
+    (INSTRUCTOR, f"nbgrader release_feedback ASSIGNMENT {OPTION}"),
+    (STUDENT, f"nbgrader fetch_feedback ASSIGNMENT --course residuals {OPTION}"),
+    (INSTRUCTOR, "nbgrader export"),
+    (INSTRUCTOR, "nbgrader export --exporter=autograder.grading.lms_export.CanvasExport "
+                 "--to canvas.csv \\\n        --CanvasExport.section=\"Lecture A\""),
+    (INSTRUCTOR, "nbgrader export --exporter=autograder.grading.lms_export.MoodleExport "
+                 "--to moodle.csv \\\n        --MoodleExport.identify_by=username     "
+                 "# default: email"),
+]
+# what the doc prints and this test does not run, and why
+NOT_RUN = {
+    "residual-pack fingerprints [ASSIGNMENT]": "authoring (steps 1-3): a fresh clone has "
+        "them done; tests/integration/test_cli.py and check-drift cover them",
+    "residual-pack generate": "authoring",
+    "residual-pack check-drift": "authoring",
+    "residual-pack selfcheck [ASSIGNMENT]": "authoring",
+    "python3 -m venv /opt/residuals && /opt/residuals/bin/pip install PATH-OF-THIS-CHECKOUT":
+        "the environment running this test stands in for /opt/residuals (making one would "
+        "install from the network)",
+    "residual-pack grade ASSIGNMENT SUBMISSIONS --out DIR": "step 8, the batch path "
+        "instead of steps 5-6 (tests/integration/test_cli.py, test_late_submissions.py)",
+    "cd DIR && nbgrader db student list": "step 8, in the batch path's DIR",
+    "nbgrader export": "step 8, in the batch path's DIR (step 10's is run)",
+    "nbgrader collect": "prose: names the command step 5 runs",
+    "nbgrader autograde": "prose: names the command step 6 runs",
+    "nbgrader db assignment add ASSIGNMENT --duedate=...": "step 8's late hand-ins "
+        "(tests/integration/test_late_submissions.py)",
+    "nbgrader export --exporter=...": "prose: names the exports step 10 runs",
+}
+
+
+COMMANDS = "nbgrader|residual-pack|python3?|mkdir|echo"
+
+
+def doc_commands(text=None):
+    """The commands of the doc's list of steps, in order: inline code and lines of code
+    blocks that start with a command of COMMANDS (after `sudo -u STUDENT`, `cd DIR &&`)."""
+    text = DOC.read_text() if text is None else text
+    text = text[text.index("In the order an instructor works"):
+                text.index("`tests/integration/test_exchange.py` runs steps")]
+    found = []
+
+    def block(match):
+        command = ""
+        for line in match.group(1).strip("\n").splitlines():
+            command = line.strip() if not command else f"{command}\n{line.rstrip()}"
+            if not line.rstrip().endswith("\\"):
+                if command:
+                    found.append((match.start(), command))
+                command = ""
+        return " " * len(match.group(0))
+
+    text = re.sub(r"```[a-z]*\n(.*?)```", block, text, flags=re.S)
+    for match in re.finditer(r"`([^`]+)`", text):
+        span = " ".join(match.group(1).split())
+        if re.match(rf"(sudo -u \S+ |cd \S+ && )?(\S*/)?({COMMANDS})\s", span):
+            found.append((match.start(), span))
+    return [command for _, command in sorted(found)]
+
+
+def unaccounted(commands=None):
+    """(the doc's commands neither in SCRIPT in order nor in NOT_RUN, SCRIPT's commands
+    the doc does not print in that order)."""
+    script = [command for _, command in SCRIPT]
+    left = []
+    at = 0
+    for command in doc_commands() if commands is None else commands:
+        if at < len(script) and command == script[at]:
+            at += 1
+        elif command not in NOT_RUN:
+            left.append(command)
+    return left, script[at:]
