@@ -5,6 +5,7 @@ Needs root (to make the users) and the namespace sandbox; skipped with the reaso
 otherwise, failed instead when EXCHANGE_TEST_REQUIRED is set (CI sets it).
 """
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -101,6 +102,20 @@ class Workflow:
 
     def note(self, text):
         self.transcript.append("    " + text.replace(str(self.base), "$BASE"))
+
+
+@contextlib.contextmanager
+def students_on_the_host(w, base, users, title):
+    """While inside: the workflow `w` with its unix `users` in `base`. On the way out,
+    whatever happened: `w`'s transcript printed under `title`, the users and their homes
+    removed, `base` removed."""
+    try:
+        yield w
+    finally:
+        print("\n".join(["", f"{title} transcript:", *w.transcript]))
+        for user in users:
+            subprocess.run(["userdel", "-r", user], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def make_user(name, home):

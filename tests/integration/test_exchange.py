@@ -30,7 +30,14 @@ import time
 from pathlib import Path
 
 import pytest
-from exchangeparts import BIN, Workflow, make_user, require_exchange, scores
+from exchangeparts import (
+    BIN,
+    Workflow,
+    make_user,
+    require_exchange,
+    scores,
+    students_on_the_host,
+)
 from hostile import answer, as_bytes, insert_after
 from hostile.attacks import PATCH_CHECKS, READ_SECRETS
 
@@ -69,14 +76,9 @@ def exchange(request):
     suffix = str(os.getpid() % 100000)
     w.honest, w.hostile = f"rphonest{suffix}", f"rphostile{suffix}"
     users = [w.honest, w.hostile]
-    try:
+    with students_on_the_host(w, base, users, "exchange workflow"):
         _run_workflow(w, users)
         yield w
-    finally:
-        print("\n".join(["", "exchange workflow transcript:", *w.transcript]))
-        for user in users:
-            subprocess.run(["userdel", "-r", user], capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def _run_workflow(w, users):

@@ -28,7 +28,13 @@ from pathlib import Path
 
 import pytest
 from clusterparts import PostgresServer, require_postgres
-from exchangeparts import Workflow, make_user, require_exchange, scores
+from exchangeparts import (
+    Workflow,
+    make_user,
+    require_exchange,
+    scores,
+    students_on_the_host,
+)
 from hostile import as_bytes
 from instructordoc import (
     ASSIGNMENT,
@@ -109,13 +115,10 @@ def followed(request):
     w.honest, w.untouched = f"rpdocsol{suffix}", f"rpdocstub{suffix}"
     users = [w.honest, w.untouched]
     try:
-        _follow(w, users)
-        yield w
+        with students_on_the_host(w, base, users, "instructor doc"):
+            _follow(w, users)
+            yield w
     finally:
-        print("\n".join(["", "instructor doc transcript:", *w.transcript]))
-        for user in users:
-            subprocess.run(["userdel", "-r", user], capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
         if server is not None:
             server.stop()
 
