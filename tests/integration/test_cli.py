@@ -17,7 +17,7 @@ COURSE = Path(__file__).resolve().parents[2]
 def test_every_command_the_docstring_lists_is_in_the_table():
     listed = set(re.findall(r"^    residual-pack ([a-z-]+)", cli.__doc__, re.M))
     commands = cli.parser()._subparsers._group_actions[0].choices
-    assert listed == set(commands) and len(listed) == 7
+    assert listed and listed == set(commands)
     for name, sub in commands.items():
         assert callable(sub.get_default("run")), name
 
