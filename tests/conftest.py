@@ -47,3 +47,42 @@ def textbook():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+# ---------------------------------------------------------------- several test processes
+# scripts/test runs the suite on pytest-xdist workers with `--dist loadgroup`: the tests of
+# one group run on one worker, one after another. Each test file is a group (its module
+# fixtures are set up once), except where the file's tests are independent runs per
+# assignment (SPREAD: each test is its own unit of work) and where files share something
+# of the machine (SHARED: unix users made with useradd under fixed names, the exchange in
+# /srv; the bubblewrap tests' fixed sandbox uids). A test that sets its own `xdist_group`
+# (the self-check, per assignment) keeps it. Tests marked `alone` look at every process on
+# the machine and run afterwards, in a pass of their own (see scripts/test).
+TESTS = Path(__file__).resolve().parent
+SPREAD = {"integration/test_diagnosis.py", "hostile/test_hostile_every_assignment.py"}
+SHARED = {
+    "unix-users": ("integration/test_exchange.py", "integration/test_instructor_doc.py",
+                   "integration/test_shared_host.py"),
+    "bubblewrap": ("sandbox/",),
+}
+
+
+def xdist_group(path):
+    """The group of the tests in the file at `path` (relative to tests/), or None when
+    each test may go to any worker."""
+    if path in SPREAD:
+        return None
+    for group, prefixes in SHARED.items():
+        if path.startswith(prefixes):
+            return group
+    return path
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        group = xdist_group(item.path.relative_to(TESTS).as_posix())
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))

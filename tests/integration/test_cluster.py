@@ -147,6 +147,7 @@ def _ours(before):
     return found
 
 
+@pytest.mark.alone  # counts every process of this checkout's Python
 def test_a_killed_local_cluster_run_leaves_nothing_and_resumes(tmp_path):
     """The coordinator of `--cluster local` killed (SIGKILL, alone) after its first
     student: its LocalCluster's workers and their kernels go too; the next run with the

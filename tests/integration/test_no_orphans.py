@@ -25,6 +25,7 @@ from autograder.sandbox.launcher import MODULE as LAUNCHER
 COURSE = Path(__file__).resolve().parents[2]
 VENV = str(Path(sys.executable).parent)  # this checkout's Python: its processes only
 pytestmark = [pytest.mark.slow,
+              pytest.mark.alone,  # counts every process of this checkout's Python
               pytest.mark.skipif(not (COURSE / EXERCISES / ASSIGNMENT).is_dir(),
                                  reason=f"no {ASSIGNMENT} release")]
 

@@ -210,71 +210,95 @@ def test_generation_reproduces_the_committed_folders():
     assert drift(COURSE) == []
 
 
-@pytest.fixture(scope="module")
-def selfcheck_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("selfcheck")
-    checks = selfcheck(COURSE, ASSIGNMENTS, workdir=workdir, jobs=JOBS)
-    return checks, workdir
+_SELFCHECKS = {}
+
+
+def selfcheck_of(assignment, tmp_path_factory):
+    """The self-check of one assignment, run once per test process: each assignment is a
+    run of its own, so that pytest-xdist can give the assignments to different workers
+    (see the `xdist_group` of `BY_ASSIGNMENT`)."""
+    if assignment not in _SELFCHECKS:
+        workdir = tmp_path_factory.mktemp(f"selfcheck-{assignment}")
+        [check] = selfcheck(COURSE, [assignment], workdir=workdir, jobs=JOBS)
+        _SELFCHECKS[assignment] = check, workdir
+    return _SELFCHECKS[assignment]
+
+
+BY_ASSIGNMENT = [pytest.param(a, marks=pytest.mark.xdist_group(f"selfcheck-{a}"))
+                 for a in ASSIGNMENTS]
 
 
 @needs_assignment
 @pytest.mark.slow
-def test_selfcheck_passes(selfcheck_run):
+@pytest.mark.parametrize("assignment", BY_ASSIGNMENT)
+def test_selfcheck_passes(assignment, tmp_path_factory):
     from autograder.authoring.selfcheck import report
 
-    checks, _ = selfcheck_run
-    assert checks and all(c.ok for c in checks), report(checks)
-    for check in checks:
-        assert "validate" in check.seconds  # the validator ran on sources and exercises
-        by_student = {r.student: r for r in check.results}
-        if not any(c.autograded for c in by_student["solution"].cells):
-            # graded by hand only (the written questions): every answer listed, unscored
-            for student in ("solution", "stub"):
-                manual = by_student[student].cells
-                assert manual and all(c.max_score > 0 and c.score == 0 for c in manual)
-            assert not mutant_registry.load(check.assignment)
-            continue
-        got, top = by_student["solution"].score()
-        assert got == top > 0
-        assert by_student["stub"].score()[0] == 0
-        mutants = [r for r in check.results if r.student.startswith("mutant-")]
-        assert len(mutants) == len(mutant_registry.load(check.assignment))
-        assert all(r.score()[0] < top for r in mutants)
-        assert all(r.feedback for r in check.results)  # and none leaks (part of .ok)
+    check, _ = selfcheck_of(assignment, tmp_path_factory)
+    assert check.ok, report([check])
+    assert "validate" in check.seconds  # the validator ran on sources and exercises
+    by_student = {r.student: r for r in check.results}
+    if not any(c.autograded for c in by_student["solution"].cells):
+        # graded by hand only (the written questions): every answer listed, unscored
+        for student in ("solution", "stub"):
+            manual = by_student[student].cells
+            assert manual and all(c.max_score > 0 and c.score == 0 for c in manual)
+        assert not mutant_registry.load(check.assignment)
+        return
+    got, top = by_student["solution"].score()
+    assert got == top > 0
+    assert by_student["stub"].score()[0] == 0
+    mutants = [r for r in check.results if r.student.startswith("mutant-")]
+    assert len(mutants) == len(mutant_registry.load(check.assignment))
+    assert all(r.score()[0] < top for r in mutants)
+    assert all(r.feedback for r in check.results)  # and none leaks (part of .ok)
 
 
 @needs_assignment
 @pytest.mark.slow
-def test_selfcheck_runs_the_solution_to_the_end_and_the_rest_to_the_last_test(selfcheck_run):
+@pytest.mark.parametrize("assignment", BY_ASSIGNMENT)
+def test_selfcheck_runs_the_solution_to_the_end_and_the_rest_to_the_last_test(
+        assignment, tmp_path_factory):
     """The self-check's time saving (`Sandbox.stop_after_tests`) cuts only what cannot
     change an autograded score: the solution runs every code cell, the stub and the mutants
-    stop after their last autograded test cell, and some notebook has cells after it."""
+    stop after their last autograded test cell (`left_out` counts the cells after it)."""
     from autograder.cells import last_test
 
-    checks, workdir = selfcheck_run
-    cut_somewhere = False
-    for check in checks:
-        for result in check.results:
-            for name, run in result.runs.items():
-                path = workdir / "course" / "autograded" / result.student / check.assignment
-                nb = read_notebook(path / f"{name}.ipynb")
-                code = [i for i, c in enumerate(nb.cells)
-                        if c.cell_type == "code" and c.source.strip()]
-                last = last_test(nb)
-                ran = [c["index"] for c in run["cells"]]
-                if result.student == "solution":
-                    assert ran == code and run["left_out"] == 0, (check.assignment, name)
-                else:
-                    assert ran == [i for i in code if i <= last], (result.student, name)
-                    assert run["left_out"] == len([i for i in code if i > last])
-                    assert all(not nb.cells[i].get("outputs") for i in code if i > last)
-                    cut_somewhere = cut_somewhere or run["left_out"] > 0
-    assert cut_somewhere
+    check, workdir = selfcheck_of(assignment, tmp_path_factory)
+    for result in check.results:
+        for name, run in result.runs.items():
+            path = workdir / "course" / "autograded" / result.student / check.assignment
+            nb = read_notebook(path / f"{name}.ipynb")
+            code = [i for i, c in enumerate(nb.cells)
+                    if c.cell_type == "code" and c.source.strip()]
+            last = last_test(nb)
+            ran = [c["index"] for c in run["cells"]]
+            if result.student == "solution":
+                assert ran == code and run["left_out"] == 0, (check.assignment, name)
+            else:
+                assert ran == [i for i in code if i <= last], (result.student, name)
+                assert run["left_out"] == len([i for i in code if i > last])
+                assert all(not nb.cells[i].get("outputs") for i in code if i > last)
+
+
+def test_some_notebook_has_cells_after_its_last_test():
+    """...so the cut above is not vacuous: some release has code after its last test."""
+    from autograder.cells import last_test
+
+    cut = []
+    for assignment in ASSIGNMENTS:
+        for path in notebook_paths(COURSE / SOURCE / assignment):
+            nb = read_notebook(path)
+            last = last_test(nb)
+            cut += [path.name for i, c in enumerate(nb.cells)
+                    if i > last and c.cell_type == "code" and c.source.strip()]
+    assert cut
 
 
 @needs_assignment
 @pytest.mark.slow
-def test_without_our_filter_feedback_would_leak_hidden_tests(selfcheck_run):
+@pytest.mark.xdist_group(f"selfcheck-{FIRST}")
+def test_without_our_filter_feedback_would_leak_hidden_tests(tmp_path_factory):
     """The leak check is not vacuous: nbgrader's own ClearHiddenTests, alone, lets the
     traceback of a failing hidden check through for some registered mutant."""
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
@@ -282,8 +306,7 @@ def test_without_our_filter_feedback_would_leak_hidden_tests(selfcheck_run):
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 
-    checks, workdir = selfcheck_run
-    check = next(c for c in checks if c.assignment == FIRST)
+    check, workdir = selfcheck_of(FIRST, tmp_path_factory)
     hidden = hidden_lines(FIRST)
     leaking = []
     with private_jupyter_dirs(workdir / "sandbox"):
