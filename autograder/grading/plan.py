@@ -137,6 +137,20 @@ class Sandbox:
         self.lib = str(lib)
         self.mpl_cache = self._matplotlib_cache()
         self.binds = self._binds()
+        self.seccomp = self._seccomp_filter()
+
+    def _seccomp_filter(self):
+        """The kernels' seccomp filter as a BPF program in a file (read by the launcher):
+        `autograder.sandbox.seccomp`'s, with memfd_create and shmget refused too, since
+        no memory cgroup counts what they would hold here (the address-space limit does
+        not)."""
+        from autograder.sandbox import seccomp
+
+        path = self.root / "seccomp.bpf"
+        with open(path, "wb") as f:
+            seccomp.build(deny_uncounted_memory=True).export_bpf(f)
+        os.chmod(path, 0o644)
+        return str(path)
 
     def add_release(self, assignment, folder):
         """Give the kernels of `assignment` the files released with it besides the
@@ -271,6 +285,7 @@ class Sandbox:
             "exit_file": str(plan.exit_file),
             "phases_file": str(plan.phases_file),
             "limits": dataclasses.asdict(limits),
+            "seccomp": self.seccomp,
             "parent": os.getpid(),  # the launcher's parent; it stops the kernel if that goes
         }
         plan.config.write_text(json.dumps(config))

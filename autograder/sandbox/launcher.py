@@ -46,6 +46,7 @@ from autograder.sandbox.syscalls import (
     PR_SET_PDEATHSIG,
     check,
     libc,
+    load_seccomp,
     mount,
     pivot_root,
     prctl,
@@ -192,6 +193,25 @@ def _drop_privileges(uid):
     prctl(PR_SET_NO_NEW_PRIVS, 1)
 
 
+def _read_filter(cfg):
+    """The seccomp filter's BPF program (bytes) the plan wrote (`seccomp`), read while
+    this process may still read the plan's files; None when the plan names none."""
+    path = cfg.get("seccomp")
+    if not path:
+        return None
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _confine(program):
+    """The last step before the kernel: the seccomp filter (no new namespaces, mounts,
+    keyrings, ptrace; no memory outside the address-space limit: memfd_create, shmget;
+    see `autograder.sandbox.seccomp`), after the uid and the limits are set."""
+    if program is not None:
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
+        load_seccomp(program)
+
+
 def _exec_kernel(cfg, argv, phases=None):
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
@@ -308,6 +328,7 @@ def _run_init(cfg, argv, phases=None, start=None):
     for path in [cfg["conn"], *(os.path.join(cfg["conn"], n) for n in os.listdir(cfg["conn"]))]:
         os.chown(path, cfg["uid"], cfg["uid"])  # the connection file: the kernel reads it
     _stamp(phases, "namespaces")
+    program = _read_filter(cfg)
     _build_root(cfg)
     _stamp(phases, "root built")
     uid = cfg["uid"]
@@ -316,6 +337,7 @@ def _run_init(cfg, argv, phases=None, start=None):
         try:
             _drop_privileges(uid)
             _set_limits(cfg["limits"])
+            _confine(program)
             (start or _exec_kernel)(cfg, argv, phases)
         except BaseException as exc:  # noqa: BLE001
             print(f"sandbox: could not start the kernel: {exc}", file=sys.stderr, flush=True)
@@ -345,10 +367,12 @@ def _launch_limits_only(cfg, argv, phases=None):
     _fill_home(cfg, cfg["home"], cfg["work"], None)
     _stamp(phases, "root built")
     record = open(cfg["exit_file"], "w")  # noqa: SIM115
+    program = _read_filter(cfg)
     kernel = os.fork()
     if kernel == 0:
         try:
             _set_limits(cfg["limits"])
+            _confine(program)
             _exec_kernel(cfg, argv, phases)
         except BaseException as exc:  # noqa: BLE001
             print(f"sandbox: could not start the kernel: {exc}", file=sys.stderr, flush=True)

@@ -16,6 +16,8 @@ MNT_DETACH = 2
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 
 _libc = None
@@ -58,3 +60,21 @@ def pivot_root(new_root, put_old):
     number = SYS_PIVOT_ROOT.get(os.uname().machine)
     return number is not None and \
         libc().syscall(number, new_root.encode(), put_old.encode()) == 0
+
+
+class _SockFprog(ctypes.Structure):
+    """struct sock_fprog: the length and address of a BPF program (seccomp(2))."""
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def load_seccomp(program):
+    """Put this thread under the seccomp filter `program` (a BPF program as bytes: 8-byte
+    struct sock_filter instructions, as libseccomp exports it). Needs no_new_privs (or
+    CAP_SYS_ADMIN); the filter is inherited across fork and exec and cannot be removed."""
+    if not program or len(program) % 8:
+        raise OSError(f"seccomp: a BPF program of {len(program)} bytes")
+    buf = ctypes.create_string_buffer(bytes(program), len(program))
+    prog = _SockFprog(len(program) // 8, ctypes.addressof(buf))
+    check(libc().prctl(ctypes.c_int(PR_SET_SECCOMP), ctypes.c_ulong(SECCOMP_MODE_FILTER),
+                       ctypes.byref(prog), ctypes.c_ulong(0), ctypes.c_ulong(0)),
+          "seccomp filter")

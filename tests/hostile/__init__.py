@@ -38,6 +38,7 @@ from .attacks import (
     HANDED_FUNCTION,
     IPYTHON_HOOKS,
     KERNEL_MACHINERY,
+    LEAVE_THE_WALLS,
     MEMORY_BOMB,
     PATCH_BUILTINS,
     PATCH_CHECKS,
@@ -176,6 +177,10 @@ def build_class(folder, context):
     add("disk-filler", "writes until the disk is full; every answer right",
         insert_after(solution, "task1_1_residual_stack", DISK_FILLER), FULL, FULL,
         reason=["touches files"])
+    add("leave-the-walls", "memory in a memfd, a user namespace of its own, a secret in the "
+        "keyring; every answer right",
+        insert_after(solution, "task1_1_residual_stack", LEAVE_THE_WALLS), FULL, 0,
+        reason=["reaches into the interpreter or the kernel (ctypes)"], withheld=True)
 
     # the notebook's structure
     deleted = copy.deepcopy(solution)

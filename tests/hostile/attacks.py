@@ -169,6 +169,38 @@ except OSError as exc:
     print("many files:", i, exc)
 '''
 
+# what the sandbox's walls must stop (each step prints how it ended; the test reads them):
+# memory the address-space limit does not count, a user namespace in which the kernel is
+# root and mounts what it likes, a secret in the uid's keyring for the next student
+LEAVE_THE_WALLS = r'''import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+try:
+    fd = os.memfd_create("hoard")
+    block = b"x" * (64 << 20)
+    for _ in range(40):  # 2.5 GiB of the host's shared memory, unmapped
+        os.write(fd, block)
+    print("memfd: held", os.fstat(fd).st_size >> 20, "MiB")
+except OSError as exc:
+    print("memfd: refused", errno.errorcode.get(exc.errno, exc.errno))
+pid = os.fork()
+if pid == 0:
+    CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0:
+        os._exit(100 + ctypes.get_errno())
+    with open("/proc/self/uid_map", "w") as f:
+        f.write(f"0 {os.getuid()} 1")
+    ok = libc.mount(b"none", b"/tmp", b"tmpfs", 0, None) == 0
+    os._exit(0 if ok else 50)
+code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+print("namespace:", "root with a tmpfs of its own" if code == 0 else
+      f"refused {errno.errorcode.get(code - 100, code)}" if code >= 100 else f"exit {code}")
+KEY_SPEC_USER_KEYRING = -4
+key = libc.syscall(248, b"user", b"left-for-the-next", b"the secret", 10,
+                   KEY_SPEC_USER_KEYRING)  # add_key (x86_64)
+print("keyring:", "stored" if key >= 0 else
+      f"refused {errno.errorcode.get(ctypes.get_errno())}")
+'''
+
 
 # ---- attacks on the grading machinery inside the kernel (the kernel is only a witness)
 

@@ -211,6 +211,19 @@ def test_the_grading_process_is_safe_from_the_kernel(hostile_run):
     assert "\\ud800" in text
 
 
+@needs_assignment
+@pytest.mark.slow
+def test_the_kernel_stays_in_its_walls(hostile_run):
+    """The seccomp filter the launcher puts the kernel under (`_confine`): no memory held
+    outside the address-space limit, no namespace of the kernel's own, no keyring entry
+    that a later kernel of the same uid could read."""
+    printed = _printed(hostile_run.out, "leave-the-walls")
+    said = dict(line.split(": ", 1) for line in printed.splitlines() if ": " in line)
+    assert said.get("memfd") == "refused EPERM", printed
+    assert said.get("namespace") == "refused EPERM", printed
+    assert said.get("keyring") == "refused EPERM", printed
+
+
 def _printed(out, student):
     nb = read_notebook(out / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
     return "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"

@@ -72,3 +72,55 @@ def test_no_kernel_starts_when_the_grading_process_is_gone(tmp_path):
     path, cfg = _config(tmp_path, parent=1)
     done = _launch(path, "open('started', 'w')")
     assert done.returncode == 1 and not os.path.exists(cfg["exit_file"])
+
+
+WALLS = r"""
+import ctypes, errno, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+found = {}
+try:
+    os.close(os.memfd_create("hoard"))
+    found["memfd"] = "made"
+except OSError as exc:
+    found["memfd"] = errno.errorcode[exc.errno]
+CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
+pid = os.fork()
+if pid == 0:  # a child, so that a namespace it makes does not change the test process
+    os._exit(0 if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 else ctypes.get_errno())
+found["unshare"] = errno.errorcode.get(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), "made")
+KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING = 0, -4
+r = libc.syscall(250, KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 1)  # keyctl (x86_64)
+found["keyctl"] = "made" if r >= 0 else errno.errorcode[ctypes.get_errno()]
+print(json.dumps(found))
+"""
+
+
+def test_the_kernel_runs_under_the_seccomp_filter(tmp_path):
+    """With the plan's filter the kernel cannot hold memory outside its address-space
+    limit (memfd_create), make a namespace of its own (unshare) or reach a keyring that
+    outlives it (keyctl); without the filter, on the same machine, the memfd is made."""
+    import platform
+
+    from autograder.sandbox import seccomp
+
+    if platform.machine() != "x86_64":
+        import pytest
+
+        pytest.skip("the keyctl call number in WALLS is x86_64's")
+    bpf = tmp_path / "seccomp.bpf"
+    with open(bpf, "wb") as f:
+        seccomp.build(deny_uncounted_memory=True).export_bpf(f)
+    path, _ = _config(tmp_path, seccomp=str(bpf))
+    code = "import sys; sys.stdout = open('out.json', 'w'); " + "exec(" + repr(WALLS) + ")"
+    done = _launch(path, code)
+    assert done.returncode == 0, done.stderr
+    walls = json.loads((tmp_path / "k" / "work" / "out.json").read_text())
+    assert walls == {"memfd": "EPERM", "unshare": "EPERM", "keyctl": "EPERM"}, walls
+
+    unfiltered = tmp_path / "control"
+    unfiltered.mkdir()
+    path, _ = _config(unfiltered)
+    done = _launch(path, code)
+    assert done.returncode == 0, done.stderr
+    walls = json.loads((unfiltered / "k" / "work" / "out.json").read_text())
+    assert walls["memfd"] == "made", walls
