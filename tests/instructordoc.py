@@ -19,6 +19,8 @@ POSTGRES_CONFIG = ("echo 'c.CourseDirectory.db_url = \"postgresql+psycopg2://USE
 POSTGRES_URL = "USER@HOST:PORT/DB"
 # what this test runs, in the doc's order: (who, the command as the doc prints it)
 STUDENT, INSTRUCTOR = "student", "instructor"
+# step 7: a server that stays up; the test opens formgrader in it, then stops it
+FORMGRADER = "jupyter lab --no-browser --allow-root"
 SCRIPT = [
     (INSTRUCTOR, POSTGRES_CONFIG),
     (INSTRUCTOR, "nbgrader generate_assignment ASSIGNMENT --force"),
@@ -30,6 +32,7 @@ SCRIPT = [
     (STUDENT, f"nbgrader submit ASSIGNMENT --course residuals {OPTION}"),
     (INSTRUCTOR, f"nbgrader collect ASSIGNMENT {OPTION}"),
     (INSTRUCTOR, "nbgrader autograde ASSIGNMENT"),
+    (INSTRUCTOR, FORMGRADER),
     (INSTRUCTOR, "nbgrader generate_feedback ASSIGNMENT"),
     (INSTRUCTOR, f"nbgrader release_feedback ASSIGNMENT {OPTION}"),
     (STUDENT, f"nbgrader fetch_feedback ASSIGNMENT --course residuals {OPTION}"),
@@ -62,7 +65,7 @@ NOT_RUN = {
 }
 
 
-COMMANDS = "nbgrader|residual-pack|python3?|mkdir|echo"
+COMMANDS = "nbgrader|residual-pack|python3?|mkdir|echo|jupyter"
 
 
 def doc_commands(text=None):
@@ -103,3 +106,4 @@ def unaccounted(commands=None):
         elif command not in NOT_RUN:
             left.append(command)
     return left, script[at:]
+
