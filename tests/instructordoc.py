@@ -107,3 +107,49 @@ def unaccounted(commands=None):
             left.append(command)
     return left, script[at:]
 
+
+README = REPO / "README.md"
+# the doc's environment, which the README's short list takes to be on PATH
+ENVIRONMENT_BIN = "/opt/residuals/bin/"
+# README commands that are a doc command with its later options left out, and why
+SHORTENED = {
+    "nbgrader export --exporter=autograder.grading.lms_export.CanvasExport":
+        "step 10 adds --to canvas.csv and the section",
+}
+
+
+def readme_commands(text=None):
+    """The commands of the README's short list for instructors (its first code block
+    under "## For instructors"), without their comments, the assignment named ASSIGNMENT
+    as the doc names it."""
+    text = README.read_text() if text is None else text
+    section = text[text.index("## For instructors"):]
+    block = re.search(r"```bash\n(.*?)```", section, flags=re.S).group(1)
+    found = []
+    for line in block.splitlines():
+        command = line.split("  #", 1)[0].strip()
+        if command and not command.startswith("#"):
+            found.append(re.sub(rf"\b{ASSIGNMENT}\b", "ASSIGNMENT", command))
+    return found
+
+
+def _as_readme_writes_it(command):
+    command = command.replace("[ASSIGNMENT]", "ASSIGNMENT")
+    command = re.sub(r"\s+#.*$", "", command).replace("\\\n", " ")
+    return " ".join(command.replace(ENVIRONMENT_BIN, "").split())
+
+
+def readme_not_in_doc(readme=None, doc=None):
+    """README commands that the doc's steps do not print (as printed, or, for SHORTENED,
+    as the start of one), and those out of the doc's order."""
+    doc = [_as_readme_writes_it(c) for c in (doc_commands() if doc is None else doc)]
+    wrong, at = [], 0
+    for command in readme_commands() if readme is None else readme:
+        found = [i for i, c in enumerate(doc) if c == command
+                 or command in SHORTENED and c.startswith(command + " ")]
+        later = [i for i in found if i >= at]
+        if not later:
+            wrong.append(command)
+            continue
+        at = later[0]
+    return wrong
