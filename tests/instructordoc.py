@@ -21,6 +21,10 @@ POSTGRES_URL = "USER@HOST:PORT/DB"
 STUDENT, INSTRUCTOR = "student", "instructor"
 # step 7: a server that stays up; the test opens formgrader in it, then stops it
 FORMGRADER = "jupyter lab --no-browser --allow-root"
+# step 8: the batch command on what collect gathered; with PostgreSQL, into a second
+# database named by $RESIDUAL_PACK_DB_URL, as the doc offers
+BATCH = "residual-pack grade ASSIGNMENT SUBMISSIONS --out DIR"
+SUBMISSIONS, DIR = "submitted", "batch"
 SCRIPT = [
     (INSTRUCTOR, POSTGRES_CONFIG),
     (INSTRUCTOR, "nbgrader generate_assignment ASSIGNMENT --force"),
@@ -33,6 +37,8 @@ SCRIPT = [
     (INSTRUCTOR, f"nbgrader collect ASSIGNMENT {OPTION}"),
     (INSTRUCTOR, "nbgrader autograde ASSIGNMENT"),
     (INSTRUCTOR, FORMGRADER),
+    (INSTRUCTOR, BATCH),
+    (INSTRUCTOR, "cd DIR && nbgrader db student list"),
     (INSTRUCTOR, "nbgrader generate_feedback ASSIGNMENT"),
     (INSTRUCTOR, f"nbgrader release_feedback ASSIGNMENT {OPTION}"),
     (STUDENT, f"nbgrader fetch_feedback ASSIGNMENT --course residuals {OPTION}"),
@@ -53,10 +59,8 @@ NOT_RUN = {
     "python3 -m venv /opt/residuals && /opt/residuals/bin/pip install PATH-OF-THIS-CHECKOUT":
         "the environment running this test stands in for /opt/residuals (making one would "
         "install from the network)",
-    "residual-pack grade ASSIGNMENT SUBMISSIONS --out DIR": "step 8, the batch path "
-        "instead of steps 5-6 (tests/integration/test_cli.py, test_late_submissions.py)",
-    "cd DIR && nbgrader db student list": "step 8, in the batch path's DIR",
-    "nbgrader export": "step 8, in the batch path's DIR (step 10's is run)",
+    "nbgrader export": "step 8's, in DIR: `nbgrader db student list` stands for it there "
+        "(step 10's is run in the course)",
     "nbgrader collect": "prose: names the command step 5 runs",
     "nbgrader autograde": "prose: names the command step 6 runs",
     "nbgrader db assignment add ASSIGNMENT --duedate=...": "step 8's late hand-ins "

@@ -16,7 +16,8 @@ withheld for review). After autograde, formgrader is started as step 7 prints it
 opened in headless Chromium (Playwright): the students, their scores, the withheld one
 marked as needing a manual grade with the reason as the comment; screenshots go to the
 test's tmp folder (skipped without Chromium or Playwright unless BROWSER_TEST_REQUIRED
-is set). Twice: with
+is set). Step 8's batch command then grades what collect gathered into `batch/` (with
+PostgreSQL, into a second database named by $RESIDUAL_PACK_DB_URL). Twice: with
 nbgrader's SQLite gradebook, and with a PostgreSQL one named in the course config as the
 doc says (skipped without PostgreSQL unless POSTGRES_REQUIRED is set). Needs root
 (useradd, runuser, unshare) and the namespace sandbox; skipped otherwise, failed instead
@@ -46,6 +47,7 @@ from exchangeparts import (
 from hostile import as_bytes, insert_after
 from instructordoc import (
     ASSIGNMENT,
+    DIR,
     EXCHANGE,
     FORMGRADER,
     FULL_MARKS,
@@ -56,6 +58,7 @@ from instructordoc import (
     POSTGRES_URL,
     REPO,
     SCRIPT,
+    SUBMISSIONS,
 )
 
 from autograder.authoring.madeup import filled_in
@@ -73,8 +76,9 @@ class Literal(Workflow):
     exchange test does: the students' accounts must be able to run it, step 5)."""
 
     def shell(self, who, printed, cwd, user=None, home=None, check=True):
-        text = (re.sub(r"\bASSIGNMENT\b", ASSIGNMENT, printed)
-                .replace("/opt/residuals", sys.prefix))
+        text = re.sub(r"\bASSIGNMENT\b", ASSIGNMENT, printed).replace("/opt/residuals",
+                                                                      sys.prefix)
+        text = re.sub(r"\bDIR\b", DIR, re.sub(r"\bSUBMISSIONS\b", SUBMISSIONS, text))
         if self.postgres:
             text = text.replace(POSTGRES_URL, self.postgres)
         if user:
@@ -83,6 +87,7 @@ class Literal(Workflow):
         if user:
             env = dict(self.env, HOME=str(home), USER=user, LOGNAME=user)
             env.pop("PGPASSWORD", None)  # the instructor's
+            env.pop("RESIDUAL_PACK_DB_URL", None)
             command = [shutil.which("runuser"), "-u", user, "--", "env", "-i",
                        *[f"{k}={v}" for k, v in env.items()], *command]
         if EXCHANGE in text:  # (autograde's sandbox makes namespaces of its own)
@@ -117,12 +122,13 @@ def followed(request, tmp_path_factory):
     base = Path(tempfile.mkdtemp(prefix="rp-instructor-doc-"))
     os.chmod(base, 0o755)
     w = Literal(base)
-    w.postgres = None
+    w.postgres = w.batch_gradebook = None
     w.gradebook = w.course / "gradebook.db"
     if server is not None:
         w.postgres = f"{server.user}@127.0.0.1:{server.port}/{server.database}"
         w.env["PGPASSWORD"] = server.password
         w.gradebook = server.url()
+        w.env["RESIDUAL_PACK_DB_URL"] = w.batch_gradebook = _second_database(server, DIR)
     suffix = str(os.getpid() % 100000)
     w.honest, w.untouched = f"rpdocsol{suffix}", f"rpdocstub{suffix}"
     w.peek = f"rpdocpeek{suffix}"
@@ -135,6 +141,19 @@ def followed(request, tmp_path_factory):
     finally:
         if server is not None:
             server.stop()
+
+
+def _second_database(server, name):
+    """A second database on `server` for step 8's batch run: its URL, with the password."""
+    import psycopg2
+
+    conn = psycopg2.connect(host="127.0.0.1", port=server.port, user=server.user,
+                            password=server.password, dbname="postgres")
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {name}")
+    conn.close()
+    return server.url().rsplit("/", 1)[0] + f"/{name}"
 
 
 def _follow(w, users):
@@ -308,9 +327,14 @@ def test_the_check_and_a_student_agree_the_environment_is_reachable(followed):
 
 
 def test_autograde_scores_the_solution_in_full_and_the_release_nothing(followed):
+    """Issue #28, trap 1: the doc's generate_assignment (with --force) puts the assignment
+    in the gradebook on a fresh clone; without --force autograde fails for every student
+    ("No assignment with ID ... exists in the database"). Trap 4: nbgrader's three
+    "checksum has changed" warnings per student no longer bury the lines that matter."""
     w = followed
-    assert "residual-pack: student kernels run in the sandbox" in \
-        w.done["nbgrader autograde ASSIGNMENT"].stderr
+    log = w.done["nbgrader autograde ASSIGNMENT"].stderr
+    assert "residual-pack: student kernels run in the sandbox" in log
+    assert "Attribute 'checksum'" not in log
     assert float(w.grades[w.honest]["score"]) == FULL_MARKS
     assert float(w.grades[w.honest]["max_score"]) == FULL_MARKS + MANUAL
     assert float(w.grades[w.untouched]["score"]) == 0.0
@@ -385,3 +409,25 @@ def test_formgrader_shows_the_students_their_scores_and_what_was_withheld(follow
         assert "reaches into the interpreter or the kernel (gc)" in comment
     assert {"task1_1_test_output", "task1_1_test_gradient",
             "task1_2_test_input_gradient"} <= set(seen["withheld"]["manual"])
+
+
+def test_the_batch_command_grades_the_collected_class_into_its_gradebook(followed):
+    """Step 8 as printed, on what `nbgrader collect` gathered: the same scores as
+    autograde, and `cd DIR && nbgrader db student list` sees the class in the gradebook
+    the run wrote: SQLite in DIR, or the PostgreSQL one $RESIDUAL_PACK_DB_URL names, which
+    DIR/nbgrader_config.py then names without its password (issue #28, trap 3)."""
+    w = followed
+    out = w.course / DIR
+    with open(out / "grades.csv", newline="") as f:
+        grades = {row["student_id"]: float(row["score"]) for row in csv.DictReader(f)}
+    assert grades == {w.honest: FULL_MARKS, w.untouched: 0.0, w.peek: 0.0}
+    report = (out / "report.txt").read_text()
+    assert f"{w.peek}: " in report and "withheld" in report
+    listed = w.done["cd DIR && nbgrader db student list"].stdout
+    assert "There are 3 students in the database" in listed
+    assert all(s in listed for s in (w.honest, w.untouched, w.peek))
+    assert (out / "gradebook.db").exists() == (w.postgres is None)
+    if w.postgres:
+        config = (out / "nbgrader_config.py").read_text()
+        assert f"/{DIR}" in config and w.env["PGPASSWORD"] not in config
+        assert set(scores(w.batch_gradebook, ASSIGNMENT)) == {w.honest, w.untouched, w.peek}
