@@ -19,6 +19,12 @@ POSTGRES_CONFIG = ("echo 'c.CourseDirectory.db_url = \"postgresql+psycopg2://USE
 POSTGRES_URL = "USER@HOST:PORT/DB"
 # what this test runs, in the doc's order: (who, the command as the doc prints it)
 STUDENT, INSTRUCTOR = "student", "instructor"
+# step 7: a server that stays up; the test opens formgrader in it, then stops it
+FORMGRADER = "jupyter lab --no-browser --allow-root"
+# step 8: the batch command on what collect gathered; with PostgreSQL, into a second
+# database named by $RESIDUAL_PACK_DB_URL, as the doc offers
+BATCH = "residual-pack grade ASSIGNMENT SUBMISSIONS --out DIR"
+SUBMISSIONS, DIR = "submitted", "batch"
 SCRIPT = [
     (INSTRUCTOR, POSTGRES_CONFIG),
     (INSTRUCTOR, "nbgrader generate_assignment ASSIGNMENT --force"),
@@ -30,6 +36,9 @@ SCRIPT = [
     (STUDENT, f"nbgrader submit ASSIGNMENT --course residuals {OPTION}"),
     (INSTRUCTOR, f"nbgrader collect ASSIGNMENT {OPTION}"),
     (INSTRUCTOR, "nbgrader autograde ASSIGNMENT"),
+    (INSTRUCTOR, FORMGRADER),
+    (INSTRUCTOR, BATCH),
+    (INSTRUCTOR, "cd DIR && nbgrader db student list"),
     (INSTRUCTOR, "nbgrader generate_feedback ASSIGNMENT"),
     (INSTRUCTOR, f"nbgrader release_feedback ASSIGNMENT {OPTION}"),
     (STUDENT, f"nbgrader fetch_feedback ASSIGNMENT --course residuals {OPTION}"),
@@ -50,10 +59,8 @@ NOT_RUN = {
     "python3 -m venv /opt/residuals && /opt/residuals/bin/pip install PATH-OF-THIS-CHECKOUT":
         "the environment running this test stands in for /opt/residuals (making one would "
         "install from the network)",
-    "residual-pack grade ASSIGNMENT SUBMISSIONS --out DIR": "step 8, the batch path "
-        "instead of steps 5-6 (tests/integration/test_cli.py, test_late_submissions.py)",
-    "cd DIR && nbgrader db student list": "step 8, in the batch path's DIR",
-    "nbgrader export": "step 8, in the batch path's DIR (step 10's is run)",
+    "nbgrader export": "step 8's, in DIR: `nbgrader db student list` stands for it there "
+        "(step 10's is run in the course)",
     "nbgrader collect": "prose: names the command step 5 runs",
     "nbgrader autograde": "prose: names the command step 6 runs",
     "nbgrader db assignment add ASSIGNMENT --duedate=...": "step 8's late hand-ins "
@@ -62,7 +69,7 @@ NOT_RUN = {
 }
 
 
-COMMANDS = "nbgrader|residual-pack|python3?|mkdir|echo"
+COMMANDS = "nbgrader|residual-pack|python3?|mkdir|echo|jupyter"
 
 
 def doc_commands(text=None):
@@ -103,3 +110,50 @@ def unaccounted(commands=None):
         elif command not in NOT_RUN:
             left.append(command)
     return left, script[at:]
+
+
+README = REPO / "README.md"
+# the doc's environment, which the README's short list takes to be on PATH
+ENVIRONMENT_BIN = "/opt/residuals/bin/"
+# README commands that are a doc command with its later options left out, and why
+SHORTENED = {
+    "nbgrader export --exporter=autograder.grading.lms_export.CanvasExport":
+        "step 10 adds --to canvas.csv and the section",
+}
+
+
+def readme_commands(text=None):
+    """The commands of the README's short list for instructors (its first code block
+    under "## For instructors"), without their comments, the assignment named ASSIGNMENT
+    as the doc names it."""
+    text = README.read_text() if text is None else text
+    section = text[text.index("## For instructors"):]
+    block = re.search(r"```bash\n(.*?)```", section, flags=re.S).group(1)
+    found = []
+    for line in block.splitlines():
+        command = line.split("  #", 1)[0].strip()
+        if command and not command.startswith("#"):
+            found.append(re.sub(rf"\b{ASSIGNMENT}\b", "ASSIGNMENT", command))
+    return found
+
+
+def _as_readme_writes_it(command):
+    command = command.replace("[ASSIGNMENT]", "ASSIGNMENT")
+    command = re.sub(r"\s+#.*$", "", command).replace("\\\n", " ")
+    return " ".join(command.replace(ENVIRONMENT_BIN, "").split())
+
+
+def readme_not_in_doc(readme=None, doc=None):
+    """README commands that the doc's steps do not print (as printed, or, for SHORTENED,
+    as the start of one), and those out of the doc's order."""
+    doc = [_as_readme_writes_it(c) for c in (doc_commands() if doc is None else doc)]
+    wrong, at = [], 0
+    for command in readme_commands() if readme is None else readme:
+        found = [i for i, c in enumerate(doc) if c == command
+                 or command in SHORTENED and c.startswith(command + " ")]
+        later = [i for i in found if i >= at]
+        if not later:
+            wrong.append(command)
+            continue
+        at = later[0]
+    return wrong

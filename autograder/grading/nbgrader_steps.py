@@ -169,7 +169,9 @@ class IntakeRepairs(NbGraderPreprocessor):
     """The handed-in notebook repaired against the release before nbgrader's own sanitize
     steps (see `intake.take_in`); each repair is a line in nbgrader's log, and the intake
     (repairs, flags, reasons to withhold the score for review, or why it cannot be graded)
-    is kept in the channel for `WithholdForReview` and the driver."""
+    is kept in the channel for `WithholdForReview` and the driver. Once every locked cell
+    is back as released, nbgrader's checksum warnings are left out of the log (see
+    `_HiddenTestsPutBack`)."""
 
     channel = Instance(Channel, allow_none=True,
                        help="The grading run's channel (this process's unless a driver "
@@ -181,6 +183,8 @@ class IntakeRepairs(NbGraderPreprocessor):
 
         check_schemas_once()  # nbgrader's own steps that come next validate every cell
         guard_log(self.log)
+        quiet = hidden_tests_put_back(self.log)
+        quiet.after_intake = False
         info = resources.get("nbgrader", {})
         student, assignment = info.get("student", ""), info.get("assignment", "")
         name = info.get("notebook", "")
@@ -207,6 +211,7 @@ class IntakeRepairs(NbGraderPreprocessor):
         (self.channel or process_channel()).intake[(student, name)] = kept
         if intake.problem:
             raise ValueError(f"{student}: {plain(intake.problem)}")
+        quiet.after_intake = True  # its locked cells are the release's now
         for note in intake.notes:
             self.log.warning("residual-pack: %s/%s: repaired: %s", student, name, plain(note))
         for flag in intake.flags:
@@ -244,6 +249,38 @@ class _OneLinePerRecord(logging.Filter):
             text = text.replace("\r\n", "\n").replace("\r", "\\r").replace("\x1b", "\\x1b")
             record.msg, record.args = text.replace("\n", "\n    | "), ()
         return True
+
+
+# nbgrader's OverwriteCells, for a locked cell whose checksum is not the gradebook's
+OVERWRITE_WARNING = "Attribute '%s' for cell %s has changed! (should be: %s, got: %s)"
+
+
+class _HiddenTestsPutBack(logging.Filter):
+    """nbgrader's "Attribute 'checksum' for cell ... has changed!" left out after intake:
+    a test cell with hidden tests never has the gradebook's checksum (the release has them
+    cut out), so nbgrader says it for each such cell of every student, untouched notebooks
+    too (issue #28, trap 4: three lines per student that bury the ones that matter). Once
+    `IntakeRepairs` has put every locked cell back as released (a line of its own when a
+    student had changed one), the warning only means nbgrader put the hidden tests back.
+    Other warnings of OverwriteCells (cell type, points, locked) are kept."""
+
+    after_intake = False
+
+    def filter(self, record):
+        return not (self.after_intake and record.msg == OVERWRITE_WARNING
+                    and tuple(record.args or ())[:1] == ("checksum",))
+
+
+def hidden_tests_put_back(logger):
+    """The `_HiddenTestsPutBack` filter on `logger` and its handlers (put there once)."""
+    found = next((f for f in logger.filters if isinstance(f, _HiddenTestsPutBack)), None)
+    if found is None:
+        found = _HiddenTestsPutBack()
+        logger.addFilter(found)
+    for handler in getattr(logger, "handlers", []):
+        if found not in handler.filters:
+            handler.addFilter(found)
+    return found
 
 
 def guard_log(logger):

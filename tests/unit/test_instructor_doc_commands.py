@@ -1,7 +1,7 @@
 """docs/instructors.md and tests/integration/test_instructor_doc.py cannot drift apart: every
 command the doc's steps print is run by that test in the doc's order, or said why not."""
 
-from instructordoc import SCRIPT, doc_commands, unaccounted
+from instructordoc import SCRIPT, doc_commands, readme_commands, readme_not_in_doc, unaccounted
 
 
 def test_every_command_of_the_doc_is_run_or_said_why_not():
@@ -20,3 +20,22 @@ def test_a_changed_or_moved_command_is_caught():
     i, j = moved.index(release), moved.index(collect)  # release after collect
     moved[i], moved[j] = moved[j], moved[i]
     assert unaccounted(moved) != ([], [])
+
+
+def test_the_readmes_short_list_is_printed_in_the_doc_in_its_order():
+    """Each command of the README's list for instructors is one of docs/instructors.md's
+    steps as the doc prints it (a SHORTENED one may leave the doc's later options out)."""
+    listed = readme_commands()
+    assert "nbgrader generate_assignment ASSIGNMENT --force" in listed
+    assert len(listed) >= 8
+    assert readme_not_in_doc() == []
+
+
+def test_a_readme_command_that_differs_from_the_doc_is_caught():
+    listed = readme_commands()
+    without_force = [c.replace(" --force", "") for c in listed]  # trap 1 of issue 28
+    assert readme_not_in_doc(without_force) == ["nbgrader generate_assignment ASSIGNMENT"]
+    other_root = [c.replace("/srv/nbgrader/exchange", "/tmp/exchange") for c in listed]
+    assert readme_not_in_doc(other_root) != []
+    assert readme_not_in_doc([*listed, "residual-pack grade ASSIGNMENT DIR"]) != []
+    assert readme_not_in_doc(list(reversed(listed))) != []  # out of the doc's order

@@ -1,6 +1,7 @@
 """autograder/grading/lms_export.py: Canvas's and Moodle's CSV grade imports, written by
 nbgrader export plugins from a gradebook made with nbgrader's own API (assignments, grade
-cells, students, submissions, scores and a late penalty as autograde leaves them)."""
+cells, students, submissions, scores and a late penalty as autograde leaves them).
+Issue #28, trap 9: an export that an LMS imports."""
 
 import csv
 import datetime

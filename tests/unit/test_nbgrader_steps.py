@@ -1,5 +1,6 @@
 """autograder/grading/nbgrader_steps.py's guards that need no kernel: symbolic links in
-what nbgrader would read, and log records that a student's text cannot split."""
+what nbgrader would read, log records that a student's text cannot split, and
+nbgrader's checksum warnings left out after intake."""
 
 import io
 import logging
@@ -7,7 +8,11 @@ import os
 
 from nbgrader.coursedir import CourseDirectory
 
-from autograder.grading.nbgrader_steps import guard_log, symbolic_link
+from autograder.grading.nbgrader_steps import (
+    guard_log,
+    hidden_tests_put_back,
+    symbolic_link,
+)
 
 
 def _coursedir(root):
@@ -45,3 +50,29 @@ def test_a_students_text_cannot_start_a_log_record(tmp_path):
     lines = stream.getvalue().splitlines()
     assert lines == ["[ERROR] cell failed: oops", "    | [ERROR] bob copied from ann\\r\\x1b[2K",
                      "[WARNING] plain line"]
+
+
+def test_nbgraders_checksum_warning_is_left_out_after_intake():
+    """Issue #28, trap 4: nbgrader's OverwriteCells says "Attribute 'checksum' for cell
+    ... has changed!" for every test cell with hidden tests, for untouched notebooks too
+    (three lines per student on the first assignment), burying the lines that matter.
+    After intake has put the locked cells back, those lines are left out; the others stay."""
+    from nbgrader.preprocessors import OverwriteCells
+
+    stream = io.StringIO()
+    logger = logging.getLogger("test-nbgrader-steps-checksum")
+    logger.propagate = False
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(handler)
+    quiet = hidden_tests_put_back(logger)
+    assert hidden_tests_put_back(logger) is quiet and len(logger.filters) == 1
+    nbgraders = OverwriteCells()
+    nbgraders.log = logger
+    nbgraders.report_change("t1", "checksum", "aa", "bb")  # intake did not run: kept
+    quiet.after_intake = True
+    nbgraders.report_change("t2", "checksum", "aa", "bb")  # hidden tests put back
+    nbgraders.report_change("t3", "points", 2.0, 9.0)
+    assert stream.getvalue().splitlines() == [
+        "Attribute 'checksum' for cell t1 has changed! (should be: aa, got: bb)",
+        "Attribute 'points' for cell t3 has changed! (should be: 2.0, got: 9.0)"]

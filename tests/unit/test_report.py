@@ -233,6 +233,8 @@ def test_the_report_lists_each_failed_check_per_student_hidden_ones_in_full():
 
 
 def test_a_reason_keeps_its_task_names_and_its_words_whole():
+    """Issue #28, trap 5: the class statistics cut reasons at 160 characters (the named
+    mistake was lost) and stripped the numbers of task names ("Tasks # to #")."""
     from autograder.grading.report import _reason_kind
 
     long = ("CheckFailed: Tasks 5.1 to 5.3: block output at position 2 differs: expected 0.25, "

@@ -100,7 +100,7 @@ def test_submission_layouts_and_left_out_files(tmp_path):
 
 def test_the_runs_own_output_folder_is_not_a_student(tmp_path):
     """`residual-pack grade` run inside the submissions folder writes `runs/...` there:
-    that folder is left out, not graded as a student called `runs`."""
+    that folder is left out, not graded as a student called `runs` (issue #28, trap 7)."""
     from autograder.grading.submissions import find_submissions
 
     (tmp_path / "ada").mkdir()
