@@ -52,30 +52,40 @@ def textbook():
 # ---------------------------------------------------------------- several test processes
 # scripts/test runs the suite on pytest-xdist workers with `--dist loadgroup`: the tests of
 # one group run on one worker, one after another. Each test file is a group (its module
-# fixtures are set up once), except where the file's tests are independent runs per
-# assignment (SPREAD: each test is its own unit of work) and where files share something
-# of the machine (SHARED: unix users made with useradd under fixed names, the exchange in
-# /srv; the bubblewrap tests' fixed sandbox uids). A test that sets its own `xdist_group`
-# (the self-check, per assignment) keeps it. Tests marked `alone` look at every process on
-# the machine and run afterwards, in a pass of their own (see scripts/test).
+# fixtures are set up once), one per value when a module fixture is parametrized (the
+# literal instructor test's SQLite and PostgreSQL halves run side by side), except where
+# the file's tests are independent runs per assignment (SPREAD: each test is its own unit
+# of work) and where files share something of the machine (SHARED: the bubblewrap tests'
+# fixed sandbox uid, whose processes they count). A test that sets its own `xdist_group`
+# (the self-check, per assignment) keeps it. The tests that make unix users name them
+# after their process (`os.getpid()`), so they need no group. Tests marked `alone` look at
+# every process on the machine and run afterwards, in a pass of their own (scripts/test).
 TESTS = Path(__file__).resolve().parent
 SPREAD = {"integration/test_diagnosis.py", "hostile/test_hostile_every_assignment.py"}
-SHARED = {
-    "unix-users": ("integration/test_exchange.py", "integration/test_instructor_doc.py",
-                   "integration/test_shared_host.py"),
-    "bubblewrap": ("sandbox/",),
-}
+SHARED = {"bubblewrap": ("sandbox/",)}
 
 
-def xdist_group(path):
-    """The group of the tests in the file at `path` (relative to tests/), or None when
-    each test may go to any worker."""
+def xdist_group(path, module_params=()):
+    """The group of a test in the file at `path` (relative to tests/) that uses module
+    fixtures with the values `module_params`, or None when it may go to any worker."""
     if path in SPREAD:
         return None
     for group, prefixes in SHARED.items():
         if path.startswith(prefixes):
             return group
-    return path
+    return f"{path}[{'-'.join(map(str, module_params))}]" if module_params else path
+
+
+def _module_params(item):
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return ()
+    found = []
+    for name, value in sorted(callspec.params.items()):
+        defs = item._fixtureinfo.name2fixturedefs.get(name)
+        if defs and defs[-1].scope == "module":
+            found.append(value)
+    return tuple(found)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -83,6 +93,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
-        group = xdist_group(item.path.relative_to(TESTS).as_posix())
+        group = xdist_group(item.path.relative_to(TESTS).as_posix(), _module_params(item))
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
