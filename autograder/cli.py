@@ -120,9 +120,6 @@ class ClassProgress:
 
         self.bar = tqdm(total=total, unit="student", desc="grading", file=self.stream,
                         dynamic_ncols=True, mininterval=0.5, smoothing=0.1)
-        if done_before:
-            self.bar.write(f"  {done_before} student(s) already graded (resumed)",
-                           file=sys.stdout)
 
     def __call__(self, result):
         if self.bar is None:

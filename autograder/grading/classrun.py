@@ -173,6 +173,12 @@ def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, jour
         earlier = {s: r for s, (h, r) in journal.done.items()
                    if s in found and h == digests[s]}
     todo = [s for s in found if s not in earlier]
+    if journal is not None and journal.done and say:
+        anew = sum(1 for s in journal.done if s in found and s not in earlier)
+        say(f"graded before in this folder (same assignment, sources, limits and "
+            f"gradebook): {len(earlier)} student(s), not graded again: their submission is "
+            f"unchanged" + (f"; {anew} handed in anew since: graded again" if anew else "")
+            + " (--fresh grades everyone again)")
     for student in todo:
         grader.submit(student, found[student][0], timestamp=stamps[student])
 
@@ -364,10 +370,6 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
             journal.done.clear()
             prepare_out(out)
             journal.start()
-        elif journal.done:
-            say(f"graded before in this folder (same assignment, sources, limits and "
-                f"gradebook): {len(journal.done)} student(s), not graded again unless their "
-                f"submission changed (--fresh grades everyone again)")
         grader = session.grader(assignment, generate=not resumed)
         when = set_duedate(grader.work, assignment, duedate) if duedate else \
             gradebook_duedate(grader.work, assignment)

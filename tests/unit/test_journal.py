@@ -83,3 +83,44 @@ def test_a_run_is_not_resumed_into_another_gradebook(tmp_path):
         again.load()
     same = Journal(tmp_path, {"assignment": "A", "gradebook": postgres})
     assert same.load()
+
+
+def test_a_resumed_run_says_one_count_and_names_the_changed_submissions(tmp_path, monkeypatch):
+    """Trap 7 of issue #28: a resumed run said "N not graded again" from the journal, then
+    "M already graded" from the class, and the two differed when a submission had changed
+    since. Now one line says both: unchanged (not graded again) and handed in anew."""
+    import nbformat
+
+    from autograder.grading import classrun
+
+    submissions = tmp_path / "submitted"
+    for student in ("ann", "bob", "cy"):
+        folder = submissions / student / "hw"
+        folder.mkdir(parents=True)
+        nbformat.write(nbformat.v4.new_notebook(), folder / "hw.ipynb")
+    first = Journal(tmp_path / "out", HEADER)
+    first.start()
+    for student in ("ann", "bob"):
+        nbs, _ = classrun.find_submissions(submissions, "hw", ["hw"])[student]
+        digest = classrun.submission_hash(nbs, classrun.handed_in_at(nbs, submissions))
+        first.append(_result(student), digest)
+    # bob hands in again after the first run
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    nbformat.write(nb, submissions / "bob" / "hw" / "hw.ipynb")
+
+    graded = []
+    monkeypatch.setattr(classrun, "grade_all", lambda grader, todo, **kw: (
+        graded.extend(todo) or [StudentResult(s, graded=False) for s in todo]))
+    grader = SimpleNamespace(assignment="hw", notebooks=["hw"],
+                             submit=lambda *a, **k: None, export_csv=lambda path: path,
+                             work=SimpleNamespace(path=lambda name: tmp_path / name))
+    journal = Journal(tmp_path / "out", HEADER)
+    assert journal.load()
+    said = []
+    results, _ = classrun.grade_folder(grader, submissions, journal=journal, say=said.append)
+    assert sorted(graded) == ["bob", "cy"]
+    assert [r.student for r in results] == ["ann", "bob", "cy"]
+    assert said == ["graded before in this folder (same assignment, sources, limits and "
+                    "gradebook): 1 student(s), not graded again: their submission is "
+                    "unchanged; 1 handed in anew since: graded again (--fresh grades "
+                    "everyone again)"]
