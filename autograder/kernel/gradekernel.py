@@ -29,7 +29,7 @@ import json
 import os
 import sys
 
-from autograder.kernel import policy
+from autograder.kernel import crash, policy
 from autograder.kernel.snapshot import ASSIGNMENT, MISSING, Snapshot, private_import
 
 MARKER = policy.MARKER  # + a JSON header + newline, then the cell's source
@@ -42,6 +42,9 @@ SWITCHED_OFF = [] if os.environ.get(policy.REFERENCE_VARIABLE) else policy.switc
 SNAPSHOT = Snapshot()  # at import: before the kernel exists, so before any student code
 # the report's serialisation, taken before any student code (json is guarded besides)
 _DUMPS, _LOADS = json.dumps, json.loads
+# what a student's notebook shows for an error (`crash`), taken before any student code:
+# the feedback page shows a crash as the Lab does, the student's lines and a hint
+_FRAMES, _RENDER, _SLIP = crash.frames_of, crash.render, crash.slip_hint
 
 
 def _kernel_class():
@@ -163,13 +166,24 @@ class _TestRunner:
             message = str(error)
         except BaseException:  # noqa: BLE001
             message = "<the error's message could not be shown>"
+        tb = None
         try:
             tb = error.__traceback__
             tb = tb.tb_next if tb is not None else None  # drop this runner's own frame
-            lines = self.snap.format_exception(type(error), error, tb)
-            stb = "".join(lines).rstrip("\n").split("\n")
         except BaseException:  # noqa: BLE001
-            stb = [f"{name}: {message}"]
+            pass
+        try:
+            # as the Lab shows it: the error, the test's line, the student's own lines,
+            # the library line that raised, and the hint of a known slip; never the
+            # frames of the checks (display only: the verdict is the grader's)
+            frames = _FRAMES(tb)
+            stb = [str(line) for line in _RENDER(error, frames, hints=[_SLIP(error, frames)])]
+        except BaseException:  # noqa: BLE001
+            try:
+                lines = self.snap.format_exception(type(error), error, tb)
+                stb = "".join(lines).rstrip("\n").split("\n")
+            except BaseException:  # noqa: BLE001
+                stb = [f"{name}: {message}"]
         return {"ename": str(name), "evalue": str(message), "traceback": stb}
 
 

@@ -85,3 +85,20 @@ def test_the_report_is_made_with_json_as_it_was_before_any_student_code():
     assert "json.dumps" in restored and "JSONEncoder" in restored
     assert reply[policy.REPORT_KEY]["records"] == []
     assert gradekernel._plain_records([{"a": 1}]) == [{"a": 1}]
+
+
+def test_a_crash_in_a_graded_test_reads_as_in_the_lab():
+    """The feedback page shows a crash as the student's Lab does (`crash.render`): what
+    raised and where, with the hint of a known slip, not a traceback through the kernel's
+    and the checks' own frames."""
+    runner = _runner()
+    header = {"grade_id": "t", "mode": "witness", "nonce": "n"}
+    failed = runner.run(header, "x = 3.0\ny = 2\nx.backward()\n", True)
+    assert failed["status"] == "error" and failed["ename"] == "AttributeError"
+    shown = failed["traceback"]
+    assert shown[0] == ("AttributeError in the test, from what your code gave it: 'float' "
+                        "object has no attribute 'backward'"), shown
+    assert "Graded test cell, line 3, the test:" in shown, shown
+    assert any(line.startswith("Hint: a plain float where a Value belongs") for line in shown)
+    text = "\n".join(shown)
+    assert "Traceback (most recent call last)" not in text and "gradekernel" not in text
