@@ -220,7 +220,8 @@ def cmd_progress(args, course):
     folder = Path(args.folder) if args.folder else course / EXERCISES
     if not folder.is_dir():
         raise CourseError(f"{folder} is not a folder")
-    rows = progress(folder, args.assignments or None, timeout=args.timeout, say=_say)
+    rows = progress(folder, args.assignments or None, timeout=args.timeout, say=_say,
+                    jobs=args.jobs, fresh=args.fresh)
     if not rows:
         raise CourseError(f"no assignment notebooks with graded tests under {folder}")
     _say(format_table(rows))
@@ -360,6 +361,11 @@ def parser():
                     metavar="ASSIGNMENT", help="only this assignment (repeatable)")
     pr.add_argument("--timeout", type=int, default=300, metavar="S",
                     help="seconds a cell may run (default: %(default)s)")
+    pr.add_argument("-j", "--jobs", type=int, default=2,
+                    help="notebooks run at a time (default: %(default)s)")
+    pr.add_argument("--fresh", action="store_true",
+                    help="run every notebook, even one unchanged since an earlier run "
+                         "(whose results are otherwise kept in ~/.cache/residual-pack)")
     pr.set_defaults(run=cmd_progress)
 
     fp = sub.add_parser(

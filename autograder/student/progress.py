@@ -12,10 +12,21 @@ Validate does), so a whole course takes minutes, not hours.
 Two kinds of task are listed without a run: the written answers (graded by hand: "to
 write" while the cell still holds its stub), and, where torch is not installed, the tasks
 of the optional torch track ("needs the torch extra"; that notebook is not run).
+
+What makes it quick: each notebook runs only up to its last visible test (the cells after
+it cannot change a test's result), two notebooks at a time (`jobs`), and a notebook whose
+cells up to that test, folder and code (the engine, the checks, the torch track) are the
+same as at an earlier run is not run again: its result is kept in the user's cache folder
+(`cache_folder()`, keyed by a digest of all of that; `--fresh` runs everything).
 """
 
+import functools
+import hashlib
 import importlib.util
+import json
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,19 +95,100 @@ def _needs_torch(nb):
         and importlib.util.find_spec("torch") is None
 
 
-def notebook_progress(path, assignment, timeout=300):
-    """Run one notebook and say how each of its graded cells fared: the visible tests
-    (run), the written answers (read)."""
+def cache_folder():
+    """Where results of earlier runs are kept: the user's cache folder (XDG_CACHE_HOME, or
+    ~/.cache), never the student's assignment folder (nbgrader submit would hand it in)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "residual-pack" / "progress"
+
+
+@functools.cache
+def _code_digest():
+    """A digest of the code a notebook's tests run on: the engine, the kernel-side checks,
+    the torch track (when installed) and whether torch is there."""
+    digest = hashlib.sha256()
+    for name in ("microgpt", "autograder.kernel", "torchtrack"):
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            digest.update(f"{name}: absent\n".encode())
+            continue
+        folder = Path(next(iter(spec.submodule_search_locations)))
+        for path in sorted(folder.rglob("*.py")):
+            digest.update(f"{name}/{path.relative_to(folder)}\n".encode())
+            digest.update(path.read_bytes())
+    digest.update(f"torch: {importlib.util.find_spec('torch') is not None}".encode())
+    return digest.hexdigest()
+
+
+def _run_key(cells, folder, timeout):
+    """What a notebook's test results depend on: the cells up to its last visible test,
+    the other files beside it (by name, size and time), the code, the cell timeout."""
+    files = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
+                   for p in Path(folder).iterdir() if p.is_file() and p.suffix != ".ipynb")
+    text = json.dumps({"cells": [(c.cell_type, c.source) for c in cells], "files": files,
+                       "code": _code_digest(), "timeout": timeout})
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _cached(key):
+    try:
+        return json.loads((cache_folder() / f"{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _keep(key, tests):
+    folder = cache_folder()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f"{key}.json.tmp{os.getpid()}"
+        tmp.write_text(json.dumps(tests))
+        tmp.replace(folder / f"{key}.json")
+    except OSError:  # a read-only home: no cache, the next run runs again
+        pass
+
+
+def _run_tests(nb, folder, timeout, fresh):
+    """{grade_id: [status, message]} of the visible tests of `nb`, run up to its last one
+    (or taken from the cache). The cells' saved outputs never count: they are cleared
+    before the run, so a test the run does not reach is "not run"."""
     from autograder.runner import run_notebook
 
+    last = max(i for i, c in enumerate(nb.cells) if _is_test(c))
+    cells = [nbformat.from_dict(c) for c in nb.cells[: last + 1]]
+    key = _run_key(cells, folder, timeout)
+    if not fresh:
+        found = _cached(key)
+        if found is not None:
+            return found
+    for cell in cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    run = nbformat.from_dict({**nb, "cells": cells})
+    # graded sizes, as nbgrader's Validate runs them
+    _, stopped = run_notebook(run, Path(folder), env={"NBGRADER_EXECUTION": "validate"},
+                              timeout=timeout, prefix="residual-pack-progress-")
+    tests = {}
+    for cell in run.cells:
+        if _is_test(cell):
+            status, message = _status(cell)
+            if status == NOT_RUN and stopped:
+                message = f"the run stopped before this cell ({stopped})"
+            tests[nbgrader_meta(cell).get("grade_id", "?")] = [status, message]
+    if not stopped:  # a dead kernel or a timeout may not happen again: run it next time
+        _keep(key, tests)
+    return tests
+
+
+def notebook_progress(path, assignment, timeout=300, fresh=False):
+    """Run one notebook and say how each of its graded cells fared: the visible tests
+    (run, up to the last one, or from the cache unless `fresh`), the written answers
+    (read)."""
     nb = nbformat.read(str(path), as_version=4)
     skip = _needs_torch(nb)
-    stopped = ""
+    tests = {}
     if not skip and any(_is_test(c) for c in nb.cells):
-        # graded sizes, as nbgrader's Validate runs them
-        _, stopped = run_notebook(nb, Path(path).parent,
-                                  env={"NBGRADER_EXECUTION": "validate"},
-                                  timeout=timeout, prefix="residual-pack-progress-")
+        tests = _run_tests(nb, Path(path).parent, timeout, fresh)
     rows = []
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
@@ -111,9 +203,7 @@ def notebook_progress(path, assignment, timeout=300):
         if skip:
             status, message = NEEDS_TORCH, TORCH_HINT
         else:
-            status, message = _status(cell)
-            if status == NOT_RUN and stopped:
-                message = f"the run stopped before this cell ({stopped})"
+            status, message = tests.get(meta.get("grade_id", "?"), (NOT_RUN, ""))
         rows.append(TaskStatus(assignment, meta.get("grade_id", "?"), points, status,
                                message))
     return rows
@@ -132,14 +222,19 @@ def find_notebooks(folder):
     return found
 
 
-def progress(folder, assignments=None, timeout=300, say=print):
-    rows = []
-    for assignment, path in find_notebooks(folder):
-        if assignments and assignment not in assignments:
-            continue
+def progress(folder, assignments=None, timeout=300, say=print, jobs=2, fresh=False):
+    """The rows of every assignment notebook under `folder` (or of `assignments`), `jobs`
+    notebooks at a time, in the order of the folder."""
+    chosen = [(a, p) for a, p in find_notebooks(folder)
+              if not assignments or a in assignments]
+
+    def one(item):
+        assignment, path = item
         say(f"running {path} ...")
-        rows += notebook_progress(path, assignment, timeout)
-    return rows
+        return notebook_progress(path, assignment, timeout, fresh)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return [row for rows in pool.map(one, chosen) for row in rows]
 
 
 def format_table(rows):

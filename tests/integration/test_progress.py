@@ -23,6 +23,12 @@ from autograder.student.progress import (
 
 COURSE = Path(__file__).resolve().parents[2]
 NAME = "01_residual_stack"
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """Each test starts with an empty progress cache of its own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 TESTS = ["task1_1_test_output", "task1_1_test_gradient", "task1_2_test_input_gradient"]
 
 
@@ -153,3 +159,45 @@ def test_a_long_failure_keeps_the_known_mistake_it_looks_like():
     assert short.endswith(LEAD + "did you build the stack from .data?")
     assert len(short) < 400 and "more lines" not in short
     assert _short("CheckFailed: short\nsecond line") == "CheckFailed: short"
+
+
+@pytest.mark.slow
+def test_an_unchanged_notebook_is_not_run_again_and_a_changed_one_is(tmp_path, monkeypatch):
+    from autograder import runner
+
+    first = _run(tmp_path, _answered({}))
+    assert {first[t].status for t in TESTS} == {PASSED}
+    started = []
+    real = runner.run_notebook
+    monkeypatch.setattr(runner, "run_notebook",
+                        lambda *a, **k: started.append(1) or real(*a, **k))
+    again = {r.grade_id: r for r in progress(tmp_path / "mine", say=lambda _: None)}
+    assert started == [] and again == first  # from the cache: no kernel started
+    fresh = {r.grade_id: r for r in progress(tmp_path / "mine", say=lambda _: None,
+                                              fresh=True)}
+    assert started == [1] and fresh == first
+    path = tmp_path / "mine" / NAME / f"{NAME}.ipynb"
+    nb = _answered({"task1_1_residual_stack": "def residual_stack(x, depth=20):\n"
+                                              "    return x * 2\n"})
+    nbformat.write(nb, str(path))
+    changed = {r.grade_id: r for r in progress(tmp_path / "mine", say=lambda _: None)}
+    assert started == [1, 1] and changed[TESTS[0]].status == FAILING
+
+
+@pytest.mark.slow
+def test_saved_outputs_never_count_and_cells_after_the_last_test_do_not_run(tmp_path):
+    """A test cell saved with a clean output, which the run does not reach (the kernel
+    dies before it), is "not run"; a cell after the last visible test never runs."""
+    nb = _answered({"task1_2_input_gradient": "import os\nos._exit(3)\n"})
+    for cell in nb.cells:
+        if nbgrader_meta(cell).get("grade_id") == TESTS[2]:
+            cell.outputs = [nbformat.v4.new_output("stream", text="all good\n")]
+            cell.execution_count = 12
+    rows = _run(tmp_path, nb)
+    assert [rows[t].status for t in TESTS] == [PASSED, PASSED, NOT_RUN]
+
+    after = _answered({})
+    after.cells.append(nbformat.v4.new_code_cell("open('ran-after.txt', 'w').close()\n"))
+    rows = _run(tmp_path / "after", after)
+    assert [rows[t].status for t in TESTS] == [PASSED, PASSED, PASSED]
+    assert not (tmp_path / "after" / "mine" / NAME / "ran-after.txt").exists()
