@@ -13,6 +13,9 @@
                                                 Python and the pack (nbgrader's exchange)?
     residual-pack stored                        the numbers the visible tests of 2-4 compare
                                                 with, from the model answers
+    residual-pack student-release DIR [ASSIGNMENT ...]
+                                                what a student installs: the engine, the
+                                                kernel side, the released notebooks
 
 Every command finds the course from the working directory (or --course) and runs nbgrader
 in a work copy of it, never in the repository.
@@ -251,6 +254,15 @@ def cmd_stored(args, course):
     return 1 if apart else 0
 
 
+def cmd_student_release(args, course):
+    from autograder.authoring.release import build
+
+    names = check_assignments(course, args.assignments)
+    build(course, args.folder, names, say=_say)
+    _say(f"student release in {args.folder}: hand out this folder (see its README.md)")
+    return 0
+
+
 def cmd_check_exchange(args, course):
     from autograder.grading.reach import problems, report
 
@@ -411,6 +423,18 @@ def parser():
     st.add_argument("--check", action="store_true",
                     help="write nothing; fail when the stored numbers and the answers part")
     st.set_defaults(run=cmd_stored, needs_course=False)
+
+    sr = sub.add_parser(
+        "student-release", help="write what a student installs into DIR: a wheel with the "
+                                "engine and the kernel side, and the released notebooks",
+        description="Write into DIR (new or empty) what a student gets: a wheel with "
+                    "microgpt, torchtrack and autograder.kernel (no model answers, no "
+                    "grader), the released notebooks of each ASSIGNMENT (all by default) "
+                    "from exercises/, the config Validate uses and a README. Fails when "
+                    "anything of the instructor's ends up in it.")
+    sr.add_argument("folder", metavar="DIR")
+    sr.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    sr.set_defaults(run=cmd_student_release)
     return p
 
 
