@@ -32,8 +32,14 @@ def test_a_changed_entry_is_found():
     changed = dict(STORED)
     name = "2.1 plain_layer, seed 21, width 8"
     changed[name] = [x + 1e-12 for x in STORED[name]]
-    assert authoring.differences(changed, authoring.compute([name])
-                                 | {k: v for k, v in STORED.items() if k != name}) == [name]
+    assert authoring.differences(changed, STORED) == [name]
+    training = "2.2 training loss, 3 plain layers, seed 0"  # a training run's last digits
+    assert authoring.differences({**STORED, training: STORED[training] * (1 + 1e-10)},
+                                 STORED) == []
+    assert authoring.differences({**STORED, training: STORED[training] * (1 + 1e-6)},
+                                 STORED) == [training]
+    del changed[name]
+    assert authoring.differences(changed, STORED) == [name]
 
 
 def test_the_rendered_table_is_the_committed_one():
