@@ -11,6 +11,11 @@
                                                 tests: a failing check names the mistake
     residual-pack check-exchange                can the students' unix accounts run this
                                                 Python and the pack (nbgrader's exchange)?
+    residual-pack stored                        the numbers the visible tests of 2-4 compare
+                                                with, from the model answers
+    residual-pack student-release DIR [ASSIGNMENT ...]
+                                                what a student installs: the engine, the
+                                                kernel side, the released notebooks
 
 Every command finds the course from the working directory (or --course) and runs nbgrader
 in a work copy of it, never in the repository.
@@ -239,6 +244,23 @@ def cmd_fingerprints(args, course):
     return 1 if failed else 0
 
 
+def cmd_stored(args, course):
+    from autograder.authoring.stored import regenerate
+
+    apart = regenerate(write=not args.check, say=_say)
+    _say(f"stored {'FAILED: ' + str(len(apart)) + ' entries differ' if apart else 'ok'}")
+    return 1 if apart else 0
+
+
+def cmd_student_release(args, course):
+    from autograder.authoring.release import build
+
+    names = check_assignments(course, args.assignments)
+    build(course, args.folder, names, say=_say)
+    _say(f"student release in {args.folder}: hand out this folder (see its README.md)")
+    return 0
+
+
 def cmd_check_exchange(args, course):
     from autograder.grading.reach import problems, report
 
@@ -393,6 +415,29 @@ def parser():
                     "read by others (an environment in a home folder of mode 700, a pyenv "
                     "under /root). Run it with the Python the students' kernels use.")
     ce.set_defaults(run=cmd_check_exchange, needs_course=False)
+
+    st = sub.add_parser(
+        "stored", help="write autograder/kernel/stored.py: the numbers the visible tests of "
+                       "assignments 2-4 compare with, computed from the model answers",
+        description="A student's install holds no model answer, so the visible tests of "
+                    "assignments 2-4 compare with numbers computed once from "
+                    "autograder.answers.reference and stored kernel-side. Run it after "
+                    "changing a reference answer or a visible test's inputs.")
+    st.add_argument("--check", action="store_true",
+                    help="write nothing; fail when the stored numbers and the answers part")
+    st.set_defaults(run=cmd_stored, needs_course=False)
+
+    sr = sub.add_parser(
+        "student-release", help="write what a student installs into DIR: a wheel with the "
+                                "engine and the kernel side, and the released notebooks",
+        description="Write into DIR (new or empty) what a student gets: a wheel with "
+                    "microgpt, torchtrack and autograder.kernel (no model answers, no "
+                    "grader), the released notebooks of each ASSIGNMENT (all by default) "
+                    "from exercises/, the config Validate uses and a README. Fails when "
+                    "anything of the instructor's ends up in it.")
+    sr.add_argument("folder", metavar="DIR")
+    sr.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    sr.set_defaults(run=cmd_student_release)
     return p
 
 

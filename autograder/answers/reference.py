@@ -1,9 +1,11 @@
 """Reference answers for the graded cells of the depth assignments (2, 3, 4): grader's side.
 
-This module never reaches a student's kernel (only `autograder.kernel` does): the test cells
-name it only in the arguments that say what is right, which the grader strips before it
-sends a cell to the student's kernel (`testsource`). The inputs the tests hand to the
-student's code are in `probes`.
+This module never reaches a student's kernel (only `autograder.kernel` does), nor a
+student's install: only the hidden tests name it, and only in the arguments that say what
+is right, which the grader strips before it sends a cell to the student's kernel
+(`testsource`). The visible tests compare with numbers made from it once and stored
+kernel-side (`residual-pack stored`, `autograder/authoring/stored.py`). The inputs the
+tests hand to the student's code are in `probes`.
 
 Two kinds of reference. The `f_` functions compute on plain floats, straight from the
 equations and without the engine, so a student's values are checked independently of

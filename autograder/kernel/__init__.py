@@ -6,7 +6,9 @@ verdict and its words, shared with the grader's judge), `witness` (where an obse
 goes: compared now, recorded for the grader, or kept as expected), `diagnosis` with its
 generated table `fingerprints` (a failing check named after the known mistake it looks
 like), `policy` (what a graded kernel loads, guards and switches off), `gradekernel` (the
-graded kernel) and `snapshot` (the state its tests depend on).
+graded kernel), `snapshot` (the state its tests depend on) and `stored` (generated:
+the numbers the visible tests of assignments 2-4 compare with, made from the model answers,
+which this package never holds).
 
 Nothing here imports the rest of `autograder` (`tests/unit/test_layout.py` checks it).
 """

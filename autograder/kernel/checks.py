@@ -38,6 +38,7 @@ __all__ = [
     "check_range",
     "check_same",
     "central_difference",
+    "central_gradients",
     "observe_number",
     "observe_numbers",
 ]
@@ -315,11 +316,27 @@ def check_gradient(f, x, what, h=1e-6, rtol=1e-5, atol=1e-8):
                   params, result=grad)
 
 
+def central_gradients(f, xs, h=1e-6, on_floats=True):
+    """The central difference of `f` in each input `i` of `xs`, as encoded floats: `f`
+    takes a list of floats (`on_floats`) or of Values."""
+    xs = [float(x) for x in xs]
+    found = []
+    for i in range(len(xs)):
+
+        def moved(t, i=i):
+            inputs = [t if j == i else x for j, x in enumerate(xs)]
+            return f(inputs if on_floats else [Value(v) for v in inputs])
+
+        found.append(encode(central_difference(moved, xs[i], h)))
+    return found
+
+
 def check_gradients(f, xs, what, names=None, reference=None, reference_text="",
-                    h=1e-6, rtol=1e-5, atol=1e-8):
+                    h=1e-6, rtol=1e-5, atol=1e-8, expected=None):
     """`check_gradient` for a function of many inputs: after `f(vs).backward()`, with
     `vs = [Value(x) for x in xs]`, each `vs[i].grad` must match the central difference in
-    input `i` of `reference` (a function of a list of floats; `f` itself when None).
+    input `i` of `reference` (a function of a list of floats; `f` itself when None), or
+    `expected`, those central differences computed once and stored (`stored`).
     `names[i]` says which input that is in a message. Returns the grads."""
     xs = [float(x) for x in xs]
     names = list(names or [f"input {i}" for i in range(len(xs))])
@@ -336,16 +353,11 @@ def check_gradients(f, xs, what, names=None, reference=None, reference_text="",
             observed = _with_detached_hint(observed, out, leaves, "the inputs")
 
     def central():
-        of = f if reference is None else reference
-        found = []
-        for i in range(len(xs)):
-
-            def moved(t, i=i):
-                inputs = [t if j == i else x for j, x in enumerate(xs)]
-                return of(inputs if reference is not None else [Value(v) for v in inputs])
-
-            found.append(encode(central_difference(moved, xs[i], h)))
-        return {"numbers": found}
+        if expected is not None:
+            return _expected_numbers(expected)
+        if reference is None:
+            return {"numbers": central_gradients(f, xs, h, on_floats=False)}
+        return {"numbers": central_gradients(reference, xs, h)}
 
     source = f"central difference of {reference_text}" if reference_text else \
         "central difference"

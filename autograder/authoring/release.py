@@ -1,0 +1,184 @@
+"""What a student installs: `residual-pack student-release DIR`.
+
+A clone of this repository holds the model answers (`autograder/answers/`), the
+solutions (`solutions/`) and the instructor notebooks with their hidden tests and rubrics
+(`source/`). A student gets none of them. The release folder holds:
+
+- `wheels/`: one wheel, `residual-pack-student`, with the engine (`microgpt`), the torch
+  track (`torchtrack`), the package a student's kernel loads (`autograder/kernel/`) and
+  `residual-pack progress` (`autograder/student/` with `cells.py` and `runner.py`):
+  nothing of the answers, the grader, the sandbox or the authoring tools;
+- `assignments/<assignment>/`: the released notebooks (`exercises/`, visible tests only);
+- `nbgrader_config.py`: the student side of the course's config (Validate's limits);
+- `README.md`: how to install it and work.
+
+`build` checks what it made: a file of the wheel outside that list, or a notebook with
+a solution, a hidden test or a model answer's name in it, stops it.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import zipfile
+from pathlib import Path
+
+from autograder.grading.course import EXERCISES, CourseError, assignments, notebook_paths
+
+__all__ = ["PACKAGE", "WHEEL_PREFIXES", "STUDENT_CONFIG", "build", "problems"]
+
+PACKAGE = "residual-pack-student"
+VERSION = "0.1.0"
+# the packages of the wheel: the engine, the torch track, and the kernel side of autograder
+COPIED = ("microgpt", "torchtrack", "autograder/kernel", "autograder/student")
+# and the modules `autograder.student.progress` needs (nbgrader's cell kinds, running a
+# notebook): neither names an answer nor the grader
+COPIED_MODULES = ("autograder/__init__.py", "autograder/cells.py", "autograder/runner.py")
+WHEEL_PREFIXES = ("microgpt/", "torchtrack/", "autograder/kernel/", "autograder/student/",
+                  *COPIED_MODULES, "residual_pack_student-")
+# what a student's install needs (the project's dependencies without the grader's sandbox)
+DEPENDENCIES = [
+    "tqdm>=4.66",
+    "names>=0.3.0",
+    "numpy>=1.26",
+    "matplotlib>=3.8",
+    "nbgrader>=0.9.6,<0.10",
+    "jupyterlab>=4.2,<5",
+    "nbformat>=5.9",
+    "nbclient>=0.10",
+    "ipykernel>=6.29",
+]
+# in a released notebook: a solution, a hidden test, a model answer
+FORBIDDEN_TEXT = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "autograder.answers",
+                  "BEGIN MARK SCHEME")
+# the course config's settings that Validate uses (`nbgrader_config.py`, which also names
+# the grader's steps: a student's install does not have them)
+STUDENT_CONFIG = '''\
+"""nbgrader's settings for a student's Validate (the course's own, without the grader)."""
+
+c = get_config()  # noqa: F821 (nbgrader provides it)
+
+c.Execute.timeout = 120
+c.Execute.startup_timeout = 120
+c.Execute.extra_arguments = ["--IPKernelApp.ignore_cwd=True"]
+'''
+
+README = """\
+# Residual connections: the student release
+
+This folder is what you work from. It has the engine the exercises build on and the
+checks the notebooks' test cells call; it has no model answers.
+
+Install it once, in a folder of your own (Python 3.10 or later):
+
+    python3 -m venv .venv
+    .venv/bin/pip install wheels/*.whl
+    .venv/bin/jupyter lab
+
+Then open `assignments/01_residual_stack/` and work through the notebooks in order. The
+test cells under each task check your answer; Validate (in the Assignments menu, or
+`.venv/bin/nbgrader validate NOTEBOOK` from this folder) runs them all, and
+`.venv/bin/residual-pack progress` lists every task as passed, failing or not started.
+Notebooks 08 and 09 need torch: `.venv/bin/pip install torch`. Hand in the notebooks as
+your instructor says.
+"""
+
+
+def _stage(course, stage):
+    """The wheel's project in `stage`: the copied packages and a pyproject.toml."""
+    course = Path(course)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for name in COPIED:
+        shutil.copytree(course / name, stage / name, ignore=ignore)
+    for name in COPIED_MODULES:
+        shutil.copy2(course / name, stage / name)
+    packages = sorted(
+        str(p.parent.relative_to(stage)).replace(os.sep, ".")
+        for p in stage.rglob("__init__.py"))
+    deps = "".join(f'    "{d}",\n' for d in DEPENDENCIES)
+    (stage / "pyproject.toml").write_text(textwrap.dedent(f"""\
+        [build-system]
+        requires = ["setuptools>=77"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "{PACKAGE}"
+        version = "{VERSION}"
+        description = "Residual connections exercise pack: the engine and the checks"
+        requires-python = ">=3.10"
+        dependencies = [
+        """) + deps + textwrap.dedent(f"""\
+        ]
+
+        [project.scripts]
+        residual-pack = "autograder.student.__main__:main"
+
+        [tool.setuptools]
+        packages = {packages!r}
+        include-package-data = false
+        """), encoding="utf-8")
+
+
+def _wheel(stage, out):
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+         "--no-build-isolation", "--wheel-dir", str(out), str(stage)],
+        check=True, cwd=stage, stdout=subprocess.DEVNULL)
+    made = sorted(out.glob("*.whl"))
+    if len(made) != 1:
+        raise CourseError(f"building the student wheel made {len(made)} wheels in {out}")
+    return made[0]
+
+
+def problems(target):
+    """What in the release folder `target` a student must not get ([] when nothing)."""
+    target = Path(target)
+    found = []
+    for wheel in sorted((target / "wheels").glob("*.whl")):
+        with zipfile.ZipFile(wheel) as z:
+            for name in z.namelist():
+                if not name.startswith(WHEEL_PREFIXES):
+                    found.append(f"{wheel.name}: {name} is not the engine or the kernel side")
+    for path in sorted(target.rglob("*")):
+        parts = set(path.relative_to(target).parts)
+        if parts & {"answers", "solutions", "source"}:
+            found.append(f"{path.relative_to(target)}: instructor's material")
+        if path.suffix == ".ipynb":
+            text = path.read_text(encoding="utf-8")
+            found += [f"{path.relative_to(target)}: holds {t!r}" for t in FORBIDDEN_TEXT
+                      if t in text]
+    return found
+
+
+def build(course, target, names=None, say=print):
+    """Write the student release of `names` (every assignment when empty) into the folder
+    `target` (new or empty); returns the wheel's path."""
+    course, target = Path(course), Path(target)
+    if target.exists() and any(target.iterdir()):
+        raise CourseError(f"{target} is not empty: the release goes into a new folder")
+    names = list(names or assignments(course))
+    released = course / EXERCISES
+    for name in names:
+        if not notebook_paths(released / name):
+            raise CourseError(f"{EXERCISES}/{name} has no notebook; run `residual-pack "
+                              f"generate {name}` first")
+    target.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="residual-pack-release-") as tmp:
+        stage = Path(tmp) / "project"
+        stage.mkdir()
+        _stage(course, stage)
+        wheel = _wheel(stage, target / "wheels")
+    say(f"wheel: {wheel.relative_to(target)}")
+    for name in names:
+        shutil.copytree(released / name, target / "assignments" / name,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        say(f"assignment: assignments/{name}")
+    (target / "nbgrader_config.py").write_text(STUDENT_CONFIG, encoding="utf-8")
+    (target / "README.md").write_text(README, encoding="utf-8")
+    found = problems(target)
+    if found:
+        raise CourseError("the student release holds what a student must not get:\n  "
+                          + "\n  ".join(found))
+    return wheel

@@ -1,0 +1,224 @@
+"""The numbers the visible tests of assignments 2-4 compare with, computed once from the
+model answers and stored kernel-side (`autograder/kernel/stored.py`).
+
+A student's install holds no model answer (`autograder.answers` stays with the
+instructor), so a visible test cell cannot compute what is right from one: it reads
+`stored(name)` instead. `RECIPES` says how each stored entry is made from
+`autograder.answers.reference`, with the very inputs its test cell hands the student's
+code. `residual-pack stored` writes the table; `residual-pack stored --check` (and
+`tests/unit/test_stored.py`) recompute it and fail when it and the answers part.
+Hidden tests, which never reach a student, still call the reference.
+"""
+
+import math
+from pathlib import Path
+
+from autograder.answers import reference
+from autograder.kernel.checks import central_gradients
+from autograder.kernel.probes import (
+    GradientProbe,
+    layer_inputs,
+    probe_forward,
+    probe_gate,
+    probe_gated_params,
+    probe_highway_layer,
+    probe_layer,
+)
+
+__all__ = ["RECIPES", "TABLE_FILE", "compute", "render", "differences", "regenerate"]
+
+TABLE_FILE = Path(__file__).resolve().parent.parent / "kernel" / "stored.py"
+# how far a recomputed entry may move from the stored one: a training run's last digits
+# differ from one machine to another (its checks allow 1e-6), the rest is exact arithmetic
+TRAINING_RTOL = 1e-8
+
+
+def _short():
+    from microgpt.studies import Config
+
+    return Config(n=64, steps=40, lr=0.02)
+
+
+def _gradients(args, names, fn, seed=0):
+    probe = GradientProbe(args, names, seed=seed)
+    return central_gradients(probe.of(fn), probe.xs)
+
+
+def _logits_net():
+    from microgpt.deepnet import make_net
+
+    return make_net(3, width=4, d_in=3, n_classes=2, seed=31)
+
+
+_LOGITS_X = [0.5, -1.2, 2.0]
+
+
+def _gradient_norms():
+    from microgpt.deepnet import make_net, teacher_data
+
+    X6, Y6 = teacher_data(6, seed=42)
+    return reference.central_gradient_norms(make_net(3, width=4, seed=41), X6, Y6,
+                                            probe_layer, forward=probe_forward)
+
+
+def _gate_values():
+    h, _, W_gate, b_gate = layer_inputs(seed=31, width=8, gated=True)
+    return reference.f_highway_gate(h, W_gate, b_gate)
+
+
+def _gate_gradients():
+    h, _, W_gate, b_gate = layer_inputs(seed=32, width=4, gated=True)
+    return _gradients([h, W_gate, b_gate], ["h", "W_gate", "b_gate"], reference.f_highway_gate)
+
+
+def _highway_training():
+    from microgpt.studies import Config
+
+    return Config(n=64, steps=30, lr=0.02)
+
+
+def _mean_gates():
+    from microgpt.deepnet import make_net, teacher_data
+
+    net = make_net(4, width=5, seed=81, layer_params=probe_gated_params)
+    for i, params in enumerate(net.layers):
+        for b in params["b_gate"]:
+            b.data = -2.0 + 1.2 * i
+    X6, _ = teacher_data(6, d_in=8, seed=82)
+    return reference.mean_gate_per_layer(net, X6, gate=probe_gate, layer=probe_highway_layer)
+
+
+def _first_last_ratio():
+    from microgpt.deepnet import make_net, teacher_data
+
+    X10, Y10 = teacher_data(10, seed=62)
+    return reference.first_last_ratio(make_net(8, width=6, seed=61), X10, Y10, probe_layer)
+
+
+def _deletion_losses():
+    from microgpt.deepnet import make_net, teacher_data
+
+    X12, Y12 = teacher_data(12, seed=72)
+    return reference.f_deletion_losses(make_net(5, width=6, seed=71), X12, Y12,
+                                       reference.f_probe_layer)
+
+
+def _flat(matrix):
+    return [a for row in matrix for a in row]
+
+
+# name -> (is it a training run's number, how to compute it from the reference)
+RECIPES = {
+    # 02_degradation
+    "2.1 plain_layer, seed 21, width 8": (False, lambda: reference.f_plain_layer(
+        *layer_inputs(seed=21, width=8))),
+    "2.1 plain_layer gradients, seed 24, width 4": (False, lambda: _gradients(
+        layer_inputs(seed=24, width=4), ["h", "W"], reference.f_plain_layer)),
+    "2.2 mlp_logits, 3 probe layers": (False, lambda: reference.f_logits(
+        _logits_net(), _LOGITS_X, reference.f_probe_layer)),
+    "2.2 mlp_logits gradients in x, 3 probe layers": (False, lambda: _gradients(
+        [_LOGITS_X], ["x"], lambda v: reference.f_logits(_logits_net(), v,
+                                                         reference.f_probe_layer))),
+    "2.2 training loss, 3 plain layers, seed 0": (True, lambda: reference.training_loss(
+        reference.plain_layer, 3, 0, _short())),
+    "2.3 layer_gradient_norms, 3 probe layers": (False, _gradient_norms),
+    # 03_highway
+    "3.1 highway_gate, seed 31, width 8": (False, _gate_values),
+    "3.1 highway_gate gradients, seed 32, width 4": (False, _gate_gradients),
+    "3.2 highway_layer, seed 35, width 8": (False, lambda: reference.f_highway_layer(
+        *layer_inputs(seed=35, width=8, gated=True))),
+    "3.2 highway_layer gradients, seed 37, width 4": (False, lambda: _gradients(
+        layer_inputs(seed=37, width=4, gated=True), ["h", "W", "W_gate", "b_gate"],
+        reference.f_highway_layer)),
+    "3.3 highway_params W, width 6, seed 71": (False, lambda: _flat(
+        reference.highway_draws(6, 71)[0])),
+    "3.3 highway_params W_gate, width 6, seed 71": (False, lambda: _flat(
+        reference.highway_draws(6, 71)[1])),
+    "3.3 training loss, 5 highway layers, seed 0": (True, lambda: reference.training_loss(
+        reference.highway_layer, 5, 0, _highway_training(),
+        layer_params=reference.highway_params)),
+    "3.3 gate biases after training, 5 highway layers, seed 0": (
+        True, lambda: reference.trained_highway_biases(5, 0, _highway_training())),
+    "3.4 mean_gate_per_layer, 4 probe layers": (False, _mean_gates),
+    # 04_identity_shortcut
+    "4.1 residual_layer, seed 51, width 8": (False, lambda: reference.f_residual_layer(
+        *layer_inputs(seed=51, width=8))),
+    "4.1 residual_layer gradients, seed 54, width 4": (False, lambda: _gradients(
+        layer_inputs(seed=54, width=4), ["h", "W"], reference.f_residual_layer)),
+    "4.1 training loss, 6 residual layers, seed 0": (True, lambda: reference.training_loss(
+        reference.residual_layer, 6, 0, _short())),
+    "4.2 first_last_ratio, 8 probe layers": (False, _first_last_ratio),
+    "4.3 deletion_losses, 5 probe layers": (False, _deletion_losses),
+}
+
+
+def _plain(x):
+    """A computed entry as plain floats (and lists of them)."""
+    if isinstance(x, (list, tuple)):
+        return [_plain(a) for a in x]
+    return float(getattr(x, "data", x))
+
+
+def compute(names=None):
+    """{name: the entry computed from the reference now} for `names` (all when None)."""
+    return {name: _plain(RECIPES[name][1]()) for name in (names or RECIPES)}
+
+
+def render(table):
+    lines = ['"""Generated by `residual-pack stored`; do not edit (see `authoring/stored.py`).',
+             "",
+             "The numbers the visible tests of assignments 2-4 compare with, computed once",
+             "from the model answers, which a student's install does not hold.",
+             '"""',
+             "",
+             "# ruff: noqa: E501",
+             "",
+             "import copy",
+             "",
+             '__all__ = ["STORED", "stored"]',
+             "",
+             "STORED = {"]
+    for name, value in table.items():
+        lines.append(f"    {name!r}: {value!r},")
+    lines += ["}",
+              "",
+              "",
+              "def stored(name):",
+              '    """The stored entry `name` (a number, or lists of numbers), a fresh copy."""',
+              "    return copy.deepcopy(STORED[name])",
+              ""]
+    return "\n".join(lines)
+
+
+def _close(a, b, rtol):
+    if isinstance(a, list) or isinstance(b, list):
+        return (isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
+                and all(_close(x, y, rtol) for x, y in zip(a, b)))
+    if rtol == 0:
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return math.isclose(a, b, rel_tol=rtol, abs_tol=1e-15)
+
+
+def differences(stored, computed):
+    """The names whose stored entry is missing, extra or apart from the computed one."""
+    names = set(stored) | set(computed)
+    return sorted(n for n in names
+                  if n not in stored or n not in computed
+                  or not _close(stored[n], computed[n],
+                                TRAINING_RTOL if RECIPES[n][0] else 0.0))
+
+
+def regenerate(write=True, say=print):
+    """Compute every entry; write the table (or, with `write` false, compare). Returns the
+    names that differ from the committed table."""
+    from autograder.kernel.stored import STORED
+
+    computed = compute()
+    apart = differences(STORED, computed)
+    if write:
+        TABLE_FILE.write_text(render(computed), encoding="utf-8")
+        say(f"wrote {len(computed)} entries to {TABLE_FILE}")
+        return []
+    for name in apart:
+        say(f"stored and computed differ: {name}")
+    return apart

@@ -1,0 +1,44 @@
+"""The student release's `residual-pack` command: `progress` only (the instructor's
+`residual-pack`, `autograder.cli`, has the grader's commands too).
+
+    residual-pack progress [FOLDER] [-a ASSIGNMENT]   every task: passed, failing, not started
+    python -m autograder.student progress ...          the same
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from autograder.student.progress import format_table, progress
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="residual-pack",
+                                description="A student's tools for the residual pack.")
+    sub = p.add_subparsers(dest="command", required=True)
+    pr = sub.add_parser(
+        "progress", help="run your notebooks' visible tests: passed, failing, not started",
+        description="Run each assignment notebook under FOLDER (default: assignments/ "
+                    "here) as saved, in a fresh kernel at the graded sizes, and print per "
+                    "task: passed, failing (with the message), not started or not run.")
+    pr.add_argument("folder", nargs="?", default="assignments")
+    pr.add_argument("-a", "--assignment", action="append", dest="assignments",
+                    metavar="ASSIGNMENT", help="only this assignment (repeatable)")
+    pr.add_argument("--timeout", type=int, default=300, metavar="S",
+                    help="seconds a cell may run (default: %(default)s)")
+    args = p.parse_args(argv)
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        print(f"residual-pack: {folder} is not a folder", file=sys.stderr)
+        return 2
+    rows = progress(folder, args.assignments or None, timeout=args.timeout)
+    if not rows:
+        print(f"residual-pack: no assignment notebooks with graded tests under {folder}",
+              file=sys.stderr)
+        return 2
+    print(format_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

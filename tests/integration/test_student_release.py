@@ -1,0 +1,155 @@
+"""A student's install holds no answer: `residual-pack student-release` into a folder, its
+wheel into a fresh virtual environment, and there
+
+- the model answers (`autograder.answers.reference`), every registered wrong answer
+  (`autograder.answers.mutants.*`) and the grader do not import;
+- nbgrader's Validate, run from the release folder with its config, passes a solved copy
+  of a released notebook (its cells run in a real Jupyter kernel of that environment) and
+  fails the untouched one;
+- `residual-pack progress` (the student's) runs there.
+
+The wheel goes in with `pip install --no-deps`; the other packages a student's install
+pulls in (nbgrader, ipykernel, numpy, ...) come from this test's own environment through
+a `.pth` line naming its site-packages (a path, not a site folder: its `.pth` files,
+among them this checkout's editable install, are not read). A real install with every
+dependency from the package index runs with RESIDUAL_PACK_FULL_STUDENT_INSTALL=1 (the whole
+file then took 2 min 28 s here, against about 1 min 40 s without).
+"""
+
+import os
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.authoring.madeup import filled_in
+from autograder.authoring.release import build, problems
+
+ROOT = Path(__file__).resolve().parents[2]
+ASSIGNMENTS = ("01_residual_stack", "02_degradation")
+MUTANTS = sorted(p.stem for p in (ROOT / "autograder" / "answers" / "mutants").glob("*.py")
+                 if p.stem != "__init__")
+FULL = os.environ.get("RESIDUAL_PACK_FULL_STUDENT_INSTALL") == "1"
+
+pytestmark = pytest.mark.slow
+
+
+def _run(args, env, cwd, timeout=600):
+    """`args` run in `cwd`: never this checkout, whose `autograder/` (answers and all) a
+    `python -c` would import first."""
+    assert ROOT not in [Path(cwd), *Path(cwd).parents]
+    return subprocess.run([str(a) for a in args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def student(tmp_path_factory):
+    """(release folder, the fresh environment's python, its environment variables)."""
+    tmp = tmp_path_factory.mktemp("student")
+    release = tmp / "release"
+    wheel = build(ROOT, release, list(ASSIGNMENTS), say=lambda *_: None)
+    env_dir = tmp / "venv"
+    venv.EnvBuilder(with_pip=FULL, symlinks=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    purelib = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                        os.environ, tmp).stdout.strip())
+    home = tmp / "home"
+    env = {
+        "PATH": f"{env_dir / 'bin'}{os.pathsep}/usr/bin:/bin",
+        "HOME": str(home),
+        "JUPYTER_CONFIG_DIR": str(home / "jupyter-config"),
+        "JUPYTER_DATA_DIR": str(home / "jupyter-data"),
+        "JUPYTER_RUNTIME_DIR": str(home / "jupyter-runtime"),
+        "IPYTHONDIR": str(home / "ipython"),
+        "MPLCONFIGDIR": str(home / "matplotlib"),
+        "JUPYTER_PLATFORM_DIRS": "0",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    for name, value in env.items():
+        if name != "PATH" and value.startswith(str(home)):
+            Path(value).mkdir(parents=True, exist_ok=True)
+    for name in ("LANG", "PIP_FIND_LINKS", "PIP_CERT", "PIP_DEFAULT_TIMEOUT"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    if FULL:
+        done = _run([python, "-m", "pip", "install", "-q", "-c",
+                     ROOT / "scripts" / "constraints.txt", wheel], env, tmp, timeout=1200)
+    else:
+        (purelib / "shared-dependencies.pth").write_text(
+            sysconfig.get_path("purelib") + "\n", encoding="utf-8")
+        done = _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                     "--target", purelib, wheel], env, tmp)
+    assert done.returncode == 0, done.stderr
+    done = _run([python, "-m", "ipykernel", "install", "--sys-prefix"], env, tmp)
+    assert done.returncode == 0, done.stderr
+    return release, python, env
+
+
+def test_the_release_holds_nothing_of_the_instructors(student):
+    release, _, _ = student
+    assert problems(release) == []
+    assert sorted(p.name for p in release.iterdir()) == [
+        "README.md", "assignments", "nbgrader_config.py", "wheels"]
+    assert sorted(p.name for p in (release / "assignments").iterdir()) == list(ASSIGNMENTS)
+
+
+def test_the_engine_and_the_kernel_side_import_from_the_student_install(student):
+    release, python, env = student
+    done = _run([python, "-c",
+                 "import importlib.util, autograder.kernel.checks, autograder.kernel.stored, "
+                 "microgpt; print(autograder.kernel.checks.__file__); "
+                 "print(microgpt.__file__); "
+                 # torchtrack imports only with torch, which a student adds for 08 and 09
+                 "print(importlib.util.find_spec('torchtrack').origin)"], env, release)
+    assert done.returncode == 0, done.stderr
+    for line in done.stdout.split():
+        assert line.startswith(str(python.parent.parent)), line
+
+
+@pytest.mark.parametrize("module", [
+    "autograder.answers", "autograder.answers.reference",
+    *[f"autograder.answers.mutants.{m}" for m in MUTANTS],
+    "autograder.grading", "autograder.authoring", "autograder.sandbox", "autograder.cli"])
+def test_no_answer_nor_grader_imports(student, module):
+    release, python, env = student
+    done = _run([python, "-c", f"import {module}"], env, release)
+    assert done.returncode != 0
+    assert "ModuleNotFoundError" in done.stderr, done.stderr
+
+
+def _validate(python, env, release, notebook, *flags):
+    return _run([python, "-m", "nbgrader", "validate", *flags, notebook], env, cwd=release)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_validate_passes_a_solved_copy_in_the_student_install(student, assignment, tmp_path):
+    release, python, env = student
+    notebook = release / "assignments" / assignment / f"{assignment}.ipynb"
+    source = nbformat.read(ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+    solved = tmp_path / f"{assignment}.ipynb"
+    nbformat.write(filled_in(nbformat.read(notebook, as_version=4), source), str(solved))
+    done = _validate(python, env, release, solved)
+    assert "Success! Your notebook passes all the tests." in done.stdout, (
+        done.stdout[-3000:] + done.stderr[-3000:])
+
+
+def test_validate_fails_the_untouched_release_without_an_import_error(student):
+    release, python, env = student
+    notebook = release / "assignments" / ASSIGNMENTS[0] / f"{ASSIGNMENTS[0]}.ipynb"
+    done = _validate(python, env, release, notebook)
+    assert "Success!" not in done.stdout
+    assert "NotImplementedError" in done.stdout + done.stderr or \
+        "not done yet" in done.stdout + done.stderr, done.stdout[-3000:]
+    assert "ModuleNotFoundError" not in done.stdout + done.stderr
+
+
+def test_progress_runs_in_the_student_install(student):
+    release, python, env = student
+    done = _run([python, "-m", "autograder.student", "progress", "-a", ASSIGNMENTS[0]], env,
+                release)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "task1_1_test_output" in done.stdout and "3 not started" in done.stdout, done.stdout

@@ -1,0 +1,52 @@
+"""The student release's own checks (`autograder/authoring/release.py`); the release built
+and installed for real is `tests/integration/test_student_release.py`."""
+
+import zipfile
+from pathlib import Path
+
+import nbformat
+from traitlets.config.loader import PyFileConfigLoader
+
+from autograder.authoring.release import STUDENT_CONFIG, problems
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _config(folder, name):
+    return PyFileConfigLoader(name, path=str(folder)).load_config()
+
+
+def test_the_student_config_has_the_courses_execute_settings(tmp_path):
+    (tmp_path / "student_config.py").write_text(STUDENT_CONFIG, encoding="utf-8")
+    student = _config(tmp_path, "student_config.py")
+    course = _config(ROOT, "nbgrader_config.py")
+    assert dict(student.Execute) == {k: course.Execute[k] for k in student.Execute}
+    assert set(student) == {"Execute"}  # nothing of the grader's steps
+
+
+def _release(tmp_path, wheel_files, cell_text):
+    (tmp_path / "wheels").mkdir()
+    with zipfile.ZipFile(tmp_path / "wheels" / "x-0.1.0-py3-none-any.whl", "w") as z:
+        for name in wheel_files:
+            z.writestr(name, "")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell_text)])
+    (tmp_path / "assignments" / "01_a").mkdir(parents=True)
+    nbformat.write(nb, str(tmp_path / "assignments" / "01_a" / "01_a.ipynb"))
+    return tmp_path
+
+
+def test_a_clean_release_has_no_problem(tmp_path):
+    release = _release(tmp_path, ["microgpt/engine.py", "autograder/kernel/checks.py",
+                                  "autograder/__init__.py"], "from microgpt import Value")
+    assert problems(release) == []
+
+
+def test_an_answer_in_the_wheel_or_a_notebook_is_found(tmp_path):
+    release = _release(tmp_path, ["microgpt/engine.py", "autograder/answers/reference.py",
+                                  "autograder/grading/judge.py"],
+                       "import autograder.answers.reference as reference\n"
+                       "### BEGIN HIDDEN TESTS\n### END HIDDEN TESTS")
+    found = "\n".join(problems(release))
+    assert "autograder/answers/reference.py" in found
+    assert "autograder/grading/judge.py" in found
+    assert "'autograder.answers'" in found and "'BEGIN HIDDEN TESTS'" in found
