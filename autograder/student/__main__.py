@@ -26,12 +26,18 @@ def main(argv=None):
                     metavar="ASSIGNMENT", help="only this assignment (repeatable)")
     pr.add_argument("--timeout", type=int, default=300, metavar="S",
                     help="seconds a cell may run (default: %(default)s)")
+    pr.add_argument("-j", "--jobs", type=int, default=2,
+                    help="notebooks run at a time (default: %(default)s)")
+    pr.add_argument("--fresh", action="store_true",
+                    help="run every notebook, even one unchanged since an earlier run "
+                         "(whose results are otherwise kept in ~/.cache/residual-pack)")
     args = p.parse_args(argv)
     folder = Path(args.folder)
     if not folder.is_dir():
         print(f"residual-pack: {folder} is not a folder", file=sys.stderr)
         return 2
-    rows = progress(folder, args.assignments or None, timeout=args.timeout)
+    rows = progress(folder, args.assignments or None, timeout=args.timeout,
+                    jobs=args.jobs, fresh=args.fresh)
     if not rows:
         print(f"residual-pack: no assignment notebooks with graded tests under {folder}",
               file=sys.stderr)
