@@ -49,50 +49,15 @@ def textbook():
     return module
 
 
+
 # ---------------------------------------------------------------- several test processes
-# scripts/test runs the suite on pytest-xdist workers with `--dist loadgroup`: the tests of
-# one group run on one worker, one after another. Each test file is a group (its module
-# fixtures are set up once), one per value when a module fixture is parametrized (the
-# literal instructor test's SQLite and PostgreSQL halves run side by side), except where
-# the file's tests are independent runs per assignment (SPREAD: each test is its own unit
-# of work) and where files share something of the machine (SHARED: the bubblewrap tests'
-# fixed sandbox uid, whose processes they count). A test that sets its own `xdist_group`
-# (the self-check, per assignment) keeps it. The tests that make unix users name them
-# after their process (`os.getpid()`), so they need no group. Tests marked `alone` look at
-# every process on the machine and run afterwards, in a pass of their own (scripts/test).
-TESTS = Path(__file__).resolve().parent
-SPREAD = {"integration/test_diagnosis.py", "hostile/test_hostile_every_assignment.py"}
-SHARED = {"bubblewrap": ("sandbox/",)}
-
-
-def xdist_group(path, module_params=()):
-    """The group of a test in the file at `path` (relative to tests/) that uses module
-    fixtures with the values `module_params`, or None when it may go to any worker."""
-    if path in SPREAD:
-        return None
-    for group, prefixes in SHARED.items():
-        if path.startswith(prefixes):
-            return group
-    return f"{path}[{'-'.join(map(str, module_params))}]" if module_params else path
-
-
-def _module_params(item):
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return ()
-    found = []
-    for name, value in sorted(callspec.params.items()):
-        defs = item._fixtureinfo.name2fixturedefs.get(name)
-        if defs and defs[-1].scope == "module":
-            found.append(value)
-    return tuple(found)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.get_closest_marker("xdist_group"):
-            continue
-        group = xdist_group(item.path.relative_to(TESTS).as_posix(), _module_params(item))
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
+# scripts/test runs the suite on pytest-xdist workers with `--dist loadfile`: the tests of a
+# file run on one worker, so its module fixtures (a graded class, an exchange with unix
+# users) are set up once. (`--dist loadgroup`, which would let a file's per-assignment
+# tests spread, groups nothing with pytest 9.2 and pytest-xdist 3.8: two tests marked
+# with one `xdist_group` ran on two workers, and module fixtures were set up once per
+# worker.) Tests that run side by side must not share anything of the machine: the ones
+# that make unix users name them after their process (`os.getpid()`), and checks of what
+# a test left in /tmp look only at folders whose `owner` is the test's process. Tests
+# marked `alone` count every process on the machine and run afterwards, in a pass of
+# their own (scripts/test).

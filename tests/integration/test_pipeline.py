@@ -214,9 +214,8 @@ _SELFCHECKS = {}
 
 
 def selfcheck_of(assignment, tmp_path_factory):
-    """The self-check of one assignment, run once per test process: each assignment is a
-    run of its own, so that pytest-xdist can give the assignments to different workers
-    (see the `xdist_group` of `BY_ASSIGNMENT`)."""
+    """The self-check of one assignment, run once per test process and read by the tests
+    of that assignment below."""
     if assignment not in _SELFCHECKS:
         workdir = tmp_path_factory.mktemp(f"selfcheck-{assignment}")
         [check] = selfcheck(COURSE, [assignment], workdir=workdir, jobs=JOBS)
@@ -224,8 +223,7 @@ def selfcheck_of(assignment, tmp_path_factory):
     return _SELFCHECKS[assignment]
 
 
-BY_ASSIGNMENT = [pytest.param(a, marks=pytest.mark.xdist_group(f"selfcheck-{a}"))
-                 for a in ASSIGNMENTS]
+BY_ASSIGNMENT = ASSIGNMENTS
 
 
 @needs_assignment
@@ -297,7 +295,6 @@ def test_some_notebook_has_cells_after_its_last_test():
 
 @needs_assignment
 @pytest.mark.slow
-@pytest.mark.xdist_group(f"selfcheck-{FIRST}")
 def test_without_our_filter_feedback_would_leak_hidden_tests(tmp_path_factory):
     """The leak check is not vacuous: nbgrader's own ClearHiddenTests, alone, lets the
     traceback of a failing hidden check through for some registered mutant."""

@@ -14,6 +14,9 @@ from bwrap_support import level_for, processes_of, sandbox_uid, spec
 
 from autograder.sandbox import bubblewrap
 
+# counts every process of the sandbox's uid, which another test's kernels may share
+pytestmark = pytest.mark.alone
+
 # a daemon (double fork, own session) and a thread pool, then "ready" and a long wait
 LINGER = r'''
 import os, sys, threading, time
