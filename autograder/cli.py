@@ -378,16 +378,9 @@ def parser():
                     "saved, in a fresh kernel at the graded sizes, and print per task: "
                     "passed, failing (with the message), not started or not run, with its "
                     "points. Only the visible tests run (a released notebook has no others).")
-    pr.add_argument("folder", nargs="?")
-    pr.add_argument("-a", "--assignment", action="append", dest="assignments",
-                    metavar="ASSIGNMENT", help="only this assignment (repeatable)")
-    pr.add_argument("--timeout", type=int, default=300, metavar="S",
-                    help="seconds a cell may run (default: %(default)s)")
-    pr.add_argument("-j", "--jobs", type=int, default=2,
-                    help="notebooks run at a time (default: %(default)s)")
-    pr.add_argument("--fresh", action="store_true",
-                    help="run every notebook, even one unchanged since an earlier run "
-                         "(whose results are otherwise kept in ~/.cache/residual-pack)")
+    from autograder.student.progress import add_arguments
+
+    add_arguments(pr)
     pr.set_defaults(run=cmd_progress)
 
     fp = sub.add_parser(

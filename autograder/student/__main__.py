@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograder.student.progress import format_table, progress
+from autograder.student.progress import add_arguments, format_table, progress
 
 
 def main(argv=None):
@@ -21,16 +21,7 @@ def main(argv=None):
         description="Run each assignment notebook under FOLDER (default: assignments/ "
                     "here) as saved, in a fresh kernel at the graded sizes, and print per "
                     "task: passed, failing (with the message), not started or not run.")
-    pr.add_argument("folder", nargs="?", default="assignments")
-    pr.add_argument("-a", "--assignment", action="append", dest="assignments",
-                    metavar="ASSIGNMENT", help="only this assignment (repeatable)")
-    pr.add_argument("--timeout", type=int, default=300, metavar="S",
-                    help="seconds a cell may run (default: %(default)s)")
-    pr.add_argument("-j", "--jobs", type=int, default=2,
-                    help="notebooks run at a time (default: %(default)s)")
-    pr.add_argument("--fresh", action="store_true",
-                    help="run every notebook, even one unchanged since an earlier run "
-                         "(whose results are otherwise kept in ~/.cache/residual-pack)")
+    add_arguments(pr, default_folder="assignments")
     args = p.parse_args(argv)
     folder = Path(args.folder)
     if not folder.is_dir():

@@ -35,7 +35,8 @@ import nbformat
 from autograder.cells import is_autograded_test, is_grade, is_solution, nbgrader_meta
 from autograder.kernel.diagnosis import LEAD
 
-__all__ = ["TaskStatus", "notebook_progress", "find_notebooks", "progress", "format_table"]
+__all__ = ["TaskStatus", "notebook_progress", "find_notebooks", "progress", "format_table",
+           "add_arguments"]
 
 PASSED, FAILING, NOT_STARTED, NOT_RUN = "passed", "failing", "not started", "not run"
 NEEDS_TORCH = "needs the torch extra"
@@ -235,6 +236,21 @@ def progress(folder, assignments=None, timeout=300, say=print, jobs=2, fresh=Fal
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         return [row for rows in pool.map(one, chosen) for row in rows]
+
+
+def add_arguments(parser, default_folder=None):
+    """The `progress` command's arguments, for the instructor's `residual-pack` and the
+    student release's alike."""
+    parser.add_argument("folder", nargs="?", default=default_folder)
+    parser.add_argument("-a", "--assignment", action="append", dest="assignments",
+                        metavar="ASSIGNMENT", help="only this assignment (repeatable)")
+    parser.add_argument("--timeout", type=int, default=300, metavar="S",
+                        help="seconds a cell may run (default: %(default)s)")
+    parser.add_argument("-j", "--jobs", type=int, default=2,
+                        help="notebooks run at a time (default: %(default)s)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="run every notebook, even one unchanged since an earlier run "
+                             "(whose results are otherwise kept in ~/.cache/residual-pack)")
 
 
 def format_table(rows):
