@@ -257,19 +257,24 @@ class PostgresServer:
         done = self._run([_pg_bin("pg_ctl"), "-D", str(self.data), "-o", options,
                           "-l", str(self.folder / "log"), "-w", "-t", "60", "start"])
         assert done.returncode == 0, done.stdout + done.stderr + self.log()
+        self.create_database(self.database)
+        return self
+
+    def create_database(self, name):
+        """A new database `name` on this server; returns its URL (with the password)."""
         import psycopg2
 
         conn = psycopg2.connect(host="127.0.0.1", port=self.port, user=self.user,
                                 password=self.password, dbname="postgres")
         conn.autocommit = True
         with conn.cursor() as cur:
-            cur.execute(f"CREATE DATABASE {self.database}")
+            cur.execute(f"CREATE DATABASE {name}")
         conn.close()
-        return self
+        return self.url(name)
 
-    def url(self):
+    def url(self, database=None):
         return (f"postgresql+psycopg2://{self.user}:{self.password}@127.0.0.1:{self.port}/"
-                f"{self.database}")
+                f"{database or self.database}")
 
     def log(self):
         path = self.folder / "log"

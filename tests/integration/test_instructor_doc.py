@@ -128,7 +128,7 @@ def followed(request, tmp_path_factory):
         w.postgres = f"{server.user}@127.0.0.1:{server.port}/{server.database}"
         w.env["PGPASSWORD"] = server.password
         w.gradebook = server.url()
-        w.env["RESIDUAL_PACK_DB_URL"] = w.batch_gradebook = _second_database(server, DIR)
+        w.env["RESIDUAL_PACK_DB_URL"] = w.batch_gradebook = server.create_database(DIR)
     suffix = str(os.getpid() % 100000)
     w.honest, w.untouched = f"rpdocsol{suffix}", f"rpdocstub{suffix}"
     w.peek = f"rpdocpeek{suffix}"
@@ -141,19 +141,6 @@ def followed(request, tmp_path_factory):
     finally:
         if server is not None:
             server.stop()
-
-
-def _second_database(server, name):
-    """A second database on `server` for step 8's batch run: its URL, with the password."""
-    import psycopg2
-
-    conn = psycopg2.connect(host="127.0.0.1", port=server.port, user=server.user,
-                            password=server.password, dbname="postgres")
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {name}")
-    conn.close()
-    return server.url().rsplit("/", 1)[0] + f"/{name}"
 
 
 def _follow(w, users):
