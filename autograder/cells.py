@@ -11,16 +11,23 @@ here, with those predicates, so the answer is nbgrader's:
 - `given`: any other cell of the assignment (instructions, given code);
 - `own`: a cell without a grade id, that the student added.
 
+While grading, the course's own cells that cannot change an autograded score are left out
+(`left_out_when_grading`): the given cells after the last autograded test, and those the
+source notebook tags `skip-when-grading` (an experiment that no later test reads). Every
+test, every answer and every cell the student added still runs.
+
 Metadata is read as handed in, which may be damaged: `nbgrader_meta` gives {} for
 metadata that is not a dict, and every predicate is False for such a cell.
 """
 
 from nbgrader import utils as nbgrader_utils
 
-__all__ = ["KINDS", "nbgrader_meta", "grade_id", "is_solution", "is_grade", "is_locked",
-           "is_autograded_test", "last_test", "kind"]
+__all__ = ["KINDS", "SKIP_TAG", "nbgrader_meta", "grade_id", "is_solution", "is_grade",
+           "is_locked", "is_autograded_test", "last_test", "kind", "skipped_when_grading",
+           "left_out_when_grading", "as_graded"]
 
 KINDS = ("test", "answer", "given", "own")
+SKIP_TAG = "skip-when-grading"
 
 
 def nbgrader_meta(cell):
@@ -76,3 +83,41 @@ def kind(cell):
     if is_solution(cell):
         return "answer"
     return "given"
+
+
+def skipped_when_grading(nb, strict=True):
+    """The grade ids of the given cells that `nb` tags `SKIP_TAG`. The grader reads them
+    from the source notebook (the instructor's word, never a handed-in copy), where a tag on
+    a test or an answer is an error; with `strict` off (a student's own copy, for the
+    student's own tools) such a tag is ignored."""
+    found = []
+    for cell in nb.cells:
+        metadata = cell.get("metadata")
+        tags = metadata.get("tags") if isinstance(metadata, dict) else None
+        if not isinstance(tags, list) or SKIP_TAG not in tags:
+            continue
+        if kind(cell) != "given" or cell.get("cell_type") != "code":
+            if not strict:
+                continue
+            raise ValueError(f"cell {grade_id(cell) or '(no grade id)'}: only a given code "
+                             f"cell of the course may be tagged {SKIP_TAG}")
+        found.append(grade_id(cell))
+    return sorted(found)
+
+
+def left_out_when_grading(cell, index, last, skip):
+    """Whether grading leaves out the code cell at `index`: a given cell after the last
+    autograded test (`last`), or one whose grade id is in `skip`."""
+    return kind(cell) == "given" and (index > last or grade_id(cell) in skip)
+
+
+def as_graded(nb):
+    """A copy of the instructor's notebook `nb` with only the cells grading runs (the
+    reference run and the fingerprints run what a submission runs)."""
+    import copy
+
+    last, skip = last_test(nb), set(skipped_when_grading(nb))
+    out = copy.copy(nb)
+    out.cells = [c for i, c in enumerate(nb.cells)
+                 if c.get("cell_type") != "code" or not left_out_when_grading(c, i, last, skip)]
+    return out

@@ -318,8 +318,9 @@ def parser():
     s.add_argument("--workdir", help="work in this folder (kept) instead of a temporary one")
     s.add_argument("--keep", action="store_true", help="keep the temporary work folder")
     s.add_argument("--whole-notebooks", action="store_true",
-                   help="run the stub's and the mutants' notebooks to the end, not only to "
-                        "their last autograded test cell (slower; the same scores)")
+                   help="run every code cell, also the course's cells that grading leaves "
+                        "out (after the last autograded test, or tagged skip-when-grading); "
+                        "slower, the same scores")
     _jobs_option(s)
     s.set_defaults(run=cmd_selfcheck)
 

@@ -1,5 +1,6 @@
-"""The self-check's time: the wrong answers' notebooks run to their end, or only up to
-their last autograded test cell, as the self-check (and so the test suite) now runs them.
+"""Grading's time saving, measured on the self-check: every code cell run, or only those
+that can change an autograded score, as grading (and so the self-check and the test suite)
+now runs them (`cells.left_out_when_grading`).
 
     .venv/bin/python benchmarks/selfcheck_time.py [-j 2] [ASSIGNMENT ...]
 
@@ -7,15 +8,17 @@ For each assignment (default: all), in the same run and in turn (the order swapp
 one assignment to the next, so that a drift of the machine's load favours neither):
 
 1. the reference run (the solution, once per assignment, says what each check must
-   observe): to the end of each notebook, and up to its last test cell
-   (`reference_run.run_reference(to_end=...)`); the records must be the same;
-2. the self-check of the assignment (`selfcheck.selfcheck`): with `whole=True` (every
-   notebook to its end, as before) and as it runs now (only the solution to the end);
-   both must pass, and every submission must get the same score on every cell.
+   observe): every cell, and as graded (`reference_run.run_reference(to_end=...)`); the
+   records must be the same;
+2. the self-check of the assignment (`selfcheck.selfcheck`): with `whole=True` (every code
+   cell of every submission, as every student's notebook was graded before) and as
+   grading runs now (the course's cells after the last autograded test and those tagged
+   skip-when-grading left out); both must pass, and every submission must get the same
+   score on every cell.
 
-It prints the seconds of each, their ratio, and the load average before and after. The
-self-check's own figure includes the (shortened) reference run in both columns: what the
-reference run saves is the first table.
+It prints the seconds of each, the mean seconds per graded submission, their ratios, and
+the load average before and after. The self-check's own figure includes the reference run
+in both columns: what the reference run saves is the first table.
 """
 
 import argparse
@@ -84,25 +87,30 @@ def main(argv=None):
         if scores(checks[True]) != scores(checks[False]):
             differ.append(f"{name}: the scores differ")
         row["submissions"] = len(checks[False].results)
+        for whole in (True, False):
+            row[("each", whole)] = checks[whole].seconds["per submission"]
         rows.append(row)
         print(f"{name}: reference run {row[('ref', True)]:.1f} s -> "
               f"{row[('ref', False)]:.1f} s; self-check ({row['submissions']} submissions) "
-              f"{row[('check', True)]:.1f} s -> {row[('check', False)]:.1f} s; "
+              f"{row[('check', True)]:.1f} s -> {row[('check', False)]:.1f} s, per "
+              f"submission {row[('each', True)]:.1f} s -> {row[('each', False)]:.1f} s; "
               f"load {os.getloadavg()[0]:.1f}", flush=True)
     print()
-    print("| assignment | reference run: to the end | to the last test | self-check: whole "
-          "notebooks | to the last test | ratio |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| assignment | reference run: every cell | as graded | self-check: every cell "
+          "| as graded | ratio | per submission: every cell | as graded | ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     total = {k: 0.0 for k in (("ref", True), ("ref", False), ("check", True), ("check", False))}
     for row in rows:
         for k in total:
             total[k] += row[k]
         print(f"| {row['assignment']} | {row[('ref', True)]:.1f} | {row[('ref', False)]:.1f} | "
               f"{row[('check', True)]:.1f} | {row[('check', False)]:.1f} | "
-              f"{row[('check', True)] / row[('check', False)]:.2f}x |")
+              f"{row[('check', True)] / row[('check', False)]:.2f}x | "
+              f"{row[('each', True)]:.2f} | {row[('each', False)]:.2f} | "
+              f"{row[('each', True)] / max(row[('each', False)], 1e-9):.2f}x |")
     print(f"| all | {total[('ref', True)]:.1f} | {total[('ref', False)]:.1f} | "
           f"{total[('check', True)]:.1f} | {total[('check', False)]:.1f} | "
-          f"{total[('check', True)] / total[('check', False)]:.2f}x |")
+          f"{total[('check', True)] / total[('check', False)]:.2f}x | | | |")
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     for line in differ:
         print(f"DIFFER: {line}")

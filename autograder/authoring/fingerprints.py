@@ -48,7 +48,7 @@ import nbformat
 
 from autograder.answers import mutants as mutant_registry
 from autograder.authoring.madeup import filled_in, mutant_notebook_name, with_answer
-from autograder.cells import grade_id, is_autograded_test, is_solution, last_test
+from autograder.cells import as_graded, grade_id, is_autograded_test, is_solution
 from autograder.grading.course import (
     EXERCISES,
     SOURCE,
@@ -178,13 +178,6 @@ def _end_with_parent():
         pass
 
 
-def _up_to_the_last_test(nb):
-    """`nb` without the cells after its last graded test (the closing experiments): they
-    cannot change what a test observed."""
-    nb.cells = nb.cells[: last_test(nb) + 1]
-    return nb
-
-
 @dataclass
 class Outcome:
     """A mutant's run on the visible tests, and what the table makes of it."""
@@ -244,8 +237,10 @@ def observe(course, assignment, jobs=1, say=None, only=None):
     names = sorted(releases)
     source_dir = course / SOURCE / assignment
     solution = {
-        name: _up_to_the_last_test(filled_in(read_notebook(releases[name]),
-                                             read_notebook(source_dir / f"{name}.ipynb")))
+        # the cells a submission runs while grading: those left out cannot change what a
+        # test observes
+        name: as_graded(filled_in(read_notebook(releases[name]),
+                                  read_notebook(source_dir / f"{name}.ipynb")))
         for name in names
     }
     registered = mutant_registry.load(assignment)

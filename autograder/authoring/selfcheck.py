@@ -10,12 +10,14 @@ For each assignment, in a work copy of the course and under the real nbgrader:
    scores zero on each cell in its `loses`;
 4. the feedback pages of all of these show no line of a hidden test.
 
-Only the solution runs to the end of each notebook. The stub's and the mutants' notebooks
-stop after their last autograded test cell (`Sandbox.stop_after_tests`): what follows (the
-closing experiments, the written answers) cannot change an autograded score, which is read
-from a test cell's own outputs, made before it; a crash or a time limit after it stops only
-the cells after it. So a wrong answer that loses its points here loses them in a full run
-(`--whole-notebooks` runs them to the end).
+Every submission, the solution too, runs as students' submissions are graded: the
+course's cells that cannot change an autograded score are left out
+(`cells.left_out_when_grading`: the given cells after the last autograded test, and the
+experiments the source tags `skip-when-grading`, which no later test reads). That they
+cannot is checked here: the solution must still earn full marks, and the reference run
+stops when a test needs a cell left out. Every cell runs with `--whole-notebooks`; that the
+scores are the same then is measured by `benchmarks/selfcheck_time.py`. The notebooks run
+from top to bottom in full when nbgrader's Validator checks the sources (step 2).
 """
 
 import time
@@ -87,8 +89,7 @@ def check_assignment(session, assignment, *, validate=True, feedback=True, only=
     """Self-check one assignment in the grading session `session`. `only`: a list of
     words; when given, only the mutants whose name holds one of them are graded. When the
     session isolates, the made-up class is graded exactly as students are (sandboxed
-    kernels, hardened test runner), except that only the solution runs to the end of each
-    notebook unless `whole` is set."""
+    kernels, hardened test runner); with `whole`, every code cell runs."""
     from nbgrader.validator import Validator
 
     say = progress or (lambda *_: None)
@@ -144,8 +145,8 @@ def check_assignment(session, assignment, *, validate=True, feedback=True, only=
             check.notes.append(f"no mutant targets {key[1]} ({key[0]})")
 
     made = class_of(grader, assignment, registered)
-    if grader.sandbox is not None and not whole:
-        grader.sandbox.stop_after_tests = frozenset(s for s in made if s != "solution")
+    if grader.sandbox is not None:
+        grader.sandbox.whole = whole
     t = time.perf_counter()
     for student, (label, notebooks, _) in made.items():
         grader.submit(student, notebooks)
@@ -258,7 +259,7 @@ def selfcheck(course, names=None, *, workdir=None, keep=False, validate=True, fe
               only=None, jobs=1, progress=None, isolate=True, whole=False):
     """Self-check `names` (all assignments when empty); returns the AssignmentChecks.
     With `isolate` (the default), submissions are graded in sandboxed kernels, as
-    `residual-pack grade` grades students; with `whole`, every notebook runs to its end."""
+    `residual-pack grade` grades students; with `whole`, every code cell runs."""
     checks = []
     with work_folder(workdir, prefix="residual-pack-selfcheck-", keep=keep) as tmp, \
             grading_session(course, tmp / "course", names, isolate=isolate,

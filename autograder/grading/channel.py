@@ -51,7 +51,7 @@ class NotebookRun:
     # [name, wall time] as the notebook went through the Execute step, the launcher's
     # own (read from its phases file) merged in: see `stamp`
     phases: list = dataclasses.field(default_factory=list)
-    # code cells after the last autograded test that were not run (`Sandbox.stop_after_tests`)
+    # the course's code cells that grading left out (`cells.left_out_when_grading`)
     left_out: int = 0
 
     def to_dict(self):

@@ -41,7 +41,11 @@ from autograder.kernel.policy import OUTPUT_NOTE, REPORT_KEY, test_cell_code
 from autograder.sandbox.launcher import launch_command
 from autograder.sandbox.limits import SandboxError, size_words
 
-__all__ = ["SandboxKernelClient", "SandboxKernelManager", "SandboxedExecute"]
+__all__ = ["LEFT_OUT", "SandboxKernelClient", "SandboxKernelManager", "SandboxedExecute"]
+
+# what a cell of the course that grading leaves out shows in the graded notebook
+LEFT_OUT = ("[not run while grading: no graded test reads this cell; "
+            "run it yourself to see its output]\n")
 
 
 class SandboxKernelClient(AsyncKernelClient):
@@ -144,13 +148,16 @@ class SandboxedExecute(Execute):
         self._run = NotebookRun(level=sandbox.level)
         stamp(self._run.phases, "execute step")
         self._limits = sandbox.limits
-        self._expected = sandbox.references.get(assignment, {}).get(key[1], {})
+        reference = sandbox.references.get(assignment, {}).get(key[1], {})
+        self._expected = reference.get("tests", {})
         self._plan = sandbox.plan(uid, f"{key[0]}/{key[1]}", assignment)
         stamp(self._run.phases, "planned")
         self._deadline = time.monotonic() + sandbox.limits.notebook_timeout
-        self._last = len(nb.cells)
-        if key[0] in sandbox.stop_after_tests:
-            self._last = cells.last_test(nb)
+        # the course's cells that cannot change a score are left out (`cells.
+        # left_out_when_grading`), which ones read from the source (the reference run's
+        # "skip"), never from the handed-in copy; `Sandbox.whole` runs every cell
+        self._last = len(nb.cells) if sandbox.whole else cells.last_test(nb)
+        self._skip = frozenset() if sandbox.whole else frozenset(reference.get("skip", []))
         self._stopped = ""  # set once the kernel cannot run more cells
         self._kept = 0
         self._dropped = {}
@@ -225,8 +232,9 @@ class SandboxedExecute(Execute):
                                  store_history=True):
         if cell.cell_type != "code" or not cell.source.strip():
             return cell
-        if cell_index > self._last:
+        if cells.left_out_when_grading(cell, cell_index, self._last, self._skip):
             self._run.left_out += 1
+            cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=LEFT_OUT)]
             return cell
         kind = cells.kind(cell)
         grade_id = cells.grade_id(cell) or ""

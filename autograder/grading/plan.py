@@ -96,10 +96,10 @@ class Sandbox:
         self.support = {}
         # kernels forked from a warm parent (`warm`), unless switched off for this run
         self.warm = warm and os.environ.get(COLD_VARIABLE, "") in ("", "0")
-        # students whose notebooks stop after their last autograded test cell (the
-        # self-check's stub and wrong answers: the cells after it cannot change an
-        # autograded score); everyone else's notebook runs to its end
-        self.stop_after_tests = frozenset()
+        # every code cell of every notebook runs (the self-check's --whole-notebooks);
+        # by default the course's cells that cannot change a score are left out
+        # (`cells.left_out_when_grading`)
+        self.whole = False
         self.root = Path(root) if root else Path(tempfile.mkdtemp(prefix="rp-", dir="/tmp"))
         os.chmod(self.root, 0o711)
         (self.root / "owner").write_text(str(os.getpid()))

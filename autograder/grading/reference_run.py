@@ -1,8 +1,10 @@
 """The reference run: the instructor's solution, run once per assignment on the grader's
 side, to say what every graded check must observe.
 
-Each source notebook (solutions and hidden tests in place) runs from the top to its last
-graded test cell (what follows cannot change what a test observes) in a kernel of
+Each source notebook (solutions and hidden tests in place) runs the cells a submission runs
+while grading (`cells.as_graded`: up to its last graded test cell, without the experiments
+tagged `skip-when-grading`; a test that needs one of those fails here, and the grading stops
+with the reason) in a kernel of
 `autograder.kernel.gradekernel`, as nbgrader runs a submission at grading time (with
 `NBGRADER_EXECUTION` set, so the experiments take their small graded configurations; the
 library's model answers stay on, as the tests call them to compute what is expected). Its
@@ -26,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder.cells import is_autograded_test, last_test, nbgrader_meta
+from autograder.cells import as_graded, is_autograded_test, nbgrader_meta, skipped_when_grading
 from autograder.grading.course import CourseError, notebook_paths, read_notebook
 from autograder.grading.testsource import GradedCellError, prepare, sending
 from autograder.kernel.policy import (
@@ -38,7 +40,7 @@ from autograder.kernel.policy import (
 
 __all__ = ["ReferenceError", "run_reference", "reference_records", "fingerprint"]
 
-FORMAT = 1  # of the records file; a new format is a new fingerprint
+FORMAT = 2  # of the records file; a new format is a new fingerprint
 
 
 class ReferenceError(CourseError):
@@ -114,7 +116,7 @@ def _run_notebook(path, assignment, timeout, workdir, to_end=False):
 
     nb = read_notebook(path)
     if not to_end:
-        nb.cells = nb.cells[: last_test(nb) + 1]
+        nb = as_graded(nb)
     # the grader's own environment's graded kernel, with the model answers on: the
     # reference versions of the test cells call them
     env = {"NBGRADER_EXECUTION": "autograde", ASSIGNMENT_VARIABLE: assignment,
@@ -131,17 +133,24 @@ def _run_notebook(path, assignment, timeout, workdir, to_end=False):
 
 
 def run_reference(source_dir, assignment, timeout=120, to_end=False):
-    """{notebook: {grade_id: {"records": [...], "hidden": [...]}}} from running the
-    solution (up to its last test cell; to its end with `to_end`, the same records);
-    raises ReferenceError when the solution fails one of its own checks."""
+    """{notebook: {"tests": {grade_id: {"records": [...], "hidden": [...]}}, "skip":
+    [grade_id]}} from running the solution as a submission runs (`cells.as_graded`; every
+    cell with `to_end`, the same records); "skip" lists the cells tagged
+    `skip-when-grading`. Raises ReferenceError when the solution fails one of its own
+    checks."""
     out = {}
     problems = []
     with tempfile.TemporaryDirectory(prefix="residual-pack-reference-") as tmp:
         for path in notebook_paths(source_dir):
-            tests = [nbgrader_meta(c).get("grade_id") for c in read_notebook(path).cells
+            nb = read_notebook(path)
+            tests = [nbgrader_meta(c).get("grade_id") for c in nb.cells
                      if is_autograded_test(c)]
+            try:
+                skip = skipped_when_grading(nb)
+            except ValueError as exc:
+                raise ReferenceError(f"{assignment}/{path.name}: {exc}") from None
             if not tests:
-                out[path.stem] = {}
+                out[path.stem] = {"tests": {}, "skip": skip}
                 continue
             workdir = Path(tmp) / path.stem
             workdir.mkdir()
@@ -172,7 +181,7 @@ def run_reference(source_dir, assignment, timeout=120, to_end=False):
                         f"autograder.kernel.checks: the grader does not take a kernel's word)")
                     continue
                 cells[grade_id] = {"records": reply["records"], "hidden": reply["hidden"]}
-            out[path.stem] = cells
+            out[path.stem] = {"tests": cells, "skip": skip}
     if problems:
         raise ReferenceError(f"{assignment}: " + "; ".join(problems))
     return out

@@ -32,7 +32,14 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.cells import is_autograded_test, is_grade, is_solution, nbgrader_meta
+from autograder.cells import (
+    is_autograded_test,
+    is_grade,
+    is_solution,
+    left_out_when_grading,
+    nbgrader_meta,
+    skipped_when_grading,
+)
 from autograder.kernel.diagnosis import LEAD
 
 __all__ = ["TaskStatus", "notebook_progress", "find_notebooks", "progress", "format_table",
@@ -155,8 +162,12 @@ def _run_tests(nb, folder, timeout, fresh):
     before the run, so a test the run does not reach is "not run"."""
     from autograder.runner import run_notebook
 
+    # up to the last visible test, without the experiments tagged skip-when-grading:
+    # the cells grading leaves out (`cells.left_out_when_grading`)
     last = max(i for i, c in enumerate(nb.cells) if _is_test(c))
-    cells = [nbformat.from_dict(c) for c in nb.cells[: last + 1]]
+    skip = set(skipped_when_grading(nb, strict=False))
+    cells = [nbformat.from_dict(c) for i, c in enumerate(nb.cells[: last + 1])
+             if c.get("cell_type") != "code" or not left_out_when_grading(c, i, last, skip)]
     key = _run_key(cells, folder, timeout)
     if not fresh:
         found = _cached(key)

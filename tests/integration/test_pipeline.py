@@ -255,42 +255,49 @@ def test_selfcheck_passes(assignment, tmp_path_factory):
 @needs_assignment
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", BY_ASSIGNMENT)
-def test_selfcheck_runs_the_solution_to_the_end_and_the_rest_to_the_last_test(
+def test_selfcheck_leaves_out_only_the_courses_cells_that_cannot_change_a_score(
         assignment, tmp_path_factory):
-    """The self-check's time saving (`Sandbox.stop_after_tests`) cuts only what cannot
-    change an autograded score: the solution runs every code cell, the stub and the mutants
-    stop after their last autograded test cell (`left_out` counts the cells after it)."""
-    from autograder.cells import last_test
+    """Grading's time saving (`cells.left_out_when_grading`) cuts only what cannot change
+    an autograded score: every submission, the solution too, runs every code cell but the
+    course's own after the last autograded test and those its source tags
+    skip-when-grading (`left_out` counts them; each says why it has no output), and the
+    solution still earns full marks (`test_selfcheck_passes`)."""
+    from autograder.cells import last_test, left_out_when_grading, skipped_when_grading
+    from autograder.grading.execute import LEFT_OUT
 
     check, workdir = selfcheck_of(assignment, tmp_path_factory)
     for result in check.results:
         for name, run in result.runs.items():
+            skip = set(skipped_when_grading(source_notebook(check.assignment, name)[1]))
             path = workdir / "course" / "autograded" / result.student / check.assignment
             nb = read_notebook(path / f"{name}.ipynb")
+            last = last_test(nb)
             code = [i for i, c in enumerate(nb.cells)
                     if c.cell_type == "code" and c.source.strip()]
-            last = last_test(nb)
+            cut = [i for i in code if left_out_when_grading(nb.cells[i], i, last, skip)]
             ran = [c["index"] for c in run["cells"]]
-            if result.student == "solution":
-                assert ran == code and run["left_out"] == 0, (check.assignment, name)
-            else:
-                assert ran == [i for i in code if i <= last], (result.student, name)
-                assert run["left_out"] == len([i for i in code if i > last])
-                assert all(not nb.cells[i].get("outputs") for i in code if i > last)
+            assert ran == [i for i in code if i not in cut], (result.student, name)
+            assert run["left_out"] == len(cut), (result.student, name)
+            assert all([o.get("text") for o in nb.cells[i].outputs] == [LEFT_OUT]
+                       for i in cut), (result.student, name)
 
 
-def test_some_notebook_has_cells_after_its_last_test():
-    """...so the cut above is not vacuous: some release has code after its last test."""
-    from autograder.cells import last_test
+def test_grading_leaves_out_an_experiment_before_a_test_and_cells_after_the_last():
+    """...so the cut above is not vacuous: some source tags an experiment that a later test
+    follows, and some release has code after its last test."""
+    from autograder.cells import last_test, skipped_when_grading
 
-    cut = []
+    tagged, after = [], []
     for assignment in ASSIGNMENTS:
         for path in notebook_paths(COURSE / SOURCE / assignment):
             nb = read_notebook(path)
             last = last_test(nb)
-            cut += [path.name for i, c in enumerate(nb.cells)
-                    if i > last and c.cell_type == "code" and c.source.strip()]
-    assert cut
+            skip = skipped_when_grading(nb)
+            tagged += [path.name for i, c in enumerate(nb.cells)
+                       if i < last and nbgrader_meta(c).get("grade_id") in skip]
+            after += [path.name for i, c in enumerate(nb.cells)
+                      if i > last and c.cell_type == "code" and c.source.strip()]
+    assert tagged and after
 
 
 @needs_assignment
@@ -387,6 +394,29 @@ def _table_scores(output):
         if m:
             scores[m.group(1)] = (float(m.group(2)), float(m.group(3)))
     return scores
+
+
+@needs_assignment
+@pytest.mark.slow
+def test_a_test_that_needs_a_cell_grading_leaves_out_stops_the_grading(tmp_path):
+    """Tagging skip-when-grading a cell that a test needs (here the given cell that
+    defines `layer`) would fail every student: the reference run, which leaves out the
+    same cells, says so first."""
+    from autograder.cells import SKIP_TAG
+    from autograder.grading.reference_run import ReferenceError
+
+    copy_root = tmp_path / "course"
+    copy_root.mkdir()
+    shutil.copy2(COURSE / CONFIG_FILE, copy_root / CONFIG_FILE)
+    shutil.copytree(COURSE / SOURCE, copy_root / SOURCE)
+    path = copy_root / SOURCE / FIRST / f"{source_notebook(FIRST)[0]}.ipynb"
+    nb = read_notebook(path)
+    cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "plain_stack")
+    cell.metadata.setdefault("tags", []).append(SKIP_TAG)
+    nbformat.write(nb, str(path))
+    with pytest.raises(ReferenceError, match="the solution fails .*NameError: name 'layer'"):
+        selfcheck(copy_root, [FIRST], validate=False, feedback=False, only=["(no mutant)"],
+                  jobs=JOBS)
 
 
 @needs_assignment

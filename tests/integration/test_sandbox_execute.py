@@ -104,3 +104,30 @@ def test_an_outputs_metadata_counts_toward_the_output_cap():
     small = {"content": {"data": {"text/plain": "x"}, "metadata": {}}}
     padded = {"content": {"data": {"text/plain": "x"}, "metadata": {"pad": "y" * 10_000}}}
     assert _message_size(padded) - _message_size(small) >= 10_000
+
+
+def test_a_cell_grading_leaves_out_gets_a_note_and_no_kernel_time():
+    """A course cell the source lists as skipped (`_skip`, from the reference run) or
+    that follows the last test is answered without the kernel (this step has none here:
+    running it would fail) and says why it has no output."""
+    from autograder.grading.channel import NotebookRun
+    from autograder.grading.execute import LEFT_OUT
+
+    step = SandboxedExecute()
+    step._run, step._last, step._skip = NotebookRun(), 3, frozenset({"experiment"})
+    experiment = nbformat.v4.new_code_cell("train_for_an_hour()")
+    experiment.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": True,
+                                       "grade_id": "experiment", "schema_version": 3}
+    experiment.outputs = [nbformat.from_dict(PRINTED)]  # what the student's copy showed
+    closing = nbformat.from_dict(experiment)
+    closing.metadata["nbgrader"]["grade_id"] = "closing_plot"
+    step.execute_cell(experiment, 1)
+    step.execute_cell(closing, 5)
+    for cell in (experiment, closing):
+        assert [o.get("text") for o in cell.outputs] == [LEFT_OUT]
+    assert step._run.left_out == 2 and step._run.cells == []
+    own = nbformat.v4.new_code_cell("print('mine')")  # the student's: always run
+    step._limits, step._deadline, step._stopped = Limits(), time.monotonic() + 60, ""
+    with pytest.raises(AssertionError):  # nbclient asserts it has a kernel client: none here
+        step.execute_cell(own, 5)
+    assert step._run.left_out == 2 and len(step._run.cells) == 1

@@ -71,3 +71,53 @@ def test_metadata_is_the_cells_own_dict():
     assert cells.nbgrader_meta(TEST)["points"] == 2
     assert cells.grade_id(TEST) == "t1"
     assert cells.nbgrader_meta(OWN) == {}
+
+
+# ---------------------------------------------------------------- what grading leaves out
+
+
+def _tagged(cell):
+    cell = nbformat.from_dict(cell)
+    cell.metadata.setdefault("tags", []).append(cells.SKIP_TAG)
+    return cell
+
+
+EXPERIMENT = _tagged(_cell(grade_id="experiment", locked=True, source="slow()"))
+LATE = _cell(grade_id="closing_plot", locked=True, source="plot()")
+
+
+def _notebook(*cell_list):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.from_dict(c) for c in cell_list]
+    return nb
+
+
+def test_a_tagged_experiment_and_the_courses_cells_after_the_last_test_are_left_out():
+    nb = _notebook(GIVEN_CODE, ANSWER, EXPERIMENT, OWN, TEST, LATE, OWN, WRITTEN)
+    skip = set(cells.skipped_when_grading(nb))
+    assert skip == {"experiment"}
+    last = cells.last_test(nb)
+    left_out = [i for i, c in enumerate(nb.cells) if cells.left_out_when_grading(c, i, last, skip)]
+    # the experiment before the test, the course's plot after it; never the student's own
+    # cells (before or after the last test), the answers or the tests
+    assert left_out == [2, 5]
+    graded = cells.as_graded(nb)
+    assert [cells.grade_id(c) for c in graded.cells] == ["setup", "a1", None, "t1", None, "w1"]
+    assert len(nb.cells) == 8  # the notebook itself is untouched
+
+
+def test_which_cells_are_skipped_is_read_from_the_list_given_not_the_cells_tags():
+    """The grader passes the source's list: a tag that a student adds to a copy does
+    nothing, and a student who removes one does not bring the cell back."""
+    assert not cells.left_out_when_grading(EXPERIMENT, 0, 5, skip=set())
+    assert cells.left_out_when_grading(GIVEN_CODE, 0, 5, skip={"setup"})
+    assert not cells.left_out_when_grading(OWN, 0, 5, skip={None})
+
+
+@pytest.mark.parametrize("cell", [TEST, ANSWER, OWN])
+def test_only_a_given_code_cell_may_be_tagged(cell):
+    nb = _notebook(_tagged(cell), TEST)
+    with pytest.raises(ValueError, match="only a given code cell"):
+        cells.skipped_when_grading(nb)
+    # a student's copy, read by the student's own tools: the tag is ignored
+    assert cells.skipped_when_grading(nb, strict=False) == []
