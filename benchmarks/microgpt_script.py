@@ -1,13 +1,13 @@
 """Benchmark: microgpt's own training script on its own `Value` and on ours.
 
 The script is Karpathy's `microgpt.py`, which is not our code and is never committed:
-pass the path of a copy (default: ``../shared/data/microgpt.py`` beside the repository,
-when it exists). Each run is a fresh Python process that executes the script's source
-from that path, as it is (``theirs``) or with its ``class Value`` definition replaced by
-``from microgpt import Value`` (``ours``), nothing else changed. The two alternate, the
-order flipping from one pair to the next, with the garbage collector at its defaults and
-with it disabled (``gc.disable()`` before the script starts). Run from the repository
-root:
+pass the path of a copy (``--script``, else ``$MICROGPT_SCRIPT``, else
+``../shared/data/microgpt.py`` beside the repository). Each run is a fresh Python
+process that executes the script's source from that path, as it is (``theirs``) or with
+its ``class Value`` definition replaced by ``from microgpt import Value`` (``ours``),
+nothing else changed. The two alternate, the order flipping from one pair to the next,
+with the garbage collector at its defaults and with it disabled (``gc.disable()`` before
+the script starts). Run from the repository root:
 
     python benchmarks/microgpt_script.py [--script PATH] [--steps N] [--pairs P]
 
@@ -20,12 +20,17 @@ of ``--data`` (default ``../shared/data/names.txt``) under that name.
 
 Times are the whole process (start to exit) as wall time, and its CPU time (user +
 system, from the kernel's accounting of the finished child), which moves less than wall
-time when other work shares the machine. The last line is always
-``speedup (microgpt's script on our Value, collector on / off): A.AAx / B.BBx``.
+time when other work shares the machine. The first line and the third from last record
+the run (``# provenance ...``: the command, commit, versions, machine, load and date, and
+the script's sha256); then the speedups in CPU time, and last, always,
+``speedup (microgpt's script on our Value, collector on / off): A.AAx / B.BBx`` (wall
+time, the ratio of the summed times).
 """
 
 import argparse
 import ast
+import hashlib
+import json
 import os
 import resource
 import shutil
@@ -39,7 +44,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 SHARED = REPO.parent / "shared" / "data"
-DEFAULT_SCRIPT = SHARED / "microgpt.py"
+DEFAULT_SCRIPT = Path(os.environ.get("MICROGPT_SCRIPT") or SHARED / "microgpt.py")
 DEFAULT_DATA = SHARED / "names.txt"
 ENGINES = ("theirs", "ours")
 COLLECTOR = ("on", "off")
@@ -202,10 +207,22 @@ def report(times, steps, log=print):
     return headline
 
 
+def _provenance(script):
+    """A function giving the run's record now (`microgpt.provenance.record`, imported here
+    and not at the top: the child processes must not import microgpt for `theirs`)."""
+    sys.path.insert(0, str(REPO))
+    from microgpt.provenance import record
+
+    digest = hashlib.sha256(Path(script).read_bytes()).hexdigest()
+    command = " ".join([f"benchmarks/{Path(__file__).name}", *sys.argv[1:]])
+    return lambda: record(command=command, script_sha256=digest)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--script", type=Path, default=DEFAULT_SCRIPT,
-                   help="path of a copy of microgpt.py (default: %(default)s)")
+                   help="path of a copy of microgpt.py (default: $MICROGPT_SCRIPT, else "
+                        "%(default)s)")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA,
                    help="the names file, given to the script as input.txt (default: %(default)s)")
     p.add_argument("--steps", type=int, default=20,
@@ -226,6 +243,8 @@ def main(argv=None):
     for path, what in ((args.script, "--script"), (args.data, "--data")):
         if not path.is_file():
             p.error(f"{what}: no such file: {path}")
+    provenance = _provenance(args.script)
+    print(f"# provenance at the start: {json.dumps(provenance())}")
     print(f"python {sys.version.split()[0]}; microgpt's script {args.script}, data "
           f"{args.data}; {args.steps} steps per process, {args.pairs} pair(s) per collector "
           f"setting, alternating; load {load_text()}", flush=True)
@@ -234,6 +253,10 @@ def main(argv=None):
     print(f"script losses: {'identical to the last bit in every run' if same else 'DIFFERENT'}; "
           f"load {load_text()}")
     headline = report(times, args.steps)
+    cpu = {c: ratios(times, c, 1)[1] for c in COLLECTOR}
+    print(f"# provenance at the end: {json.dumps(provenance())}")
+    print(f"speedup in CPU time (microgpt's script on our Value, collector on / off): "
+          f"{cpu['on']:.2f}x / {cpu['off']:.2f}x")
     print(f"speedup (microgpt's script on our Value, collector on / off): "
           f"{headline['on']:.2f}x / {headline['off']:.2f}x")
     return 0 if same else 1

@@ -7,9 +7,13 @@ itself with respect to each child (`_local_grads`), stored when the node is made
 
 Differences from microgpt's engine, all in service of depth and speed:
 
-- the topological sort recurses as microgpt's does, but only a few hundred nodes deep:
-  below that it goes on with an explicit stack, so a graph 100,000 nodes deep works (a
-  recursive sort stops near 1,000), and the order is microgpt's either way;
+- the topological sort is microgpt's depth-first search written as a loop, so a graph
+  100,000 nodes deep works (a recursive sort stops near 1,000) and the order, with it
+  the order in which gradients are summed, is microgpt's: the same gradients, bit for bit;
+- a node made by an operation (`+`, `*`, `**`, `log`, ...) keeps its one or two children
+  and their local gradients in slots of its own (`_Op`), not in two tuples: one object
+  per node instead of two or three, which is most of what Python's garbage collector
+  costs a training script; `_children` and `_local_grads` still read as tuples;
 - nothing keeps a finished graph alive: there are no closures and no reference cycles,
   so the graph is freed as soon as the last reference to the loss goes;
 - `Value.sum`, `dot` and `linear` make one node for a whole sum or dot product, instead
@@ -26,7 +30,7 @@ __all__ = ["Value", "dot", "linear", "zero_grad", "cycle_collector_paused"]
 # math.exp overflows a float just above this
 _EXP_MAX = 709.782712893384
 
-_new = object.__new__  # a Value with its slots still empty (see __add__)
+_new = object.__new__  # a node with its slots still empty (see __add__)
 
 
 class Value:
@@ -50,14 +54,14 @@ class Value:
 
     # ---- primitive operations: each stores its local gradients at forward time ----
 
-    # `+` and `*` make most nodes of a per-operation graph (the way students write their
-    # code), so they fill the slots of a bare object themselves instead of calling
-    # `Value(...)`: the same node, without the cost of running `__init__` from C. A
-    # number operand still becomes a leaf `Value`, as in microgpt.
+    # Each makes an `_Op` node (see below). `+` and `*` make most nodes of a per-operation
+    # graph (the way students write their code), so they fill the slots of a bare node
+    # themselves instead of calling a constructor: the same node, without the cost of
+    # running `__init__`. A number operand still becomes a leaf `Value`, as in microgpt.
 
     def __add__(self, other):
         """$f(a, b) = a + b$"""
-        out = _new(Value)
+        out = _new(_Op)
         if isinstance(other, Value):
             out.data = self.data + other.data
         else:
@@ -67,13 +71,14 @@ class Value:
             other._children = other._local_grads = ()
             out.data = self.data + number
         out.grad = 0
-        out._children = (self, other)
-        out._local_grads = (1, 1)
+        out._a = self
+        out._b = other
+        out._da = out._db = 1
         return out
 
     def __mul__(self, other):
         """$f(a, b) = a b$"""
-        out = _new(Value)
+        out = _new(_Op)
         a = self.data
         if isinstance(other, Value):
             b = other.data
@@ -84,44 +89,49 @@ class Value:
             other._children = other._local_grads = ()
         out.data = a * b
         out.grad = 0
-        out._children = (self, other)
-        out._local_grads = (b, a)
+        out._a = self
+        out._b = other
+        out._da = b
+        out._db = a
         return out
 
     def __pow__(self, other):
         """$f(a) = a^n$ for a number $n$ (the exponent gets no gradient)."""
+        x = self.data
+        if x > 0 and (type(other) is float or type(other) is int):  # the common case
+            return _unary(x**other, self, other * x ** (other - 1))
         if isinstance(other, Value) or not isinstance(other, (int, float)):
             kind = type(other).__name__
             raise TypeError(f"Value ** {kind}: the exponent must be an int or float")
-        x = self.data
         if x < 0 and not float(other).is_integer():
             raise ValueError(f"power of a negative number: {x!r} ** {other!r} is not real")
         if x == 0 and other < 1 and other != 0:
             raise ZeroDivisionError(f"power at zero: {x!r} ** {other!r} has no finite slope")
         local = other * x ** (other - 1) if other != 0 else 0.0
-        return Value(x**other, (self,), (local,))
+        return _unary(x**other, self, local)
 
     def log(self):
         """$f(a) = \\ln a$, defined for $a > 0$."""
         if self.data <= 0:
             raise ValueError(f"log of a non-positive number: log({self.data!r}) is undefined")
-        return Value(math.log(self.data), (self,), (1 / self.data,))
+        return _unary(math.log(self.data), self, 1 / self.data)
 
     def exp(self):
         """$f(a) = e^a$"""
         if self.data > _EXP_MAX:
             raise OverflowError(f"exp overflows a float: exp({self.data!r}) is above 1.8e308")
         e = math.exp(self.data)
-        return Value(e, (self,), (e,))
+        return _unary(e, self, e)
 
     def relu(self):
         """$f(a) = \\max(0, a)$"""
-        return Value(max(0, self.data), (self,), (float(self.data > 0),))
+        x = self.data
+        return _unary(x, self, 1.0) if x > 0 else _unary(0, self, 0.0)  # max(0, x) as microgpt
 
     def tanh(self):
         """$f(a) = \\tanh a$, $f' = 1 - f^2$"""
         t = math.tanh(self.data)
-        return Value(t, (self,), (1 - t * t,))
+        return _unary(t, self, 1 - t * t)
 
     def sigmoid(self):
         """$f(a) = 1 / (1 + e^{-a})$, $f' = f (1 - f)$"""
@@ -131,7 +141,7 @@ class Value:
         else:  # the same number, written so that exp cannot overflow
             e = math.exp(x)
             s = e / (1 + e)
-        return Value(s, (self,), (s * (1 - s),))
+        return _unary(s, self, s * (1 - s))
 
     # ---- derived operations: built from the primitives above, as in microgpt ----
 
@@ -185,108 +195,124 @@ class Value:
         for v in reversed(order):
             g = v.grad
             if g:  # a zero gradient adds nothing below this node
-                try:
-                    # the fast path, for a two-input node (most nodes of a per-operation
-                    # graph): no zip and no loop, the same two additions in the same order
-                    (a, b), (local_a, local_b) = v._children, v._local_grads
-                except ValueError:  # one input, or many (a fused node): microgpt's loop
+                if type(v) is _Op:  # one or two inputs, in slots: microgpt's loop unrolled
+                    v._a.grad += v._da * g
+                    b = v._b
+                    if b is not None:
+                        b.grad += v._db * g
+                else:  # a node with a tuple of inputs (a leaf has none; a fused node, many)
                     for child, local in zip(v._children, v._local_grads):
                         child.grad += local * g
-                    continue
-                a.grad += local_a * g
-                b.grad += local_b * g
+
+
+class _Op(Value):
+    """A node made by one of the operations above: microgpt's node, stored more compactly.
+
+    Its one or two children are in the slots `_a` and `_b` (None for one child), their
+    local gradients in `_da` and `_db`, instead of in a `_children` and a `_local_grads`
+    tuple. In microgpt a node is two objects (`+`: the node and its children; the local
+    gradients `(1, 1)` are one shared constant) or three (every other operation); here
+    it is one. Building and freeing a graph allocates less, and Python's garbage
+    collector, whose collections are set off by counting new objects that can hold
+    others and which then walks all of them, has less than half as much to count and to
+    walk. With the collector at its defaults that is most of the time a per-operation
+    training script takes. `_children` and `_local_grads` read as microgpt's tuples.
+    """
+
+    __slots__ = ("_a", "_b", "_da", "_db")
+
+    @property
+    def _children(self):
+        return (self._a,) if self._b is None else (self._a, self._b)
+
+    @property
+    def _local_grads(self):
+        return (self._da,) if self._b is None else (self._da, self._db)
+
+    def __getstate__(self):  # copy and pickle: the slots that hold the node
+        return None, {"data": self.data, "grad": self.grad, "_a": self._a, "_b": self._b,
+                      "_da": self._da, "_db": self._db}
+
+
+_Op.__name__ = "Value"  # its __qualname__ stays _Op: repr(type(node)) and pickle find it
+
+
+def _unary(data, child, local):
+    """A node of one child: $data = f(child)$, and $local = f'(child)$."""
+    out = _new(_Op)
+    out.data = data
+    out.grad = 0
+    out._a = child
+    out._b = None
+    out._da = local
+    out._db = None
+    return out
 
 
 def _inner_nodes_in_topological_order(root):
     """The nodes reachable from `root` that have children, children before parents.
 
-    microgpt's depth-first search: children are visited first to last and a node is
-    listed after all of its children, so the order (and with it the order in which
-    gradients are summed) is microgpt's. Leaves are not listed (they have nothing to
-    pass a gradient on to); `root` always is. Each listed node's `grad` is set to 0.
+    microgpt's depth-first search, in a loop instead of recursion, so a graph of any
+    depth works (a recursive sort stops near CPython's limit of 1,000 frames): children
+    are searched first to last and a node is listed after all of its children, so the
+    order (and with it the order in which gradients are summed) is microgpt's. Leaves
+    are not listed (they have nothing to pass a gradient on to); `root` always is. Each
+    listed node's `grad` is set to 0.
 
-    A node is marked as seen by setting its `grad` to a marker made for this call (the
-    listed nodes' grads are reset to 0 at the end anyway), which is cheaper than a set of
-    seen nodes. The search recurses, as microgpt's does, while it is less than
-    `_RECURSION_DEPTH` nodes deep; below that it goes on with an explicit stack, so a
-    graph 100,000 nodes deep works too.
+    The stack holds the nodes still to search, the next one on top. A node popped for
+    the first time is marked `entered` and pushed back under its children (last child
+    first, so the first comes off first); popped again, once everything above it is
+    done, it is listed and marked `done`. A node reached again through another parent
+    is skipped: its mark is `done` (in a graph without cycles, an `entered` node is
+    never a child of the nodes above it). The marks live in `grad`, which is cheaper
+    than a set of seen nodes; listed nodes' grads are reset to 0 at the end anyway.
     """
     order = []
-    seen = object()  # a fresh marker: no node's grad can hold it before this call
-    root.grad = seen
-    try:
-        try:
-            _visit(root, order.append, seen, 0)
-        except RecursionError:  # called from deep inside a caller's own recursion
-            _unmark(root, seen)
-            order.clear()
-            root.grad = seen
-            _visit_with_a_stack(root, order.append, seen)
-    except BaseException:  # a child that is not a Value, say: leave no marker behind
-        _unmark(root, seen)
-        raise
-    for node in order:
-        node.grad = 0
-    return order
-
-
-# How deep the sort recurses before it goes on with an explicit stack. Recursion is
-# microgpt's own sort and the common case (microgpt's graphs are 200-300 nodes deep, a
-# few layers more stay under 1,000): a Python call per node instead of pushing and
-# popping iterators on two lists (on microgpt's graphs the two took about the same CPU
-# time on our machines, within their noise). Kept well below CPython's default recursion
-# limit (1,000), so the sort also works when backward is called from some depth inside
-# the caller's own code; deeper still, it starts again with the stack alone.
-_RECURSION_DEPTH = 400
-
-
-def _visit(node, append, seen, depth):
-    """List the unseen inner nodes below `node` (already marked), then `node` itself."""
-    inner = node._inner  # a `_Linear` node lists the children that are not weights
-    for child in node._children if inner is None else inner:
-        if child._children and child.grad is not seen:
-            child.grad = seen
-            if depth < _RECURSION_DEPTH:
-                _visit(child, append, seen, depth + 1)
-            else:
-                _visit_with_a_stack(child, append, seen)
-    append(node)
-
-
-def _visit_with_a_stack(node, append, seen):
-    """`_visit` without recursion, for any depth: the same nodes in the same order.
-
-    It keeps its own stack of the nodes being visited and of the iterators over their
-    children; the iterator of the node on top of the stack is in a local variable.
-    """
-    nodes, iters = [node], []
-    push_node, pop_node, push_iter, pop_iter = nodes.append, nodes.pop, iters.append, iters.pop
-    inner = node._inner
-    it = iter(node._children if inner is None else inner)
-    while True:
-        for child in it:
-            if child._children and child.grad is not seen:
-                child.grad = seen
-                push_node(child)
-                push_iter(it)
-                inner = child._inner
-                it = iter(child._children if inner is None else inner)
-                break
-        else:  # every child of the node on top is listed: list the node
-            append(pop_node())
-            if not iters:
-                return
-            it = pop_iter()
-
-
-def _unmark(root, seen):
-    """Set `grad` to 0 on every node still marked `seen` (the sort stopped half way)."""
+    listed = order.append
+    entered, done = object(), object()  # fresh markers: no grad can hold them yet
     stack = [root]
-    while stack:
-        v = stack.pop()
-        if getattr(v, "grad", None) is seen:
-            v.grad = 0
-            stack.extend(v._children)
+    push, pop = stack.append, stack.pop
+    try:
+        while stack:
+            v = pop()
+            mark = v.grad
+            if mark is entered:  # every child of v is listed
+                v.grad = done
+                listed(v)
+            elif mark is not done:
+                if type(v) is _Op:  # the common node: one or two children, in slots
+                    # a child to search has children of its own and is not listed yet
+                    a = v._a
+                    b = v._b
+                    search_a = (type(a) is _Op or a._children) and a.grad is not done
+                    search_b = b is not None and (type(b) is _Op or b._children) \
+                        and b.grad is not done
+                    if search_a or search_b:
+                        v.grad = entered
+                        push(v)
+                        if search_b:
+                            push(b)
+                        if search_a:
+                            push(a)
+                    else:  # nothing below v to list (most nodes of a matrix product:
+                        v.grad = done  # a weight and an input already listed)
+                        listed(v)
+                else:
+                    v.grad = entered
+                    push(v)
+                    inner = v._inner  # a `_Linear` node names the children that are not weights
+                    for child in reversed(v._children if inner is None else inner):
+                        if (type(child) is _Op or child._children) and child.grad is not done:
+                            push(child)
+    except BaseException:  # a child that is not a Value, say: leave no marker behind
+        for v in stack + order:
+            mark = getattr(v, "grad", None)
+            if mark is entered or mark is done:
+                v.grad = 0
+        raise
+    for v in order:
+        v.grad = 0
+    return order
 
 
 class _Linear(Value):

@@ -373,14 +373,24 @@ MUTANTS.append(Mutant(
 
 # ---- slips: answers that raise, and what each test they fail shows ----
 
+def _engine_line(text):
+    """The number of the line of microgpt/engine.py that holds `text` (a crash report
+    shows it; it moves when the engine does)."""
+    from microgpt import engine
+
+    with open(engine.__file__, encoding="utf-8") as f:
+        return next(n for n, line in enumerate(f, 1) if text in line)
+
+
+_LINEAR_RAISES = _engine_line('raise ValueError(f"linear: a row of')
 _JOINED_TAIL = (
     "Cell In[@task5_1_pre_norm_block], line 3, in pre_norm_block:\n"
     "      1 def pre_norm_block(model, x, layer, cache):\n"
     "      2     x = x + model.attention(rmsnorm(x), layer, cache)\n"
     "----> 3     m = model.mlp(rmsnorm(x), layer)\n"
-    "microgpt/engine.py, line 359, in linear, where the error was raised:\n"
-    '----> 359             raise ValueError(f"linear: a row of {len(row)} weights for '
-    '{len(x)} inputs")\n'
+    f"microgpt/engine.py, line {_LINEAR_RAISES}, in linear, where the error was raised:\n"
+    f'----> {_LINEAR_RAISES}             raise ValueError(f"linear: a row of {{len(row)}} '
+    'weights for {len(x)} inputs")\n'
     "Hint: the model's layer got 32 numbers where its rows of weights have 16: twice as "
     "many. `+` on two Python lists joins them end to end ([a, b] + [c, d] is [a, b, c, d]); "
     "it does not add them number by number. Is a list of Values added to another list with "
