@@ -64,7 +64,10 @@ def hostile_run(tmp_path_factory):
     submissions, out = base / "submissions", base / "graded"
     cases = build_class(submissions, Context(course=COURSE, out=out, submissions=submissions))
     originals = {p: p.read_bytes() for p in submissions.rglob("*.ipynb") if not p.is_symlink()}
-    uid_base = 64000 + 50 * (os.getpid() % 19)  # away from other runs on the machine
+    # outside the default range (64000-64999, where every other grading run on the machine
+    # takes its uids from the bottom) and the every-assignment classes' (63000-63949): the
+    # count of leftovers below would take another run's kernels for this one's
+    uid_base = 62000 + 50 * (os.getpid() % 19)
     env = dict(os.environ, RESIDUAL_PACK_SANDBOX_UIDS=f"{uid_base}-{uid_base + 49}")
     command = [*cli(), "grade", ASSIGNMENT, str(submissions), "--out", str(out),
                "-j", str(JOBS), "--cell-timeout", str(CELL_TIMEOUT),
