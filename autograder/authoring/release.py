@@ -16,6 +16,7 @@ solutions (`solutions/`) and the instructor notebooks with their hidden tests an
 a solution, a hidden test or a model answer's name in it, stops it.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -50,6 +51,8 @@ DEPENDENCIES = [
     "nbclient>=0.10",
     "ipykernel>=6.29",
 ]
+# the optional torch track (notebooks 08 and 09): the same extra as the instructor's install
+EXTRAS = {"torch": ["torch>=2.1"]}
 # in a released notebook: a solution, a hidden test, a model answer
 FORBIDDEN_TEXT = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "autograder.answers",
                   "BEGIN MARK SCHEME")
@@ -81,8 +84,9 @@ Then open `assignments/01_residual_stack/` and work through the notebooks in ord
 test cells under each task check your answer; Validate (in the Assignments menu, or
 `.venv/bin/nbgrader validate NOTEBOOK` from this folder) runs them all, and
 `.venv/bin/residual-pack progress` lists every task as passed, failing or not started.
-Notebooks 08 and 09 need torch: `.venv/bin/pip install torch`. Hand in the notebooks as
-your instructor says.
+Notebooks 08 and 09 need PyTorch: `.venv/bin/pip install torch==2.13.0` (the version
+the course is tested with; without a GPU, PyTorch's CPU-only build is enough and much
+smaller, see pytorch.org). Hand in the notebooks as your instructor says.
 """
 
 
@@ -98,6 +102,7 @@ def _stage(course, stage):
         str(p.parent.relative_to(stage)).replace(os.sep, ".")
         for p in stage.rglob("__init__.py"))
     deps = "".join(f'    "{d}",\n' for d in DEPENDENCIES)
+    extras = "".join(f"{name} = {json.dumps(reqs)}\n" for name, reqs in EXTRAS.items())
     (stage / "pyproject.toml").write_text(textwrap.dedent(f"""\
         [build-system]
         requires = ["setuptools>=77"]
@@ -109,9 +114,7 @@ def _stage(course, stage):
         description = "Residual connections exercise pack: the engine and the checks"
         requires-python = ">=3.10"
         dependencies = [
-        """) + deps + textwrap.dedent(f"""\
-        ]
-
+        """) + deps + "]\n\n[project.optional-dependencies]\n" + extras + textwrap.dedent(f"""
         [project.scripts]
         residual-pack = "autograder.student.__main__:main"
 

@@ -42,7 +42,7 @@ PASSED, FAILING, NOT_STARTED, NOT_RUN = "passed", "failing", "not started", "not
 NEEDS_TORCH = "needs the torch extra"
 TO_WRITE, WRITTEN = "to write, graded by hand", "written, graded by hand"
 STATUSES = (PASSED, FAILING, NOT_STARTED, NOT_RUN, NEEDS_TORCH)
-TORCH_HINT = "the optional torch track: pip install 'residual-pack[torch]' to run it"
+TORCH_HINT = "the optional torch track: pip install torch==2.13.0 to run it"
 TEXT_STUB = "_Write your answer here._"  # nbgrader_config.py's ClearSolutions.text_stub
 IMPORTS_TORCH = re.compile(r"^\s*(?:import|from)\s+(?:torch|torchtrack)\b", re.MULTILINE)
 STUB_WORDS = "is not done yet"  # what checks.task says about a stub's NotImplementedError
