@@ -7,7 +7,10 @@ solutions (`solutions/`) and the instructor notebooks with their hidden tests an
 - `wheels/`: one wheel, `residual-pack-student`, with the engine (`microgpt`), the torch
   track (`torchtrack`), the package a student's kernel loads (`autograder/kernel/`) and
   `residual-pack progress` (`autograder/student/` with `cells.py` and `runner.py`):
-  nothing of the answers, the grader, the sandbox or the authoring tools;
+  nothing of the answers, the grader, the sandbox or the authoring tools; and the Jupyter
+  config that keeps nbgrader's instructor tools (Formgrader, Create Assignment, the
+  course list) out of the student's JupyterLab (`autograder/student/jupyter-config/`,
+  installed under the environment's `etc/jupyter/`);
 - `assignments/<assignment>/`: the released notebooks (`exercises/`, visible tests only);
 - `nbgrader_config.py`: the student side of the course's config (Validate's limits);
 - `README.md`: how to install it and work.
@@ -37,6 +40,10 @@ COPIED = ("microgpt", "torchtrack", "autograder/kernel", "autograder/student")
 # and the modules `autograder.student.progress` needs (nbgrader's cell kinds, running a
 # notebook): neither names an answer nor the grader
 COPIED_MODULES = ("autograder/__init__.py", "autograder/cells.py", "autograder/runner.py")
+# a student's JupyterLab without nbgrader's instructor tools: these Jupyter config files
+# (also what scripts/lab puts on JUPYTER_CONFIG_PATH) go into the environment's
+# etc/jupyter, as data files of the wheel
+JUPYTER_CONFIG = "autograder/student/jupyter-config"
 WHEEL_PREFIXES = ("microgpt/", "torchtrack/", "autograder/kernel/", "autograder/student/",
                   *COPIED_MODULES, "residual_pack_student-")
 # what a student's install needs (the project's dependencies without the grader's sandbox)
@@ -103,6 +110,12 @@ def _stage(course, stage):
         for p in stage.rglob("__init__.py"))
     deps = "".join(f'    "{d}",\n' for d in DEPENDENCIES)
     extras = "".join(f"{name} = {json.dumps(reqs)}\n" for name, reqs in EXTRAS.items())
+    config = stage / JUPYTER_CONFIG
+    data_files = {}
+    for path in sorted(config.rglob("*.json")):
+        folder = "etc/jupyter/" + path.parent.relative_to(config).as_posix()
+        data_files.setdefault(folder, []).append(path.relative_to(stage).as_posix())
+    data = "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in data_files.items())
     (stage / "pyproject.toml").write_text(textwrap.dedent(f"""\
         [build-system]
         requires = ["setuptools>=77"]
@@ -121,7 +134,9 @@ def _stage(course, stage):
         [tool.setuptools]
         packages = {packages!r}
         include-package-data = false
-        """), encoding="utf-8")
+
+        [tool.setuptools.data-files]
+        """) + data, encoding="utf-8")
 
 
 def _wheel(stage, out):
