@@ -89,8 +89,9 @@ Install it once, in a folder of your own (Python 3.10 or later):
 
 Then open `assignments/01_residual_stack/` and work through the notebooks in order. The
 test cells under each task check your answer; Validate (in the Assignments menu, or
-`.venv/bin/nbgrader validate NOTEBOOK` from this folder) runs them all, and
-`.venv/bin/residual-pack progress` lists every task as passed, failing or not started.
+`.venv/bin/nbgrader validate NOTEBOOK` from this folder, which cuts long lines at 90
+characters) runs them all, and `.venv/bin/residual-pack progress` lists every task as
+passed, failing (with the check's message) or not started.
 Notebooks 08 and 09 need PyTorch: `.venv/bin/pip install torch==2.13.0` (the version
 the course is tested with; without a GPU, PyTorch's CPU-only build is enough and much
 smaller, see pytorch.org). Hand in the notebooks as your instructor says.
