@@ -369,7 +369,7 @@ TABLES = {
         },
     },
     "09_torch_transformer": {
-        "digest": "687f86e453ebdcad",
+        "digest": "5fa3163dd886618f",
         "hints": [
             "every depth gets the same loss: each state must be decoded, not only the last one.",
             "every layout seems to run the pre-norm block: look at block.layout.",
