@@ -11,6 +11,7 @@ are nbgrader's own lists of preprocessors with ours put in (autograder/grading/n
 says what each does). They are named as text, so this file imports nothing.
 """
 
+import importlib.util
 import os
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
@@ -81,5 +82,15 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "autograder.grading.feedback.HideHiddenTestTracebacks",
     "autograder.grading.feedback.ClearHiddenTestsInTestCells",
+    "autograder.grading.feedback.MathToMathML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
+# ... and readable offline: the equations are MathML (MathToMathML above), and the page's
+# template (nbgrader's, without MathJax, whose script comes from a CDN) fetches nothing
+c.HTMLExporter.template_name = "feedback_offline"
+# (the folders of the installed packages, found without importing them)
+c.HTMLExporter.extra_template_basedirs = [
+    os.path.join(os.path.dirname(importlib.util.find_spec(package).origin), *folder)
+    for package, folder in [("autograder", ("grading", "templates")),
+                            ("nbgrader", ("server_extensions", "formgrader", "templates"))]
 ]

@@ -11,13 +11,16 @@
 - `torchtrack.seeds`: `python -m torchtrack.seeds --seeds 0 1 2`, the multi-seed table.
 - `torchtrack.value_mirror`: the same MLP and transformer on microgpt's `Value` engine.
 
-Install with `pip install -e '.[torch]'`.
+Needs PyTorch, which neither the instructor's install nor a student's brings by default:
+`pip install torch==2.13.0` (the version the course is tested with), or the `torch` extra
+of either (`pip install -e '.[torch]'` in the instructor's clone).
 """
 
 try:
     import torch  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "the torch track needs PyTorch: pip install -e '.[torch]' "
-        "(the rest of the pack works without it)"
+        "the torch track needs PyTorch: pip install torch==2.13.0 (the version the course "
+        "is tested with; without a GPU, PyTorch's CPU-only build is enough and much "
+        "smaller, see pytorch.org). The rest of the pack works without it."
     ) from exc

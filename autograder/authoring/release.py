@@ -7,7 +7,10 @@ solutions (`solutions/`) and the instructor notebooks with their hidden tests an
 - `wheels/`: one wheel, `residual-pack-student`, with the engine (`microgpt`), the torch
   track (`torchtrack`), the package a student's kernel loads (`autograder/kernel/`) and
   `residual-pack progress` (`autograder/student/` with `cells.py` and `runner.py`):
-  nothing of the answers, the grader, the sandbox or the authoring tools;
+  nothing of the answers, the grader, the sandbox or the authoring tools; and the Jupyter
+  config that keeps nbgrader's instructor tools (Formgrader, Create Assignment, the
+  course list) out of the student's JupyterLab (`autograder/student/jupyter-config/`,
+  installed under the environment's `etc/jupyter/`);
 - `assignments/<assignment>/`: the released notebooks (`exercises/`, visible tests only);
 - `nbgrader_config.py`: the student side of the course's config (Validate's limits);
 - `README.md`: how to install it and work.
@@ -16,6 +19,7 @@ solutions (`solutions/`) and the instructor notebooks with their hidden tests an
 a solution, a hidden test or a model answer's name in it, stops it.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -36,6 +40,10 @@ COPIED = ("microgpt", "torchtrack", "autograder/kernel", "autograder/student")
 # and the modules `autograder.student.progress` needs (nbgrader's cell kinds, running a
 # notebook): neither names an answer nor the grader
 COPIED_MODULES = ("autograder/__init__.py", "autograder/cells.py", "autograder/runner.py")
+# a student's JupyterLab without nbgrader's instructor tools: these Jupyter config files
+# (also what scripts/lab puts on JUPYTER_CONFIG_PATH) go into the environment's
+# etc/jupyter, as data files of the wheel
+JUPYTER_CONFIG = "autograder/student/jupyter-config"
 WHEEL_PREFIXES = ("microgpt/", "torchtrack/", "autograder/kernel/", "autograder/student/",
                   *COPIED_MODULES, "residual_pack_student-")
 # what a student's install needs (the project's dependencies without the grader's sandbox)
@@ -50,6 +58,8 @@ DEPENDENCIES = [
     "nbclient>=0.10",
     "ipykernel>=6.29",
 ]
+# the optional torch track (notebooks 08 and 09): the same extra as the instructor's install
+EXTRAS = {"torch": ["torch>=2.1"]}
 # in a released notebook: a solution, a hidden test, a model answer
 FORBIDDEN_TEXT = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "autograder.answers",
                   "BEGIN MARK SCHEME")
@@ -79,10 +89,12 @@ Install it once, in a folder of your own (Python 3.10 or later):
 
 Then open `assignments/01_residual_stack/` and work through the notebooks in order. The
 test cells under each task check your answer; Validate (in the Assignments menu, or
-`.venv/bin/nbgrader validate NOTEBOOK` from this folder) runs them all, and
-`.venv/bin/residual-pack progress` lists every task as passed, failing or not started.
-Notebooks 08 and 09 need torch: `.venv/bin/pip install torch`. Hand in the notebooks as
-your instructor says.
+`.venv/bin/nbgrader validate NOTEBOOK` from this folder, which cuts long lines at 90
+characters) runs them all, and `.venv/bin/residual-pack progress` lists every task as
+passed, failing (with the check's message) or not started.
+Notebooks 08 and 09 need PyTorch: `.venv/bin/pip install torch==2.13.0` (the version
+the course is tested with; without a GPU, PyTorch's CPU-only build is enough and much
+smaller, see pytorch.org). Hand in the notebooks as your instructor says.
 """
 
 
@@ -98,6 +110,13 @@ def _stage(course, stage):
         str(p.parent.relative_to(stage)).replace(os.sep, ".")
         for p in stage.rglob("__init__.py"))
     deps = "".join(f'    "{d}",\n' for d in DEPENDENCIES)
+    extras = "".join(f"{name} = {json.dumps(reqs)}\n" for name, reqs in EXTRAS.items())
+    config = stage / JUPYTER_CONFIG
+    data_files = {}
+    for path in sorted(config.rglob("*.json")):
+        folder = "etc/jupyter/" + path.parent.relative_to(config).as_posix()
+        data_files.setdefault(folder, []).append(path.relative_to(stage).as_posix())
+    data = "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in data_files.items())
     (stage / "pyproject.toml").write_text(textwrap.dedent(f"""\
         [build-system]
         requires = ["setuptools>=77"]
@@ -109,16 +128,16 @@ def _stage(course, stage):
         description = "Residual connections exercise pack: the engine and the checks"
         requires-python = ">=3.10"
         dependencies = [
-        """) + deps + textwrap.dedent(f"""\
-        ]
-
+        """) + deps + "]\n\n[project.optional-dependencies]\n" + extras + textwrap.dedent(f"""
         [project.scripts]
         residual-pack = "autograder.student.__main__:main"
 
         [tool.setuptools]
         packages = {packages!r}
         include-package-data = false
-        """), encoding="utf-8")
+
+        [tool.setuptools.data-files]
+        """) + data, encoding="utf-8")
 
 
 def _wheel(stage, out):

@@ -262,7 +262,11 @@ class WorkCourse:
         """The course's nbgrader config, read from the copy, plus our overrides."""
         from traitlets.config.loader import PyFileConfigLoader
 
-        from autograder.grading.feedback import FEEDBACK_PREPROCESSORS
+        from autograder.grading.feedback import (
+            FEEDBACK_PREPROCESSORS,
+            FEEDBACK_TEMPLATE,
+            template_dirs,
+        )
 
         cfg = PyFileConfigLoader(CONFIG_FILE, path=str(self.root)).load_config()
         # the config sets its root from its own location: make sure that is the copy
@@ -275,6 +279,8 @@ class WorkCourse:
         ]
         cfg.Execute.record_timing = False  # no run timings in the committed solutions
         cfg.GenerateFeedback.preprocessors = list(FEEDBACK_PREPROCESSORS)
+        cfg.HTMLExporter.template_name = FEEDBACK_TEMPLATE
+        cfg.HTMLExporter.extra_template_basedirs = template_dirs()
         # parallel graders share one SQLite gradebook: wait for a lock rather than fail
         cfg.CourseDirectory.db_url = self.db_url
         # nbgrader's autograde with our steps, the lists nbgrader_config.py sets for

@@ -7,9 +7,18 @@ assert that fails, which IPython prints with the lines around it. nbgrader's own
 `ClearHiddenTests` removes the source; `HideHiddenTestTracebacks` (below, run before it
 while the hidden block can still be seen) cuts the error outputs of those cells down to
 the exception's name and message, which the graded checks write as "expected ..., got ...".
+
+The page is read offline as well: nbgrader's feedback template loads MathJax from a CDN,
+and without the network a reader sees raw LaTeX. `MathToMathML` writes each equation of
+the markdown cells as MathML (with latex2mathml) while the page is made, which browsers
+draw without any script, and the course's template (`FEEDBACK_TEMPLATE`, nbgrader's own
+with MathJax left out) fetches nothing. (The formgrader's "generate feedback" button sets
+nbgrader's own template whatever the config says: its pages still ask for MathJax, and
+offline show the same MathML equations.)
 """
 
 import html as html_lib
+import os
 import re
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
@@ -63,12 +72,67 @@ class ClearHiddenTestsInTestCells(ClearHiddenTests):
         return super().preprocess_cell(cell, resources, cell_index)
 
 
+# code in markdown, where a $ is a dollar: fenced blocks, then inline code spans
+_CODE = re.compile(r"^(?P<fence>```|~~~)[^\n]*\n.*?^(?P=fence)[^\n]*$|(?P<ticks>`+).+?(?P=ticks)",
+                   re.MULTILINE | re.DOTALL)
+# $$display$$ and $inline$ (not an escaped \$, not a price such as "$5 and $6")
+_MATH = re.compile(r"\$\$(?P<display>.+?)\$\$"
+                   r"|(?<![\\$])\$(?P<inline>[^\s$][^$\n]*?)(?<!\\)\$(?!\d)", re.DOTALL)
+
+
+def _mathml(match):
+    from latex2mathml.converter import convert
+
+    display = match.group("display") is not None
+    tex = match.group("display") if display else match.group("inline")
+    try:
+        return convert(tex.strip(), display="block" if display else "inline")
+    except Exception:  # noqa: BLE001 (an equation it cannot read stays readable LaTeX)
+        return f"<code>{html_lib.escape(match.group(0))}</code>"
+
+
+def markdown_with_mathml(source):
+    """`source` (markdown) with each $...$ and $$...$$ outside code written as MathML."""
+    out, last = [], 0
+    for code in _CODE.finditer(source):
+        out.append(_MATH.sub(_mathml, source[last:code.start()]))
+        out.append(code.group(0))
+        last = code.end()
+    out.append(_MATH.sub(_mathml, source[last:]))
+    return "".join(out)
+
+
+class MathToMathML(NbGraderPreprocessor):
+    """The equations of every markdown cell as MathML, which a browser draws without
+    MathJax (the feedback page loads no script from the network)."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "markdown":
+            cell.source = markdown_with_mathml(cell.source)
+        return cell, resources
+
+
+# the feedback page's template: nbgrader's ("feedback"), without MathJax; the template
+# folders hold ours, then nbgrader's (which names its own only when none are configured)
+FEEDBACK_TEMPLATE = "feedback_offline"
+TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
+
+
+def template_dirs():
+    """HTMLExporter.extra_template_basedirs for the feedback page: ours and nbgrader's."""
+    import nbgrader
+
+    return [TEMPLATE_DIR, os.path.join(os.path.dirname(os.path.abspath(nbgrader.__file__)),
+                                       "server_extensions", "formgrader", "templates")]
+
+
 # GenerateFeedback's own list (GetGrades, CSSHTMLHeaderPreprocessor) with the hidden
-# tests taken out in between
+# tests taken out in between, and the equations written as MathML
 FEEDBACK_PREPROCESSORS = [
     GetGrades,
     HideHiddenTestTracebacks,
     ClearHiddenTestsInTestCells,
+    MathToMathML,
     CSSHTMLHeaderPreprocessor,
 ]
 

@@ -47,5 +47,6 @@ FEEDBACK_STEPS = [
     "nbgrader.preprocessors.GetGrades",
     f"{HERE}.feedback.HideHiddenTestTracebacks",
     f"{HERE}.feedback.ClearHiddenTestsInTestCells",
+    f"{HERE}.feedback.MathToMathML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]

@@ -37,8 +37,9 @@ END_HIDDEN = "END HIDDEN TESTS"
 # check function -> (positions, keywords) of the arguments that say what is right
 JUDGE_ARGUMENTS = {
     "check_value": ({1}, {"expected", "expected_text", "rtol", "atol", "value_ok"}),
-    "check_values": ({1}, {"expected", "expected_text", "rtol", "atol"}),
-    "check_numbers": ({1}, {"expected", "expected_text", "rtol", "atol", "labels"}),
+    "check_values": ({1}, {"expected", "expected_text", "rtol", "atol", "numbers_only"}),
+    "check_numbers": ({1}, {"expected", "expected_text", "rtol", "atol", "labels",
+                           "numbers_only"}),
     "check_gradient": (set(), {"h", "rtol", "atol"}),
     "check_gradients": (set(), {"reference", "reference_text", "h", "rtol", "atol",
                                  "expected"}),

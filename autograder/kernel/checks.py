@@ -125,7 +125,8 @@ def _real(x):
 
 
 def observe_number(obj, what, allow_value=True):
-    """`obj` (a number, or a Value holding one) as an observation; else the problem."""
+    """`obj` (a number, or a Value holding one) as an observation; else the problem.
+    `allow_value` false: the task asks for a plain number, and the problem says so."""
     is_value = isinstance(obj, Value)
     inner = obj.data if is_value else obj
     if _real(inner):
@@ -136,18 +137,18 @@ def observe_number(obj, what, allow_value=True):
             return seen
         except (OverflowError, ValueError, TypeError):
             pass
+    wanted, single = (("a number or a Value", "a single number or Value") if allow_value
+                      else ("a number", "a single number"))
     if obj is None:
-        problem = (f"{what}: expected a number or a Value, got None. "
-                   f"Does the function end with `return`?")
+        problem = f"{what}: expected {wanted}, got None. Does the function end with `return`?"
     elif isinstance(obj, (list, tuple)):
-        problem = (f"{what}: expected a single number or Value, got a {type(obj).__name__} "
+        problem = (f"{what}: expected {single}, got a {type(obj).__name__} "
                    f"of {len(obj)} items: {short_repr(obj)}")
     elif is_value:
         problem = (f"{what}: expected a Value holding a number, got a Value whose .data is "
                    f"a {type(inner).__name__}: {short_repr(inner)}")
     else:
-        problem = (f"{what}: expected a number or a Value, got a {type(obj).__name__}: "
-                   f"{short_repr(obj)}")
+        problem = f"{what}: expected {wanted}, got a {type(obj).__name__}: {short_repr(obj)}"
     return {"problem": problem}
 
 
@@ -215,24 +216,27 @@ def check_value(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0, v
     """
     params = {"what": what, "expected_text": expected_text, "rtol": rtol, "atol": atol,
               "value_ok": value_ok, **_reproducible(reproducible)}
-    return settle("number", observe_number(actual, what), lambda: _expected_number(expected),
-                  params)
+    return settle("number", observe_number(actual, what, allow_value=value_ok),
+                  lambda: _expected_number(expected), params)
 
 
 def check_values(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0,
-                 reproducible=True):
+                 reproducible=True, numbers_only=False):
     """`check_value` on each item: `actual` must be a list or tuple as long as `expected`."""
     return check_numbers(actual, expected, what, expected_text=expected_text, rtol=rtol,
-                         atol=atol, reproducible=reproducible)
+                         atol=atol, reproducible=reproducible, numbers_only=numbers_only)
 
 
 def check_numbers(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0, labels=(),
-                  reproducible=True):
+                  reproducible=True, numbers_only=False):
     """Nested lists (of lists ...) of numbers or Values, equal in shape and item by item.
     `labels[d]` names the items at depth d in a message ("position", "component");
-    unnamed depths are shown as [i]. `reproducible`: as in `check_value`."""
+    unnamed depths are shown as "item [i]". `reproducible`: as in `check_value`.
+    `numbers_only`: the task asks for plain numbers (gradient norms, losses), and the
+    messages say "numbers", not "numbers or Values" (a Value still passes)."""
     params = {"what": what, "expected_text": expected_text, "rtol": rtol, "atol": atol,
-              "labels": list(labels), **_reproducible(reproducible)}
+              "labels": list(labels), **_reproducible(reproducible),
+              **({"numbers_only": True} if numbers_only else {})}
     return settle("numbers", observe_numbers(actual, what), lambda: _expected_numbers(expected),
                   params)
 

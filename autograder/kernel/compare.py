@@ -127,33 +127,44 @@ def _shape_of(items):
     return "a list" if isinstance(items, list) else "a number"
 
 
+def _where(what, path, labels=(), names=None):
+    """Which item of a nested result `path` points at, in words: "what, position 1,
+    component 0" for labelled depths, "what, item [1][0]" for the others (never an index
+    glued to `what`, which may end in words: "... at width 8[0]" reads like a typo)."""
+    if names and len(path) == 1 and path[0] < len(names):
+        return f"{what}, d/d {names[path[0]]}"
+    text = what
+    unlabelled = False  # the previous depth was an unlabelled index: a nested one follows
+    for depth, i in enumerate(path):
+        label = labels[depth] if depth < len(labels) else None
+        if label:
+            text, unlabelled = f"{text}, {label} {i}", False
+        else:
+            text, unlabelled = (f"{text}[{i}]" if unlabelled else f"{text}, item [{i}]"), True
+    return text
+
+
 def _compare_nested(actual, expected, what, params, path=()):
     """The first place where two nested lists of numbers differ, in words (None: none)."""
     labels = params.get("labels") or []
     names = params.get("names")
+    # what the task asks for: numbers (a list of gradient norms), or Values as well
+    items = "numbers" if params.get("numbers_only") else "numbers or Values"
+    item = "a number" if params.get("numbers_only") else "a number or a Value"
 
     def where(p):
-        if names and len(p) == 1 and p[0] < len(names):
-            return f"{what}, d/d {names[p[0]]}"
-        if not p:
-            return what
-        parts = []
-        for depth, i in enumerate(p):
-            label = labels[depth] if depth < len(labels) else None
-            parts.append(f"{label} {i}" if label else f"[{i}]")
-        joined = "".join(x if x.startswith("[") else f", {x}" for x in parts)
-        return f"{what}{joined}"
+        return _where(what, p, labels, names)
 
     if isinstance(actual, dict):  # not a number, not a list: what it was instead
-        wanted = (f"a list of {len(expected)} numbers or Values" if isinstance(expected, list)
-                  else "a number or a Value")
+        wanted = (f"a list of {len(expected)} {items}" if isinstance(expected, list)
+                  else item)
         return f"{where(path)}: expected {wanted}, got {_not_a_number(actual)}"
     if isinstance(expected, list):
         if not isinstance(actual, list):
-            return (f"{where(path)}: expected a list of {len(expected)} numbers or Values, "
+            return (f"{where(path)}: expected a list of {len(expected)} {items}, "
                     f"got a float: {short_repr(decode(actual))}")
         if len(actual) != len(expected):
-            return (f"{where(path)}: expected a list of {len(expected)} numbers or Values, "
+            return (f"{where(path)}: expected a list of {len(expected)} {items}, "
                     f"got {len(actual)}: {short_repr(_shown(actual))}"
                     f"{_joined_lists(len(actual), len(expected))}")
         for i, (a, e) in enumerate(zip(actual, expected)):
@@ -165,7 +176,7 @@ def _compare_nested(actual, expected, what, params, path=()):
         return f"{where(path)}: expected a single number, got a list of {len(actual)} items"
     a, e = decode(actual), decode(expected)
     if a is None:
-        return f"{where(path)}: expected a number or a Value, got something else"
+        return f"{where(path)}: expected {item}, got something else"
     if e is None:
         return f"{where(path)}: the expected value is not a number"
     if not _close(a, e, params.get("rtol", 1e-9), params.get("atol", 0.0)):

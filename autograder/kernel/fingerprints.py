@@ -42,7 +42,7 @@ TABLES = {
         },
     },
     "02_degradation": {
-        "digest": "a00c63f27ed6d5a7",
+        "digest": "b74b6c284615170e",
         "hints": [
             "the LayerNorm seems to come last, after the relu: in this layer it normalises the input, before the matrix.",
             "the LayerNorm seems to sit between the matrix and the relu: in this layer it normalises the input, before the matrix.",
@@ -91,7 +91,7 @@ TABLES = {
         },
     },
     "03_highway": {
-        "digest": "5c95b1e08496ebd4",
+        "digest": "cfce1e7e9e1b977d",
         "hints": [
             "every layer's gate seems to be read on the same input: h must move on through each layer.",
             "every unit seems to share one bias Value ([v] * width repeats the same object): each unit needs a Value of its own.",
@@ -148,7 +148,7 @@ TABLES = {
         },
     },
     "04_identity_shortcut": {
-        "digest": "b35f291b95513647",
+        "digest": "6447f7c0b92be151",
         "hints": [
             "one number came back; the task asks for a list with one loss per deleted layer.",
             "the branch seems to skip its LayerNorm: f is the plain layer of Task 2.1.",
@@ -369,7 +369,7 @@ TABLES = {
         },
     },
     "09_torch_transformer": {
-        "digest": "687f86e453ebdcad",
+        "digest": "5fa3163dd886618f",
         "hints": [
             "every depth gets the same loss: each state must be decoded, not only the last one.",
             "every layout seems to run the pre-norm block: look at block.layout.",

@@ -43,14 +43,17 @@ from autograder.cells import (
 from autograder.kernel.diagnosis import LEAD
 
 __all__ = ["TaskStatus", "notebook_progress", "find_notebooks", "progress", "format_table",
-           "add_arguments"]
+           "add_arguments", "unanswered"]
 
 PASSED, FAILING, NOT_STARTED, NOT_RUN = "passed", "failing", "not started", "not run"
 NEEDS_TORCH = "needs the torch extra"
 TO_WRITE, WRITTEN = "to write, graded by hand", "written, graded by hand"
 STATUSES = (PASSED, FAILING, NOT_STARTED, NOT_RUN, NEEDS_TORCH)
-TORCH_HINT = "the optional torch track: pip install 'residual-pack[torch]' to run it"
+TORCH_HINT = "the optional torch track: pip install torch==2.13.0 to run it"
 TEXT_STUB = "_Write your answer here._"  # nbgrader_config.py's ClearSolutions.text_stub
+# the line a written answer's cell opens with (outside the solution, so a student has it:
+# Validate's "You did not provide a response" then shows which task it is)
+ANSWER_LEAD = re.compile(r"\A\s*\*\*Your answer to Task \d+\.\d+:\*\*[ \t]*$", re.MULTILINE)
 IMPORTS_TORCH = re.compile(r"^\s*(?:import|from)\s+(?:torch|torchtrack)\b", re.MULTILINE)
 STUB_WORDS = "is not done yet"  # what checks.task says about a stub's NotImplementedError
 
@@ -91,6 +94,11 @@ def _short(text):
     if named:
         short = f"{short} {LEAD}{named.partition(LEAD)[2][:400]}".strip()
     return short
+
+
+def unanswered(source):
+    """Is a written answer's cell still as released: its lead, if any, and the placeholder?"""
+    return ANSWER_LEAD.sub("", source, count=1).strip() in ("", TEXT_STUB)
 
 
 def _is_written(cell):
@@ -206,9 +214,8 @@ def notebook_progress(path, assignment, timeout=300, fresh=False):
         meta = nbgrader_meta(cell)
         points = float(meta.get("points", 0) or 0)
         if _is_written(cell):
-            untouched = cell.source.strip() in ("", TEXT_STUB)
             rows.append(TaskStatus(assignment, meta.get("grade_id", "?"), points,
-                                   TO_WRITE if untouched else WRITTEN))
+                                   TO_WRITE if unanswered(cell.source) else WRITTEN))
             continue
         if not _is_test(cell):
             continue

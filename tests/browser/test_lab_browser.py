@@ -262,6 +262,16 @@ def run_student_session(nbp, nb_path, student, answers, graded, solutions, summa
     unreported = [g for i, g, _, _ in graded
                   if lh.cell_text(student["cells"][i]).split("\n")[0] not in message]
     assert not unreported, f"Validate on the stub did not list the graded cells {unreported}"
+    # an unwritten answer is shown as its cell, whose first line names the task
+    written = [c for c in student["cells"] if c["cell_type"] == "markdown"
+               and c["metadata"].get("nbgrader", {}).get("solution")
+               and c["metadata"].get("nbgrader", {}).get("grade")]
+    assert written, "the notebook has no written answer"
+    for cell in written:
+        lead = lh.cell_text(cell).split("\n")[0]
+        assert lead.startswith("**Your answer to Task ") and lead in message, (
+            f"Validate did not name the unwritten answer {lead!r}: {message[-2000:]}")
+    assert "You did not provide a response" in message
     nbp.close_dialog()
 
     # ---- 3. a known mistake, diagnosed in its test cell

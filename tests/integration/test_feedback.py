@@ -1,11 +1,14 @@
 """autograder/grading/feedback.py: the feedback preprocessors on single cells (the whole
 pages are checked by the self-check's leak test)."""
 
+from pathlib import Path
+
 import nbformat
 
 from autograder.grading.feedback import (
     ClearHiddenTestsInTestCells,
     HideHiddenTestTracebacks,
+    html_text,
     leaked_lines,
 )
 
@@ -88,3 +91,62 @@ def test_leak_check_sees_through_syntax_highlighting():
     assert leaked_lines(html, [line]) == [line]
     assert leaked_lines(html, [line], visible_text=line) == []  # the student saw it anyway
     assert leaked_lines("<p>nothing</p>", [line]) == []
+
+
+def _feedback_page(cfg, notebook):
+    """`notebook` as nbgrader's GenerateFeedback, configured by `cfg`, renders it (its
+    exporter, template and preprocessors; GetGrades's scores, which need a gradebook, given
+    by hand)."""
+    from nbgrader.converters import GenerateFeedback
+    from nbgrader.coursedir import CourseDirectory
+
+    converter = GenerateFeedback(coursedir=CourseDirectory(config=cfg), config=cfg)
+    exporter = converter.exporter_class(parent=converter, config=converter.config)
+    for step in converter.preprocessors:
+        if "GetGrades" not in str(step):
+            exporter.register_preprocessor(step, enabled=True)
+    resources = {"nbgrader": {"notebook": notebook.stem, "assignment": "a", "student": "s",
+                              "score": 1.0, "max_score": 2.0, "late_penalty": 0.0}}
+    nb = nbformat.read(notebook, as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.metadata.nbgrader["score"] = 0.0
+    page, _ = exporter.from_notebook_node(nb, resources=resources)
+    return page
+
+
+def test_a_feedback_page_reads_offline(tmp_path):
+    """Offline, nbgrader's feedback page showed raw LaTeX: its template loads MathJax from
+    a CDN. The course's page (nbgrader_config.py for nbgrader's commands, the work course
+    for `residual-pack grade`) loads no script from another host, and its equations are
+    MathML, which the browser draws by itself."""
+    import re
+
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from autograder.grading.course import WorkCourse
+
+    root = Path(__file__).resolve().parents[2]
+    notebook = root / "exercises" / "02_degradation" / "02_degradation.ipynb"
+    configs = {"nbgrader_config.py": PyFileConfigLoader("nbgrader_config.py",
+                                                        path=str(root)).load_config(),
+               "residual-pack grade": WorkCourse(root, tmp_path, ["02_degradation"]).config()}
+    for name, cfg in configs.items():
+        page = _feedback_page(cfg, notebook)
+        remote = re.findall(r"<(?:script|link)[^>]*(?:src|href)=\"(?:https?:)?//[^\"]*\"", page)
+        assert not remote, (name, remote)
+        scripts = re.findall(r"<script[^>]*>", page, flags=re.IGNORECASE)
+        assert not [t for t in scripts if "mathjax" in t.lower()], (name, scripts)
+        assert page.count("<math ") > 20, name
+        shown = html_text(page)
+        assert "\\mathrm{relu}" not in shown and "$$" not in shown, name
+        assert "Score: 1.0 / 2.0" in page, name  # still nbgrader's feedback page
+
+
+def test_equations_in_code_stay_as_written():
+    from autograder.grading.feedback import markdown_with_mathml
+
+    text = "cost $5 and $6; `a $x$ b`;\n```\n$$y$$\n```\nand $x^2$ and $$\\frac{a}{b}$$"
+    out = markdown_with_mathml(text)
+    assert out.startswith("cost $5 and $6; `a $x$ b`;\n```\n$$y$$\n```\nand <math")
+    assert out.count("<math") == 2 and 'display="block"' in out

@@ -6,7 +6,9 @@ wheel into a fresh virtual environment, and there
 - nbgrader's Validate, run from the release folder with its config, passes a solved copy
   of a released notebook (its cells run in a real Jupyter kernel of that environment) and
   fails the untouched one;
-- `residual-pack progress` (the student's) runs there.
+- `residual-pack progress` (the student's) runs there;
+- the student's JupyterLab there has nbgrader's Validate and assignment list, and not its
+  instructor tools (Formgrader, Create Assignment, the course list).
 
 The wheel goes in with `pip install --no-deps`; the other packages a student's install
 pulls in (nbgrader, ipykernel, numpy, ...) come from this test's own environment through
@@ -81,8 +83,10 @@ def student(tmp_path_factory):
     else:
         (purelib / "shared-dependencies.pth").write_text(
             sysconfig.get_path("purelib") + "\n", encoding="utf-8")
+        # --prefix, as a plain install does: the wheel's data files (its Jupyter config)
+        # go under the environment's etc/jupyter, where Jupyter reads them
         done = _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                     "--target", purelib, wheel], env, tmp)
+                     "--prefix", env_dir, wheel], env, tmp)
     assert done.returncode == 0, done.stderr
     done = _run([python, "-m", "ipykernel", "install", "--sys-prefix"], env, tmp)
     assert done.returncode == 0, done.stderr
@@ -153,3 +157,36 @@ def test_progress_runs_in_the_student_install(student):
                 release)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "task1_1_test_output" in done.stdout and "3 not started" in done.stdout, done.stdout
+
+
+def test_the_students_lab_has_no_instructor_tools(student):
+    """The wheel's Jupyter config switches off what nbgrader's own config (its
+    `nbgrader.json`, which `pip install nbgrader` puts in the same folder) switches on."""
+    import json
+    import shutil
+
+    release, python, env = student
+    ours = python.parent.parent / "etc" / "jupyter"
+    nbgrader_json = Path(sys.prefix) / "etc/jupyter/jupyter_server_config.d/nbgrader.json"
+    assert nbgrader_json.is_file(), "nbgrader's server config is not where pip puts it"
+    (ours / "jupyter_server_config.d").mkdir(parents=True, exist_ok=True)
+    if not (ours / "jupyter_server_config.d" / "nbgrader.json").exists():  # shared nbgrader
+        shutil.copy2(nbgrader_json, ours / "jupyter_server_config.d" / "nbgrader.json")
+    done = _run([python, "-c", (
+        "import json\n"
+        "from jupyter_core.paths import jupyter_config_path\n"
+        "from jupyter_server.extension.config import ExtensionConfigManager\n"
+        "from jupyterlab_server.config import get_static_page_config\n"
+        "server = ExtensionConfigManager(read_config_path=jupyter_config_path())\n"
+        "print(json.dumps({'server': server.get_jpserver_extensions(),\n"
+        "                  'page': get_static_page_config()}))\n")], env, release)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout)
+    server, disabled = found["server"], found["page"].get("disabledExtensions", {})
+    assert server["nbgrader.server_extensions.formgrader"] is False, server
+    assert server["nbgrader.server_extensions.course_list"] is False, server
+    assert server["nbgrader.server_extensions.validate_assignment"] is True, server
+    assert server["nbgrader.server_extensions.assignment_list"] is True, server
+    for plugin in ("formgrader", "create-assignment", "course-list"):
+        assert disabled.get(f"@jupyter/nbgrader:{plugin}") is True, disabled
+    assert not [k for k in disabled if "validate" in k or "assignment-list" in k], disabled

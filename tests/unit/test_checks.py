@@ -14,6 +14,7 @@ from autograder.kernel.checks import (
     central_difference,
     check_gradient,
     check_gradients,
+    check_numbers,
     check_value,
     check_values,
     task,
@@ -133,6 +134,24 @@ def test_check_value_can_insist_on_a_plain_number():
         check_value(Value(0.001), 0.1**3, what="g", value_ok=False)
 
 
+def test_a_task_that_asks_for_a_number_is_not_offered_a_value():
+    """Task 1.2 asks for a number (a .grad): its check's messages say "a number", never
+    "a number or a Value"; so do those of list checks whose task asks for numbers."""
+    with fails_with("g: expected a number, got None. Does the function end with `return`?"):
+        check_value(None, 1.0, what="g", value_ok=False)
+    with fails_with("g: expected a single number, got a list of 2 items: [1.0, 2.0]"):
+        check_value([1.0, 2.0], 1.0, what="g", value_ok=False)
+    with fails_with("g: expected a number, got a str: '1'"):
+        check_value("1", 1.0, what="g", value_ok=False)
+    with fails_with("norms: expected a list of 2 numbers, got 3: [1.0, 2.0, 3.0]"):
+        check_values([1, 2, 3], [1.0, 2.0], what="norms", numbers_only=True)
+    with fails_with("norms: expected a list of 2 numbers, got None. "
+                    "Does the function end with `return`?"):
+        check_values(None, [1.0, 2.0], what="norms", numbers_only=True)
+    with fails_with("norms, item [1]: expected a number, got a str: 'x'"):
+        check_values([1.0, "x"], [1.0, 2.0], what="norms", numbers_only=True)
+
+
 # ---- central_difference and check_gradient ----
 
 
@@ -244,8 +263,23 @@ def test_check_values_passes_on_values_and_numbers():
 
 
 def test_check_values_names_the_first_wrong_item():
-    with fails_with("layer(h)[1]: expected 2 (relu), got 3"):
+    with fails_with("layer(h), item [1]: expected 2 (relu), got 3"):
         check_values([1.0, 3.0, 9.0], [1.0, 2.0, 4.0], what="layer(h)", expected_text="relu")
+
+
+def test_an_index_is_never_glued_to_the_words_of_a_check():
+    """"residual_layer(h, W) at width 8[0]" read like a typo: an item's index comes after
+    a comma and the word "item", nested indices after it, labelled depths by their label."""
+    with fails_with("residual_layer(h, W) at width 8, item [0]: expected 1, got 2"):
+        check_values([2.0, 2.0], [1.0, 2.0], what="residual_layer(h, W) at width 8")
+    with fails_with("rows, item [1][0]: expected 3, got 4"):
+        check_numbers([[1.0, 2.0], [4.0, 4.0]], [[1.0, 2.0], [3.0, 4.0]], what="rows")
+    with fails_with("states, position 1, item [0]: expected 3, got 4"):
+        check_numbers([[1.0, 2.0], [4.0, 4.0]], [[1.0, 2.0], [3.0, 4.0]], what="states",
+                      labels=("position",))
+    with fails_with("states, position 1, component 0: expected 3, got 4"):
+        check_numbers([[1.0, 2.0], [4.0, 4.0]], [[1.0, 2.0], [3.0, 4.0]], what="states",
+                      labels=("position", "component"))
 
 
 def test_check_values_wants_a_list_of_the_right_length():

@@ -5,9 +5,10 @@ import zipfile
 from pathlib import Path
 
 import nbformat
+import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
-from autograder.authoring.release import STUDENT_CONFIG, problems
+from autograder.authoring.release import README, STUDENT_CONFIG, problems
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,3 +51,43 @@ def test_an_answer_in_the_wheel_or_a_notebook_is_found(tmp_path):
     assert "autograder/answers/reference.py" in found
     assert "autograder/grading/judge.py" in found
     assert "'autograder.answers'" in found and "'BEGIN HIDDEN TESTS'" in found
+
+
+def _torch_pin():
+    pins = [line.strip() for line in (ROOT / "scripts" / "constraints.txt").read_text(
+        encoding="utf-8").splitlines() if line.strip().startswith("torch==")]
+    assert len(pins) == 1, pins
+    return pins[0]
+
+
+def test_the_missing_torch_message_works_without_a_clone():
+    """What `import torchtrack` says without torch, and what progress says of the torch
+    track, is a command a student's install can run: the pinned version, no editable
+    install of a clone (`pip install -e '.[torch]'` needs the instructor's repository)."""
+    import subprocess
+    import sys
+
+    from autograder.student.progress import TORCH_HINT
+
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.modules['torch'] = None; import torchtrack"],
+        capture_output=True, text=True, cwd=ROOT)
+    message = done.stderr.strip().splitlines()[-1]
+    assert message.startswith("ImportError: the torch track needs PyTorch"), done.stderr
+    for text in (message, TORCH_HINT, README):
+        assert f"pip install {_torch_pin()}" in text, text
+        assert "-e " not in text and "residual-pack[torch]" not in text, text
+
+
+def test_the_student_wheel_has_the_torch_extra(tmp_path):
+    """"needs the torch extra" (progress) names an extra the student's wheel has, pinned
+    no looser than the instructor's."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    from autograder.authoring.release import _stage
+
+    _stage(ROOT, tmp_path)
+    student = tomllib.loads((tmp_path / "pyproject.toml").read_text(encoding="utf-8"))
+    ours = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = student["project"].get("optional-dependencies", {})
+    assert extras.get("torch") == ours["project"]["optional-dependencies"]["torch"]

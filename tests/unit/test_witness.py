@@ -47,7 +47,7 @@ def test_the_reference_records_the_expected_value_and_fails_a_wrong_solution():
 
 def test_the_check_mode_compares_at_once():
     check_values([1.0, Value(2.0)], [1.0, 2.0], what="v")
-    with pytest.raises(CheckFailed, match=r"^v\[1\]: expected 2, got 3$"):
+    with pytest.raises(CheckFailed, match=r"^v, item \[1\]: expected 2, got 3$"):
         check_values([1.0, 3.0], [1.0, 2.0], what="v")
     check_range(0.1, None, 0.25, what="gate")
     with pytest.raises(CheckFailed, match="expected below 0.25"):
