@@ -86,10 +86,13 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # ... and readable offline: the equations are MathML (MathToMathML above), and the page's
-# template (nbgrader's, without MathJax, whose script comes from a CDN) fetches nothing
-c.HTMLExporter.template_name = "feedback_offline"
+# template (nbgrader's, without MathJax, whose script comes from a CDN) fetches nothing.
+# Set for the exporter of GenerateFeedback only (its parent): formgrader renders its own
+# pages (the manual grading view) with HTMLExporter and nbgrader's "formgrade" template,
+# which a plain c.HTMLExporter setting would replace (a 500: no bootstrap.min.css)
+c.GenerateFeedback.HTMLExporter.template_name = "feedback_offline"
 # (the folders of the installed packages, found without importing them)
-c.HTMLExporter.extra_template_basedirs = [
+c.GenerateFeedback.HTMLExporter.extra_template_basedirs = [
     os.path.join(os.path.dirname(importlib.util.find_spec(package).origin), *folder)
     for package, folder in [("autograder", ("grading", "templates")),
                             ("nbgrader", ("server_extensions", "formgrader", "templates"))]

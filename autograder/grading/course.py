@@ -279,8 +279,10 @@ class WorkCourse:
         ]
         cfg.Execute.record_timing = False  # no run timings in the committed solutions
         cfg.GenerateFeedback.preprocessors = list(FEEDBACK_PREPROCESSORS)
-        cfg.HTMLExporter.template_name = FEEDBACK_TEMPLATE
-        cfg.HTMLExporter.extra_template_basedirs = template_dirs()
+        # the feedback page's exporter only (its parent is GenerateFeedback): formgrader's
+        # own pages use HTMLExporter with nbgrader's templates
+        cfg.GenerateFeedback.HTMLExporter.template_name = FEEDBACK_TEMPLATE
+        cfg.GenerateFeedback.HTMLExporter.extra_template_basedirs = template_dirs()
         # parallel graders share one SQLite gradebook: wait for a lock rather than fail
         cfg.CourseDirectory.db_url = self.db_url
         # nbgrader's autograde with our steps, the lists nbgrader_config.py sets for

@@ -141,6 +141,12 @@ def test_a_feedback_page_reads_offline(tmp_path):
         shown = html_text(page)
         assert "\\mathrm{relu}" not in shown and "$$" not in shown, name
         assert "Score: 1.0 / 2.0" in page, name  # still nbgrader's feedback page
+        # ...and only the feedback page: formgrader renders its manual grading view with an
+        # HTMLExporter of its own (no GenerateFeedback parent) and nbgrader's "formgrade"
+        # template, which a course-wide HTMLExporter setting replaced (a 500 in formgrader)
+        from nbconvert.exporters import HTMLExporter
+
+        assert HTMLExporter(config=cfg).template_name != "feedback_offline", name
 
 
 def test_equations_in_code_stay_as_written():
