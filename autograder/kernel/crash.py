@@ -21,6 +21,10 @@ as Jupyter names them), and of the library the one line that raised; the checks'
 (this package) never. A hint follows where the error fits a known slip (`slip_hint`): lists
 joined with `+`, lists of the wrong length, a plain float or a list where a `Value` belongs.
 
+In torch (08, 09): tensors whose shapes do not fit (`shape_detail`), a math function of one
+number given a whole tensor, and an attribute misspelt on a module or an object
+(`attribute_like`, torch.sigmod for torch.sigmoid).
+
 A NameError raised in the student's own code is a mistake in it (a misspelt name, or a
 name from a cell not run), said with their line (`misnamed`); a missing answer whose cell
 does not compile says so, with the line (`broken_definition`).
@@ -28,6 +32,7 @@ does not compile says so, with the line (`broken_definition`).
 
 import builtins
 import difflib
+import inspect
 import linecache
 import os
 import re
@@ -88,6 +93,8 @@ def _short_path(filename, module):
     parts = str(module or "").split(".")
     if parts and parts[-1] == os.path.splitext(base)[0]:
         return "/".join(parts[:-1] + [base])
+    if base == "__init__.py" and parts and parts[0]:  # a package's own file: torch/__init__.py
+        return "/".join(parts + [base])
     return base
 
 
@@ -99,6 +106,9 @@ class Frame:
         self.filename, self.lineno, self.name = code.co_filename, tb.tb_lineno, code.co_name
         self.first = code.co_firstlineno
         self.namespace = tb.tb_frame.f_globals
+        # the names local to the function when it raised (its arguments and variables), the
+        # first place a misspelt name's right spelling is found
+        self.local_names = set(tb.tb_frame.f_locals) if code.co_name != "<module>" else set()
         self.module = self.namespace.get("__name__", "")
         self.cell = cell_name(self.filename)
         self.where = "cell" if self.cell else \
@@ -146,18 +156,34 @@ def _shown_frames(frames):
     test = _test_file(frames)
     # the test's first line, then the student's code (the test's lambdas are the test's)
     cells = [f for i, f in enumerate(frames)
-             if f.where == "cell" and (f.filename != test or i == 0)]
+             if f.where == "cell" and (f.filename != test or i == 0)
+             and not _repeats_its_caller(frames, i)]
     if len(cells) > MAX_FRAMES:
         cells = cells[:2] + cells[-(MAX_FRAMES - 2):]
     chosen = list(cells)
     last = frames[-1] if frames else None
-    if last is not None and last.where == "library":
+    # a library's __getattr__ only says that the name looked up is not there: the lookup,
+    # the student's line, is what to show (torch.sigmod, a module's misspelt submodule)
+    if last is not None and last.where == "library" and last.name != "__getattr__":
         chosen.append(last)
     roles = []
     for f in chosen:
         roles.append(", the test" if f is frames[0] and test else
                      ", where the error was raised" if f.where == "library" else "")
     return chosen, roles
+
+
+_COMPREHENSIONS = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>")
+
+
+def _repeats_its_caller(frames, i):
+    """A comprehension's frame on the very line of the frame that ran it (Python before
+    3.12 gives a list comprehension a frame of its own; 3.12 inlines it): shown once."""
+    f = frames[i]
+    if i == 0 or f.name not in _COMPREHENSIONS:
+        return False
+    caller = frames[i - 1]
+    return (caller.filename, caller.lineno) == (f.filename, f.lineno)
 
 
 def _test_file(frames):
@@ -228,10 +254,18 @@ FLOAT_VALUE = ("a plain {kind} where a Value belongs: {attr} is a Value's, not a
 LIST_VALUE = ("a whole list where one Value belongs: {attr} is a Value's, not a list's. "
               "Apply it to each Value of the list.")
 NONE_VALUE = ("None where a result belongs: does a function end without `return`?")
-LIST_ARITHMETIC = ("arithmetic between a list and a number or a Value: Python does not apply "
-                   "it item by item. Work on each Value of the list.")
+LIST_ARITHMETIC = ("arithmetic on a whole list (with a number, a Value or another list): Python "
+                   "does not apply it item by item. Work on each Value of the list (zip the "
+                   "lists to pair their items).")
 INDEX = ("an index past the end of a list: check the lengths of the lists your code builds "
          "and the range of the loop that indexes them.")
+SHAPES = ("the shapes of two tensors do not fit: {detail}. Print the .shape of the tensors "
+          "your code builds: a tensor used transposed (.T, .transpose) has its dimensions "
+          "swapped.")
+WHOLE_TENSOR = ("a function of one number (math.exp, math.sqrt, float()) got a whole tensor: "
+                "use torch's own (torch.exp, torch.sigmoid, torch.sqrt), which work on every "
+                "element and keep the graph.")
+ATTRIBUTE_LIKE = "Did you mean '{close}'? There is no '{name}' in {what}."
 TEST_USED = ("the error was raised by the test's own code, on what your code returned: "
              "check the type and the length of what it returns.")
 
@@ -242,6 +276,52 @@ _LIST_OPERAND = re.compile(
     r"unsupported operand type\(s\) for .+: '(list|tuple)' and|"
     r"unsupported operand type\(s\) for .+: '\w+' and '(list|tuple)'|"
     r"can only concatenate (list|tuple) \(not|can't multiply sequence by non-int")
+
+
+_BROADCAST = re.compile(r"The size of tensor a \((\d+)\) must match the size of tensor b "
+                        r"\((\d+)\) at non-singleton dimension (\d+)")
+_MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+x\d+) and (\d+x\d+)\)")
+_NORM_SHAPE = re.compile(r"Given normalized_shape=\[([\d, ]+)\], expected input with shape "
+                         r"\[\*, [\d, ]+\], but got input of size\s*\[([\d, ]+)\]")
+_ONE_ELEMENT = re.compile(r"only one element tensors can be converted to Python scalars|"
+                          r"must be real number, not Tensor")
+
+
+def shape_detail(text):
+    """What a torch shape mismatch's message says, in a few words ("" if it is not one)."""
+    m = _BROADCAST.search(text)
+    if m:
+        a, b, dim = m.groups()
+        return f"{a} against {b} in dimension {dim}, where they are added or multiplied"
+    m = _MATMUL.search(text)
+    if m:
+        a, b = m.groups()
+        return (f"a matrix product of {a} by {b}: the first one's columns must be as many as "
+                f"the second one's rows")
+    m = _NORM_SHAPE.search(text)
+    if m:
+        n, size = m.groups()
+        return (f"a norm over the last {n} numbers got a tensor of shape "
+                f"({', '.join(size.replace(' ', '').split(','))})")
+    return ""
+
+
+def attribute_like(exc):
+    """For an AttributeError with the object it was looked up on (Python 3.10+), the
+    attribute of that object that its name may be a slip for ("" if none)."""
+    name, obj = getattr(exc, "name", None), getattr(exc, "obj", None)
+    if not name or obj is None:
+        return ""
+    try:
+        names = [a for a in dir(obj) if isinstance(a, str) and not a.startswith("_")]
+    except Exception:  # noqa: BLE001 (an object whose dir() raises)
+        return ""
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+    if not close:
+        return ""
+    what = f"the module {obj.__name__}" if inspect.ismodule(obj) else \
+        f"a {type(obj).__name__}"
+    return ATTRIBUTE_LIKE.format(close=close[0], what=what, name=name)
 
 
 def _value_attributes():
@@ -276,6 +356,15 @@ def slip_hint(exc, frames=()):
             return LIST_VALUE.format(attr=attr)
     if isinstance(exc, (AttributeError, TypeError)) and "'NoneType'" in text:
         return NONE_VALUE
+    if isinstance(exc, AttributeError):
+        like = attribute_like(exc)
+        if like:
+            return like
+    detail = shape_detail(text) if isinstance(exc, (RuntimeError, ValueError)) else ""
+    if detail:
+        return SHAPES.format(detail=detail)
+    if isinstance(exc, (ValueError, TypeError)) and _ONE_ELEMENT.search(text):
+        return WHOLE_TENSOR
     if isinstance(exc, TypeError) and _LIST_OPERAND.search(text):
         return LIST_ARITHMETIC
     if isinstance(exc, IndexError) and "out of range" in text:
@@ -292,6 +381,7 @@ def _names_near(frame):
     names = set(vars(builtins))
     if frame is not None:
         names |= {n for n in frame.namespace if not n.startswith("_")}
+        names |= {n for n in getattr(frame, "local_names", ()) if not n.startswith(".")}
     return names
 
 

@@ -78,13 +78,21 @@ def test_a_slip_shows_the_student_exactly_its_registered_text(assignment, slip, 
 
 
 def test_the_slips_cover_the_known_kinds():
-    """A misspelt name, an answer cell that does not compile, lists joined with `+` and a
-    float where a Value belongs are registered, each in some assignment."""
+    """A misspelt name, an answer cell that does not compile, lists joined with `+`, list
+    arithmetic and a float where a Value belongs are registered, each in some assignment;
+    in torch, tensors whose shapes do not fit, math.exp on a tensor and a misspelt torch
+    function; and every assignment with code to write has slips."""
     texts = [text for _, s in SLIPS for _, text in s.shows]
     for start in ("NameError in your answer: ", "IndentationError in your answer ",
                   "ValueError in your answer: linear: ", "AttributeError in your answer: "
-                  "'float' object"):
+                  "'float' object", "TypeError in your answer: can't multiply sequence",
+                  "RuntimeError in your answer: The size of tensor",
+                  "ValueError in your answer: only one element tensors",
+                  "AttributeError in your answer: module 'torch'"):
         assert any(t.startswith(start) for t in texts), start
+    # 07 asks for written answers only: no code of the student's runs in its tests
+    without = [a for a in assignments(COURSE) if not registry.load_slips(a)]
+    assert without == ["07_check_understanding"], f"no slips registered for {without}"
 
 
 # ---------------------------------------------------------------- a wrong answer, named once

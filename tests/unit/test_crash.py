@@ -117,6 +117,35 @@ def test_a_misspelt_name_in_the_answer_is_a_nameerror_with_its_line(notebook):
     ])
 
 
+def test_a_misspelt_local_name_is_matched_against_the_functions_own_names(notebook):
+    """06: `out.append(state)` for `states`, a variable of the function: its locals are where
+    the right spelling is, not the notebook's names."""
+    namespace, run = notebook
+    run(5, "def stream(xs):\n    states = []\n    for x in xs:\n        states.append(x)\n"
+           "    return state\n")
+    with pytest.raises(NameError) as caught:
+        run(8, 'with task("Task 6.1"):\n    stream([Value(1.0)])\n')
+    assert shown(caught.value).splitlines()[-1] == "Hint: Did you mean 'states'?"
+
+
+def test_a_comprehensions_frame_on_its_functions_line_is_shown_once(notebook):
+    """Python before 3.12 runs a list comprehension in a frame of its own, on the very line of
+    the function that holds it: the student sees that line once (as 3.12 shows it)."""
+    namespace, run = notebook
+    run(5, "def f(xs):\n    return [v.data.relu() for v in xs]\n")
+    with pytest.raises(AttributeError) as caught:
+        run(6, 'with task("Task 2.1"):\n    f([Value(1.0)])\n')
+    assert shown(caught.value) == "\n".join([
+        "AttributeError in your answer: 'float' object has no attribute 'relu'",
+        "Cell In[6], line 2, the test:",
+        "----> 2     f([Value(1.0)])",
+        "Cell In[5], line 2, in f:",
+        "      1 def f(xs):",
+        "----> 2     return [v.data.relu() for v in xs]",
+        f"Hint: {crash.FLOAT_VALUE.format(kind='float', attr='relu')}",
+    ])
+
+
 def test_a_name_from_a_cell_not_run_says_to_run_it(notebook):
     namespace, run = notebook
     run(5, "def residual_stack(x, depth=20):\n    for _ in range(depth):\n"
@@ -163,6 +192,8 @@ def test_an_answer_cell_that_does_not_compile_says_which_error_and_where(
     # arithmetic between a list and a Value
     ("def f(x):\n    return [x] * x\n", crash.LIST_ARITHMETIC),
     ("def f(x):\n    return [x] + x\n", crash.LIST_ARITHMETIC),
+    # two lists multiplied (03: a gate's list times the layer's list)
+    ("def f(x):\n    return ([x] * [x])[0]\n", crash.LIST_ARITHMETIC),
     # an index past the end of a list
     ("def f(x):\n    return [x][1]\n", crash.INDEX),
 ])
@@ -212,3 +243,68 @@ def test_a_magic_in_the_answer_cell_is_not_taken_for_a_syntax_error(notebook, mo
     with pytest.raises(NotAnswered, match=r"^Task 1\.1: name 'residual_stack' is not "
                                           r"defined\. Run the notebook's cells above"):
         run(2, 'with task("Task 1.1"):\n    residual_stack(Value(1.0), depth=20)\n')
+
+
+# ---------------------------------------------------------------- torch (08, 09)
+
+
+@pytest.mark.parametrize("make, detail", [
+    (lambda torch: torch.ones(5, 8) + torch.ones(8, 5),
+     "8 against 5 in dimension 1, where they are added or multiplied"),
+    (lambda torch: torch.ones(5, 8) @ torch.ones(5, 8),
+     "a matrix product of 5x8 by 5x8: the first one's columns must be as many as the second "
+     "one's rows"),
+    (lambda torch: torch.nn.LayerNorm(8)(torch.ones(8, 5)),
+     "a norm over the last 8 numbers got a tensor of shape (8, 5)"),
+])
+def test_a_tensor_shape_mismatch_gets_the_shapes_hint(make, detail):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError) as caught:
+        make(torch)
+    assert crash.slip_hint(caught.value) == crash.SHAPES.format(detail=detail)
+
+
+def test_a_math_function_given_a_whole_tensor_gets_its_hint():
+    torch = pytest.importorskip("torch")
+    import math
+
+    with pytest.raises((ValueError, TypeError)) as caught:
+        math.exp(-torch.ones(5, 8))
+    assert crash.slip_hint(caught.value) == crash.WHOLE_TENSOR
+
+
+def test_a_misspelt_attribute_of_a_module_or_an_object_is_matched():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(AttributeError) as caught:
+        torch.sigmod  # noqa: B018 (the slip)
+    assert crash.slip_hint(caught.value) == (
+        "Did you mean 'sigmoid'? There is no 'sigmod' in the module torch.")
+    layer = torch.nn.Linear(2, 2)
+    with pytest.raises(AttributeError) as caught:
+        layer.wieght  # noqa: B018
+    assert crash.slip_hint(caught.value) == crash.ATTRIBUTE_LIKE.format(
+        close="weight", what="a Linear", name="wieght")
+    # no close name: no hint of this kind
+    with pytest.raises(AttributeError) as caught:
+        layer.nothing_like_it  # noqa: B018
+    assert crash.slip_hint(caught.value) == ""
+
+
+def test_a_misspelt_attribute_shows_the_students_line_not_the_librarys_getattr(notebook):
+    """torch.sigmod: torch's module __getattr__ raises it; the student sees their own line
+    and the hint, not a frame of torch's __init__.py."""
+    torch = pytest.importorskip("torch")
+    namespace, run = notebook
+    namespace["torch"] = torch
+    run(5, "def gate(h):\n    return torch.sigmod(h)\n")
+    with pytest.raises(AttributeError) as caught:
+        run(6, 'with task("Task 8.2"):\n    gate(torch.ones(2))\n')
+    assert shown(caught.value) == "\n".join([
+        "AttributeError in your answer: module 'torch' has no attribute 'sigmod'",
+        "Cell In[6], line 2, the test:",
+        "----> 2     gate(torch.ones(2))",
+        "Cell In[5], line 2, in gate:",
+        "      1 def gate(h):",
+        "----> 2     return torch.sigmod(h)",
+        "Hint: Did you mean 'sigmoid'? There is no 'sigmod' in the module torch.",
+    ])

@@ -1,6 +1,6 @@
 """Wrong answers to the degradation assignment (Tasks 2.1 to 2.3) that the tests must catch."""
 
-from autograder.answers.mutants import Mutant
+from autograder.answers.mutants import Mutant, Slip
 
 LAYER = "task2_1_plain_layer"
 FORWARD = "task2_2_mlp_logits"
@@ -349,3 +349,89 @@ MUTANTS.append(Mutant(
         "switches off: write the forward pass yourself."
     ),
 ))
+
+
+# ---- slips: answers that raise or do not run, and what each test they fail shows ----
+
+SLIPS = [
+    Slip(
+        name='a misspelt name: layernrom for layernorm',
+        cell='task2_1_plain_layer',
+        source=('def plain_layer(h, W):\n'
+                '    return [v.relu() for v in linear(layernrom(h), W)]\n'),
+        shows=(
+            ('task2_1_test_values',
+             "NameError in your answer: name 'layernrom' is not defined\n"
+             'Cell In[@task2_1_test_values], line 9, the test:\n'
+             '----> 9     check_values(plain_layer(as_values(h), as_values(W)),\n'
+             'Cell In[@task2_1_plain_layer], line 2, in plain_layer:\n'
+             '      1 def plain_layer(h, W):\n'
+             '----> 2     return [v.relu() for v in linear(layernrom(h), W)]\n'
+             "Hint: Did you mean 'layernorm'?"),
+            ('task2_1_test_gradients',
+             "NameError in your answer: name 'layernrom' is not defined\n"
+             'Cell In[@task2_1_test_gradients], line 10, the test:\n'
+             '----> 10     check_gradients(probe.of(plain_layer), probe.xs, '
+             'names=probe.names,\n'
+             'Cell In[@task2_1_plain_layer], line 2, in plain_layer:\n'
+             '      1 def plain_layer(h, W):\n'
+             '----> 2     return [v.relu() for v in linear(layernrom(h), W)]\n'
+             "Hint: Did you mean 'layernorm'?"),
+        ),
+    ),
+    Slip(
+        name='lists joined with +: a shortcut written on lists in the forward pass',
+        cell='task2_2_mlp_logits',
+        source=('def mlp_logits(net, x, layer):\n'
+                '    h = linear(x, net.w_in)\n'
+                '    for params in net.layers:\n'
+                '        h = h + layer(h, **params)\n'
+                '    return linear(layernorm(h), net.w_out)\n'),
+        shows=(
+            ('task2_2_test_logits',
+             'ValueError in your answer: linear: a row of 4 weights for 8 inputs\n'
+             'Cell In[@task2_2_test_logits], line 16, the test:\n'
+             '----> 16     check_values(mlp_logits(net, x, probe_layer),\n'
+             'Cell In[@task2_2_mlp_logits], line 4, in mlp_logits:\n'
+             '      2     h = linear(x, net.w_in)\n'
+             '      3     for params in net.layers:\n'
+             '----> 4         h = h + layer(h, **params)\n'
+             'microgpt/engine.py, line 385, in linear, where the error was raised:\n'
+             '----> 385             raise ValueError(f"linear: a row of {len(row)} weights for '
+             '{len(x)} inputs")\n'
+             "Hint: the model's layer got 8 numbers where its rows of weights have 4: twice as "
+             "many. `+` on two Python lists joins them end to end ([a, b] + [c, d] is [a, b, "
+             "c, d]); it does not add them number by number. Is a list of Values added to "
+             "another list with `+`?"),
+        ),
+    ),
+    Slip(
+        name='the relu applied to .data, a float',
+        cell='task2_1_plain_layer',
+        source=('def plain_layer(h, W):\n'
+                '    return [v.data.relu() for v in linear(layernorm(h), W)]\n'),
+        shows=(
+            ('task2_1_test_values',
+             "AttributeError in your answer: 'float' object has no attribute 'relu'\n"
+             'Cell In[@task2_1_test_values], line 9, the test:\n'
+             '----> 9     check_values(plain_layer(as_values(h), as_values(W)),\n'
+             'Cell In[@task2_1_plain_layer], line 2, in plain_layer:\n'
+             '      1 def plain_layer(h, W):\n'
+             '----> 2     return [v.data.relu() for v in linear(layernorm(h), W)]\n'
+             "Hint: a plain float where a Value belongs: relu is a Value's, not a float's. A "
+             "number taken out with .data, or worked out on floats, is no longer part of the "
+             "graph: keep working on the Values."),
+            ('task2_1_test_gradients',
+             "AttributeError in your answer: 'float' object has no attribute 'relu'\n"
+             'Cell In[@task2_1_test_gradients], line 10, the test:\n'
+             '----> 10     check_gradients(probe.of(plain_layer), probe.xs, '
+             'names=probe.names,\n'
+             'Cell In[@task2_1_plain_layer], line 2, in plain_layer:\n'
+             '      1 def plain_layer(h, W):\n'
+             '----> 2     return [v.data.relu() for v in linear(layernorm(h), W)]\n'
+             "Hint: a plain float where a Value belongs: relu is a Value's, not a float's. A "
+             "number taken out with .data, or worked out on floats, is no longer part of the "
+             "graph: keep working on the Values."),
+        ),
+    ),
+]

@@ -415,4 +415,33 @@ SLIPS = [
                            f"seed=0)\n{_JOINED_TAIL}"),
         ),
     ),
+    Slip(
+        name='a misspelt name: rmsnrom for rmsnorm',
+        cell=PRE,
+        source=('def pre_norm_block(model, x, layer, cache):\n'
+                '    a = model.attention(rmsnorm(x), layer, cache)\n'
+                '    x = [xi + ai for xi, ai in zip(x, a)]\n'
+                '    m = model.mlp(rmsnrom(x), layer)\n'
+                '    return [xi + mi for xi, mi in zip(x, m)]\n'),
+        shows=(
+            ('task5_1_test_values',
+             "NameError in your answer: name 'rmsnrom' is not defined\n"
+             'Cell In[@task5_1_test_values], line 7, the test:\n'
+             '----> 7     check_block_values(pre_norm_block, "pre")\n'
+             'Cell In[@task5_1_pre_norm_block], line 4, in pre_norm_block:\n'
+             '      2     a = model.attention(rmsnorm(x), layer, cache)\n'
+             '      3     x = [xi + ai for xi, ai in zip(x, a)]\n'
+             '----> 4     m = model.mlp(rmsnrom(x), layer)\n'
+             "Hint: Did you mean 'rmsnorm'?"),
+            ('task5_1_test_gradients',
+             "NameError in your answer: name 'rmsnrom' is not defined\n"
+             'Cell In[@task5_1_test_gradients], line 7, the test:\n'
+             '----> 7     check_block_gradients(pre_norm_block, "pre")\n'
+             'Cell In[@task5_1_pre_norm_block], line 4, in pre_norm_block:\n'
+             '      2     a = model.attention(rmsnorm(x), layer, cache)\n'
+             '      3     x = [xi + ai for xi, ai in zip(x, a)]\n'
+             '----> 4     m = model.mlp(rmsnrom(x), layer)\n'
+             "Hint: Did you mean 'rmsnorm'?"),
+        ),
+    ),
 ]

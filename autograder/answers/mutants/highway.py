@@ -1,6 +1,6 @@
 """Wrong answers to the highway assignment (Tasks 3.1 to 3.4) that the tests must catch."""
 
-from autograder.answers.mutants import Mutant
+from autograder.answers.mutants import Mutant, Slip
 
 GATE = "task3_1_highway_gate"
 LAYER = "task3_2_highway_layer"
@@ -244,6 +244,62 @@ MUTANTS = [
         hint=(
             "the parameters seem to follow the tests' probe (W_gate drawn first, another gate "
             "bias): follow the order and the bias the task gives."
+        ),
+    ),
+]
+
+
+# ---- slips: answers that raise or do not run, and what each test they fail shows ----
+
+SLIPS = [
+    Slip(
+        name='a misspelt name: W_gat for W_gate',
+        cell='task3_1_highway_gate',
+        source=('def highway_gate(h, W_gate, b_gate):\n'
+                '    return [(z + b).sigmoid() for z, b in zip(linear(h, W_gat), b_gate)]\n'),
+        shows=(
+            ('task3_1_test_gate',
+             "NameError in your answer: name 'W_gat' is not defined\n"
+             'Cell In[@task3_1_test_gate], line 9, the test:\n'
+             '----> 9     check_values(highway_gate(as_values(h), as_values(W_gate), '
+             'as_values(b_gate)),\n'
+             'Cell In[@task3_1_highway_gate], line 2, in highway_gate:\n'
+             '      1 def highway_gate(h, W_gate, b_gate):\n'
+             '----> 2     return [(z + b).sigmoid() for z, b in zip(linear(h, W_gat), '
+             'b_gate)]\n'
+             "Hint: Did you mean 'W_gate'?"),
+        ),
+    ),
+    Slip(
+        name="the gate's list multiplied as a whole: t * F(h) + (1 - t) * h on lists",
+        cell='task3_2_highway_layer',
+        source=('def highway_layer(h, W, W_gate, b_gate):\n'
+                '    t = highway_gate(h, W_gate, b_gate)\n'
+                '    return t * plain_layer(h, W) + (1 - t) * h\n'),
+        shows=(
+            ('task3_2_test_values',
+             "TypeError in your answer: can't multiply sequence by non-int of type 'list'\n"
+             'Cell In[@task3_2_test_values], line 9, the test:\n'
+             '----> 9     check_values(highway_layer(*as_values([h, W, W_gate, b_gate])),\n'
+             'Cell In[@task3_2_highway_layer], line 3, in highway_layer:\n'
+             '      1 def highway_layer(h, W, W_gate, b_gate):\n'
+             '      2     t = highway_gate(h, W_gate, b_gate)\n'
+             '----> 3     return t * plain_layer(h, W) + (1 - t) * h\n'
+             'Hint: arithmetic on a whole list (with a number, a Value or another list): '
+             'Python does not apply it item by item. Work on each Value of the list (zip the '
+             'lists to pair their items).'),
+            ('task3_2_test_gradients',
+             "TypeError in your answer: can't multiply sequence by non-int of type 'list'\n"
+             'Cell In[@task3_2_test_gradients], line 11, the test:\n'
+             '----> 11     check_gradients(probe.of(highway_layer), probe.xs, '
+             'names=probe.names,\n'
+             'Cell In[@task3_2_highway_layer], line 3, in highway_layer:\n'
+             '      1 def highway_layer(h, W, W_gate, b_gate):\n'
+             '      2     t = highway_gate(h, W_gate, b_gate)\n'
+             '----> 3     return t * plain_layer(h, W) + (1 - t) * h\n'
+             'Hint: arithmetic on a whole list (with a number, a Value or another list): '
+             'Python does not apply it item by item. Work on each Value of the list (zip the '
+             'lists to pair their items).'),
         ),
     ),
 ]

@@ -346,4 +346,29 @@ SLIPS = [
              "backward)"),
         ),
     ),
+    Slip(
+        name='a misspelt name: plain_layr for plain_layer',
+        cell='task4_1_residual_layer',
+        source=('def residual_layer(h, W):\n'
+                '    return [a + b for a, b in zip(h, plain_layr(h, W))]\n'),
+        shows=(
+            ('task4_1_test_values',
+             "NameError in your answer: name 'plain_layr' is not defined\n"
+             'Cell In[@task4_1_test_values], line 9, the test:\n'
+             '----> 9     check_values(residual_layer(as_values(h), as_values(W)),\n'
+             'Cell In[@task4_1_residual_layer], line 2, in residual_layer:\n'
+             '      1 def residual_layer(h, W):\n'
+             '----> 2     return [a + b for a, b in zip(h, plain_layr(h, W))]\n'
+             "Hint: Did you mean 'plain_layer'?"),
+            ('task4_1_test_gradients',
+             "NameError in your answer: name 'plain_layr' is not defined\n"
+             'Cell In[@task4_1_test_gradients], line 10, the test:\n'
+             '----> 10     check_gradients(probe.of(residual_layer), probe.xs, '
+             'names=probe.names,\n'
+             'Cell In[@task4_1_residual_layer], line 2, in residual_layer:\n'
+             '      1 def residual_layer(h, W):\n'
+             '----> 2     return [a + b for a, b in zip(h, plain_layr(h, W))]\n'
+             "Hint: Did you mean 'plain_layer'?"),
+        ),
+    ),
 ]

@@ -1,7 +1,7 @@
 """Wrong answers to the residual stream assignment (Tasks 6.1 to 6.3) that the tests must
 catch."""
 
-from autograder.answers.mutants import Mutant
+from autograder.answers.mutants import Mutant, Slip
 
 STATES = "task6_1_stream_states"
 PROBES = "task6_2_probes"
@@ -404,6 +404,72 @@ MUTANTS = [
         hint=(
             "the losses come from microgpt's own model loss of truncated models, not from decoding "
             "the states handed in: decode each state."
+        ),
+    ),
+]
+
+
+# ---- slips: answers that raise or do not run, and what each test they fail shows ----
+
+SLIPS = [
+    Slip(
+        name='a misspelt name: state for states',
+        cell='task6_1_stream_states',
+        source=('def stream_states(model, tokens):\n'
+                '    cache = model.new_cache()\n'
+                '    out = []\n'
+                '    for pos, tok in enumerate(tokens[: model.config.block_size]):\n'
+                '        x = model.embed(tok, pos)\n'
+                '        states = [x]\n'
+                '        for layer in range(model.config.n_layer):\n'
+                '            x = model.block(x, layer, cache[layer])\n'
+                '            states.append(x)\n'
+                '        out.append(state)\n'
+                '    return out\n'),
+        shows=(
+            ('task6_1_test_values',
+             "NameError in your answer: name 'state' is not defined\n"
+             'Cell In[@task6_1_test_values], line 7, the test:\n'
+             '----> 7     check_stream_states(stream_states, "pre", "emma", n_layer=2)\n'
+             'Cell In[@task6_1_stream_states], line 10, in stream_states:\n'
+             '       8             x = model.block(x, layer, cache[layer])\n'
+             '       9             states.append(x)\n'
+             '----> 10         out.append(state)\n'
+             "Hint: Did you mean 'states'?"),
+            ('task6_1_test_gradients',
+             "NameError in your answer: name 'state' is not defined\n"
+             'Cell In[@task6_1_test_gradients], line 7, the test:\n'
+             '----> 7     check_stream_states(stream_states, "pre", "ava", n_layer=2, '
+             'gradients=True)\n'
+             'Cell In[@task6_1_stream_states], line 10, in stream_states:\n'
+             '       8             x = model.block(x, layer, cache[layer])\n'
+             '       9             states.append(x)\n'
+             '----> 10         out.append(state)\n'
+             "Hint: Did you mean 'states'?"),
+        ),
+    ),
+    Slip(
+        name="cosine's body not indented",
+        cell='task6_2_probes',
+        source=('def rms(x):\n'
+                '    return (dot(x, x) * (1 / len(x))) ** 0.5\n'
+                '\n'
+                '\n'
+                'def cosine(u, v):\n'
+                'return dot(u, v) * (dot(u, u) * dot(v, v)) ** -0.5\n'),
+        shows=(
+            ('task6_2_test_rms',
+             'IndentationError in your answer (Cell In[@task6_2_probes], line 6): expected an '
+             'indented block after function definition on line 5\n'
+             '----> 6 return dot(u, v) * (dot(u, u) * dot(v, v)) ** -0.5\n'
+             'The cell did not run, so it defined nothing: fix that line and run the cell '
+             'again, then this test.'),
+            ('task6_2_test_cosine',
+             'IndentationError in your answer (Cell In[@task6_2_probes], line 6): expected an '
+             'indented block after function definition on line 5\n'
+             '----> 6 return dot(u, v) * (dot(u, u) * dot(v, v)) ** -0.5\n'
+             'The cell did not run, so it defined nothing: fix that line and run the cell '
+             'again, then this test.'),
         ),
     ),
 ]

@@ -1,6 +1,6 @@
 """Wrong answers to the torch MLP assignment (Tasks 8.1 and 8.2) that the tests must catch."""
 
-from autograder.answers.mutants import Mutant
+from autograder.answers.mutants import Mutant, Slip
 
 RESIDUAL = "task8_1_residual_layer"
 HIGHWAY = "task8_2_highway_layer"
@@ -125,4 +125,66 @@ MUTANTS += [
                "the class inherits torchtrack's own forward, which the graded run switches off: "
                "write forward yourself."
            )),
+]
+
+
+# ---- slips: answers that raise or do not run, and what each test they fail shows ----
+
+SLIPS = [
+    Slip(
+        name='the shortcut added transposed: F(h) + h.T',
+        cell='task8_1_residual_layer',
+        source=_residual('        return self.branch(h) + h.T\n'),
+        shows=(
+            ('task8_1_test_layer',
+             'RuntimeError in your answer: The size of tensor a (8) must match the size of '
+             'tensor b (5) at non-singleton dimension 1\n'
+             'Cell In[@task8_1_test_layer], line 18, the test:\n'
+             '----> 18     check_module(lambda: ResidualLayer(8).double(), rows(81, 5, 8), '
+             'seed=81,\n'
+             'Cell In[@task8_1_residual_layer], line 3, in forward:\n'
+             '      2     def forward(self, h):\n'
+             '----> 3         return self.branch(h) + h.T\n'
+             'Hint: the shapes of two tensors do not fit: 8 against 5 in dimension 1, where '
+             'they are added or multiplied. Print the .shape of the tensors your code builds: '
+             'a tensor used transposed (.T, .transpose) has its dimensions swapped.'),
+        ),
+    ),
+    Slip(
+        name='the gate with math.exp on a tensor',
+        cell='task8_2_highway_layer',
+        source=_highway('        t = 1 / (1 + math.exp(-self.gate(h)))\n'
+                '        return t * self.branch(h) + (1 - t) * h\n'),
+        shows=(
+            ('task8_2_test_layer',
+             'ValueError in your answer: only one element tensors can be converted to Python '
+             'scalars\n'
+             'Cell In[@task8_2_test_layer], line 13, the test:\n'
+             '----> 13     check_module(lambda: HighwayLayer(8).double(), rows(91, 5, 8), '
+             'seed=91,\n'
+             'Cell In[@task8_2_highway_layer], line 9, in forward:\n'
+             '      8     def forward(self, h):\n'
+             '----> 9         t = 1 / (1 + math.exp(-self.gate(h)))\n'
+             "Hint: a function of one number (math.exp, math.sqrt, float()) got a whole "
+             "tensor: use torch's own (torch.exp, torch.sigmoid, torch.sqrt), which work on "
+             "every element and keep the graph."),
+        ),
+    ),
+    Slip(
+        name='a misspelt function: torch.sigmod',
+        cell='task8_2_highway_layer',
+        source=_highway('        t = torch.sigmod(self.gate(h))\n'
+                '        return t * self.branch(h) + (1 - t) * h\n'),
+        shows=(
+            ('task8_2_test_layer',
+             "AttributeError in your answer: module 'torch' has no attribute 'sigmod'\n"
+             'Cell In[@task8_2_test_layer], line 13, the test:\n'
+             '----> 13     check_module(lambda: HighwayLayer(8).double(), rows(91, 5, 8), '
+             'seed=91,\n'
+             'Cell In[@task8_2_highway_layer], line 9, in forward:\n'
+             '      8     def forward(self, h):\n'
+             '----> 9         t = torch.sigmod(self.gate(h))\n'
+             "Hint: Did you mean 'sigmoid'? There is no 'sigmod' in the module torch."),
+        ),
+    ),
 ]

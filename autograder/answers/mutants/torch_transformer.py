@@ -1,6 +1,6 @@
 """Wrong answers to the torch transformer assignment (Tasks 9.1, 9.2) that the tests catch."""
 
-from autograder.answers.mutants import Mutant
+from autograder.answers.mutants import Mutant, Slip
 
 BLOCK = "task9_1_block_forward"
 LENS = "task9_2_logit_lens"
@@ -147,4 +147,67 @@ MUTANTS = [
                  "                                   idx.reshape(-1)).item())\n"
                  "    return out\n"), LENS_TEST,
            hint="the states seem to be scored against the inputs instead of the targets."),
+]
+
+
+# ---- slips: answers that raise or do not run, and what each test they fail shows ----
+
+SLIPS = [
+    Slip(
+        name='a misspelt name: blokc for block',
+        cell='task9_1_block_forward',
+        source=('def block_forward(block, x):\n'
+                "    if block.layout == 'pre':\n"
+                '        x = x + blokc.attn(block.norm1(x))\n'
+                '        return x + block.ffn(block.norm2(x))\n'
+                "    if block.layout == 'post':\n"
+                '        x = block.norm1(x + block.attn(x))\n'
+                '        return block.norm2(x + block.ffn(x))\n'
+                '    return block.ffn(block.norm2(block.attn(block.norm1(x))))\n'),
+        shows=(
+            ('task9_1_test_layouts',
+             "NameError in your answer: name 'blokc' is not defined\n"
+             'Cell In[@task9_1_test_layouts], line 15, the test:\n'
+             '----> 15         check_module(lambda: with_moved_norms(MyBlock(16, 4, '
+             'layout).double(), 91),\n'
+             'Cell In[@my_block], line 5, in forward:\n'
+             '      4     def forward(self, x):\n'
+             '----> 5         return block_forward(self, x)\n'
+             'Cell In[@task9_1_block_forward], line 3, in block_forward:\n'
+             '      1 def block_forward(block, x):\n'
+             "      2     if block.layout == 'pre':\n"
+             '----> 3         x = x + blokc.attn(block.norm1(x))\n'
+             "Hint: Did you mean 'block'?"),
+        ),
+    ),
+    Slip(
+        name="attention's output transposed before the add",
+        cell='task9_1_block_forward',
+        source=('def block_forward(block, x):\n'
+                "    if block.layout == 'pre':\n"
+                '        x = x + block.attn(block.norm1(x)).transpose(1, 2)\n'
+                '        return x + block.ffn(block.norm2(x))\n'
+                "    if block.layout == 'post':\n"
+                '        x = block.norm1(x + block.attn(x))\n'
+                '        return block.norm2(x + block.ffn(x))\n'
+                '    return block.ffn(block.norm2(block.attn(block.norm1(x))))\n'),
+        shows=(
+            ('task9_1_test_layouts',
+             'RuntimeError in your answer: The size of tensor a (16) must match the size of '
+             'tensor b (5) at non-singleton dimension 2\n'
+             'Cell In[@task9_1_test_layouts], line 15, the test:\n'
+             '----> 15         check_module(lambda: with_moved_norms(MyBlock(16, 4, '
+             'layout).double(), 91),\n'
+             'Cell In[@my_block], line 5, in forward:\n'
+             '      4     def forward(self, x):\n'
+             '----> 5         return block_forward(self, x)\n'
+             'Cell In[@task9_1_block_forward], line 3, in block_forward:\n'
+             '      1 def block_forward(block, x):\n'
+             "      2     if block.layout == 'pre':\n"
+             '----> 3         x = x + block.attn(block.norm1(x)).transpose(1, 2)\n'
+             'Hint: the shapes of two tensors do not fit: 16 against 5 in dimension 2, where '
+             'they are added or multiplied. Print the .shape of the tensors your code builds: '
+             'a tensor used transposed (.T, .transpose) has its dimensions swapped.'),
+        ),
+    ),
 ]

@@ -1,0 +1,182 @@
+"""A student's wrong answers, in JupyterLab in a real browser: a crash is a wrong answer.
+
+`scripts/lab` serves a copy of the course; headless Chromium opens the release notebook of
+each assignment in JOURNEYS, runs the cells above its first task, and types three wrong
+answers into the task's answer cell in turn, as a student would (issue #27, "Must show"):
+
+1. a misspelt name (a NameError in the answer),
+2. lists joined with `+` where they are meant to be added item by item,
+3. a detached graph: the right forward pass whose gradient does not flow (a number taken
+   out with `.data`).
+
+After each one it runs the answer cell and the task's test cells, and asserts what each
+test cell shows: for a slip (1, 2; `SLIPS` in autograder/answers/mutants/) exactly the text
+registered with it, the cell numbers as the browser shows them; for the detached graph (a
+registered mutant) its values test passing and its gradient test naming the mistake
+("This looks like a known mistake: " and the mutant's hint). No output shows the grader's
+own traceback. A screenshot of each test cell after each answer goes to
+tests/browser/artifacts/wrong-answers/ (or $ARTIFACTS_DIR/wrong-answers/).
+"""
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import lab_helpers as lh
+import pytest
+
+from autograder.answers import mutants
+from autograder.kernel.diagnosis import LEAD
+
+pytestmark = pytest.mark.browser
+
+STDERR = "application/vnd.jupyter.stderr"
+STDOUT = "application/vnd.jupyter.stdout"
+# what the grader's own traceback would show: none of it may reach the student
+GRADER_TRACE = re.compile(r"Traceback|File \"|autograder/|site-packages|__exit__|checks\.py")
+PROMPT = re.compile(r"^\[(\d+)\]:$")
+
+# assignment -> the cells run first (grade ids, in order: what the task's cells need), the
+# test cells run after each answer, and the three wrong answers: (what it is, the name of a
+# registered Slip or Mutant of the assignment)
+JOURNEYS = {
+    "04_identity_shortcut": {
+        "first": ["imports", "plain_layer"],
+        "tests": ["task4_1_test_values", "task4_1_test_gradients"],
+        "answers": [
+            ("typo", "a misspelt name: plain_layr for plain_layer"),
+            ("joined", "lists joined with + instead of added"),
+            ("detached", "shortcut cut from the graph: h.data + f(h)"),
+        ],
+    },
+    "05_gpt_residual_adds": {
+        "first": ["imports", "harness"],
+        "tests": ["task5_1_test_values", "task5_1_test_gradients"],
+        "answers": [
+            ("typo", "a misspelt name: rmsnrom for rmsnorm"),
+            ("joined", "lists joined with + instead of added"),
+            ("detached", "right numbers, shortcut cut from the graph (adds .data)"),
+        ],
+    },
+}
+
+
+def require_browser():
+    missing = lh.missing_requirements()
+    if missing is None:
+        return
+    if os.environ.get("BROWSER_TEST_REQUIRED") == "1":
+        pytest.fail(f"BROWSER_TEST_REQUIRED=1 but {missing}", pytrace=False)
+    pytest.skip(f"browser test skipped: {missing}")
+
+
+def shots_dir():
+    base = Path(os.environ.get("ARTIFACTS_DIR") or Path(__file__).parent / "artifacts")
+    path = base / "wrong-answers"
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def registered(assignment, name):
+    """The Slip or the Mutant of `assignment` called `name`."""
+    found = [s for s in mutants.load_slips(assignment) + mutants.load(assignment)
+             if s.name == name]
+    assert len(found) == 1, f"{assignment} registers no single wrong answer named {name!r}"
+    return found[0]
+
+
+def flat(text):
+    return " ".join(text.split())
+
+
+def shown_in(cell):
+    """(what the cell's error shows, what it printed)."""
+    err = "\n".join(o["text"] for o in cell["outputs"] if o["mime"] == STDERR)
+    out = "".join(o["text"] for o in cell["outputs"] if o["mime"] == STDOUT)
+    return err, out
+
+
+def test_wrong_answers_in_jupyterlab(tmp_path):
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    shots = shots_dir()
+    summary = []
+    env = lh.jupyter_env(tmp_path / "jupyter")
+    course = tmp_path / "course"
+    for assignment in JOURNEYS:
+        lh.prepare_course(course, assignment, env)
+    server = lh.LabServer(course, env, shots / "server.log")
+    try:
+        server.start()
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(
+                executable_path=str(lh.CHROMIUM), headless=True, args=lh.CHROMIUM_FLAGS)
+            try:
+                page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+                page.set_default_timeout(60_000)
+                for assignment, journey in JOURNEYS.items():
+                    nb_path = course / "exercises" / assignment / f"{assignment}.ipynb"
+                    nb = lh.read_nb(nb_path)
+                    nbp = lh.NotebookPage(page, server, f"{assignment}/{assignment}.ipynb",
+                                          len(nb["cells"]), shots)
+                    try:
+                        nbp.open()
+                        walk(nbp, assignment, journey, nb, summary)
+                    except BaseException:
+                        nbp.shot(f"failure-{assignment}")
+                        raise
+                    server.shutdown_kernels()
+            finally:
+                browser.close()
+    finally:
+        server.stop()
+        (shots / "summary.txt").write_text("\n".join(summary) + "\n", encoding="utf-8")
+        print("\n" + "\n".join(summary))
+
+
+def walk(nbp, assignment, journey, nb, summary):
+    """One notebook's journey: the cells above the task, then each wrong answer typed into
+    the answer cell and the task's test cells run."""
+    index = {lh.nbgrader_meta(c).get("grade_id"): i for i, c in enumerate(nb["cells"])
+             if lh.nbgrader_meta(c).get("grade_id")}
+    for grade_id in journey["first"]:
+        cells = nbp.run_cell(index[grade_id])
+        err, _ = shown_in(cells[index[grade_id]])
+        assert not err, f"{assignment} {grade_id} failed before any answer: {err}"
+    for kind, name in journey["answers"]:
+        wrong = registered(assignment, name)
+        answer = index[wrong.cell]
+        nbp.replace_cell_text(answer, wrong.source)
+        cells = nbp.run_cell(answer)
+        err, _ = shown_in(cells[answer])
+        assert not err, f"{assignment}, {kind}: the answer cell itself failed: {err}"
+        for grade_id in journey["tests"]:
+            cells = nbp.run_cell(index[grade_id])
+            nbp.shot(f"{assignment}-{kind}-{grade_id}", index[grade_id])
+            err, out = shown_in(cells[index[grade_id]])
+            summary.append(f"{assignment}, {kind} ({name}), {grade_id}:\n"
+                           f"{err.strip() or out.strip()}\n")
+            assert not GRADER_TRACE.search(err), (
+                f"{assignment}, {kind}: {grade_id} shows the grader's insides: {err}")
+            numbers = {g: int(PROMPT.match(cells[i]["prompt"]).group(1))
+                       for g, i in index.items() if PROMPT.match(cells[i]["prompt"])}
+            if isinstance(wrong, mutants.Slip):
+                want = dict(wrong.shows)[grade_id]
+                assert flat(err) == flat(mutants.shown_text(want, numbers)), (
+                    f"{assignment}, {kind}: {grade_id} should show the slip's registered "
+                    f"text\n{mutants.shown_text(want, numbers)}\nit shows\n{err}")
+            elif grade_id in wrong.loses:
+                # named among the known mistakes this check's observation fits (a gradient
+                # test cannot tell a detached shortcut from a missing one: "Or: ...")
+                assert flat(err).startswith("CheckFailed: ") and LEAD in err and \
+                    flat(wrong.hint) in flat(err), (
+                        f"{assignment}, {kind}: {grade_id} should name the mistake "
+                        f"({LEAD}{wrong.hint}); it shows\n{err}")
+            else:
+                assert not err and "every check in this cell passed" in out, (
+                    f"{assignment}, {kind}: {grade_id} should pass (the forward pass is "
+                    f"right); it shows\n{err or out}")
