@@ -108,10 +108,17 @@ class Literal(Workflow):
                 "sh", "-c", script, "sh", *command]
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+@pytest.fixture(scope="module", params=["sqlite"])
 def followed(request, tmp_path_factory):
-    """The doc followed once per gradebook: nbgrader's SQLite default, and a PostgreSQL
-    one named in the course config as the doc says (a private server, clusterparts)."""
+    """The doc followed with nbgrader's SQLite gradebook (its default); with a PostgreSQL
+    one in test_instructor_doc_postgresql.py, which runs these same tests in a file of its
+    own so that the suite's workers (`--dist loadfile`) follow the doc twice at once."""
+    yield from follow_the_doc(request, tmp_path_factory)
+
+
+def follow_the_doc(request, tmp_path_factory):
+    """The doc followed once for the gradebook `request.param`: "sqlite", or "postgresql"
+    (a private server, clusterparts, named in the course config as the doc says)."""
     require_exchange()
     if not shutil.which("unshare") or not shutil.which("git"):
         pytest.fail("unshare and git are needed to follow the doc")
