@@ -637,3 +637,27 @@ def wait_for_file(path, predicate, timeout_s=60):
 
 def log(msg):
     print(f"[browser-test] {msg}", file=sys.stderr, flush=True)
+
+
+def require_browser():
+    """Skip, saying why, when Chromium or Playwright is missing; fail instead where the
+    run demands the browser tests (CI sets BROWSER_TEST_REQUIRED=1)."""
+    import pytest
+
+    missing = missing_requirements()
+    if missing is None:
+        return
+    if os.environ.get("BROWSER_TEST_REQUIRED") == "1":
+        pytest.fail(f"BROWSER_TEST_REQUIRED=1 but {missing}", pytrace=False)
+    pytest.skip(f"browser test skipped: {missing}")
+
+
+def shots_dir(name):
+    """An empty folder for one test's screenshots: artifacts/<name> beside the tests, or
+    under $ARTIFACTS_DIR."""
+    base = Path(os.environ.get("ARTIFACTS_DIR") or Path(__file__).parent / "artifacts")
+    path = base / name
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path

@@ -23,7 +23,6 @@ import json
 import os
 import re
 import shutil
-from pathlib import Path
 
 import lab_helpers as lh
 import pytest
@@ -70,22 +69,6 @@ WIDE_CELL = {
 EXTRA_CELLS = {"graphviz_drawing": GRAPHVIZ_CELL, "wide_drawing": WIDE_CELL}
 
 
-def require_browser():
-    missing = lh.missing_requirements()
-    if missing is None:
-        return
-    if os.environ.get("BROWSER_TEST_REQUIRED") == "1":
-        pytest.fail(f"BROWSER_TEST_REQUIRED=1 but {missing}", pytrace=False)
-    pytest.skip(f"browser test skipped: {missing}")
-
-
-def shots_dir():
-    base = Path(os.environ.get("ARTIFACTS_DIR") or Path(__file__).parent / "artifacts")
-    path = base / "drawings"
-    if path.exists():
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
-    return path
 
 
 def course_copy(dest, notebooks):
@@ -107,7 +90,7 @@ def course_copy(dest, notebooks):
 
 
 def test_drawings_read_at_notebook_width(tmp_path):
-    require_browser()
+    lh.require_browser()
     from playwright.sync_api import sync_playwright
 
     notebooks = {name: list(run) for name, run in NOTEBOOKS.items()}
@@ -120,7 +103,7 @@ def test_drawings_read_at_notebook_width(tmp_path):
         for run in notebooks.values():
             if "graphviz_drawing" in run:
                 run.remove("graphviz_drawing")
-    shots = shots_dir()
+    shots = lh.shots_dir("drawings")
     env = lh.jupyter_env(tmp_path / "jupyter")
     course = course_copy(tmp_path / "course", notebooks)
     server = lh.LabServer(course, env, shots / "server.log")

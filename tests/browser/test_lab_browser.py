@@ -30,7 +30,6 @@ fetches news. Screenshots of each stage, the server log and a summary go to
 tests/browser/artifacts/ (or $ARTIFACTS_DIR).
 """
 
-import os
 import re
 import time
 from datetime import datetime
@@ -60,16 +59,6 @@ NODE_LABEL = re.compile(r"^(?:(?P<name>[^:]+): )?data (?P<data>\S+) \| grad (?P<
 
 pytestmark = pytest.mark.browser
 
-
-def require_browser():
-    """Skip, saying why, when Chromium or Playwright is missing; fail instead where the
-    run demands the browser test (CI sets BROWSER_TEST_REQUIRED=1)."""
-    missing = lh.missing_requirements()
-    if missing is None:
-        return
-    if os.environ.get("BROWSER_TEST_REQUIRED") == "1":
-        pytest.fail(f"BROWSER_TEST_REQUIRED=1 but {missing}", pytrace=False)
-    pytest.skip(f"browser test skipped: {missing}")
 
 
 def error_line(outputs):
@@ -106,7 +95,7 @@ def cell_seconds(cell):
 
 
 def test_first_exercise_in_jupyterlab(tmp_path):
-    require_browser()
+    lh.require_browser()
     from playwright.sync_api import sync_playwright
 
     started = time.monotonic()

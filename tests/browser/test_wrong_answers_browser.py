@@ -18,10 +18,7 @@ own traceback. A screenshot of each test cell after each answer goes to
 tests/browser/artifacts/wrong-answers/ (or $ARTIFACTS_DIR/wrong-answers/).
 """
 
-import os
 import re
-import shutil
-from pathlib import Path
 
 import lab_helpers as lh
 import pytest
@@ -62,22 +59,6 @@ JOURNEYS = {
 }
 
 
-def require_browser():
-    missing = lh.missing_requirements()
-    if missing is None:
-        return
-    if os.environ.get("BROWSER_TEST_REQUIRED") == "1":
-        pytest.fail(f"BROWSER_TEST_REQUIRED=1 but {missing}", pytrace=False)
-    pytest.skip(f"browser test skipped: {missing}")
-
-
-def shots_dir():
-    base = Path(os.environ.get("ARTIFACTS_DIR") or Path(__file__).parent / "artifacts")
-    path = base / "wrong-answers"
-    if path.exists():
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
-    return path
 
 
 def registered(assignment, name):
@@ -100,10 +81,10 @@ def shown_in(cell):
 
 
 def test_wrong_answers_in_jupyterlab(tmp_path):
-    require_browser()
+    lh.require_browser()
     from playwright.sync_api import sync_playwright
 
-    shots = shots_dir()
+    shots = lh.shots_dir("wrong-answers")
     summary = []
     env = lh.jupyter_env(tmp_path / "jupyter")
     course = tmp_path / "course"
