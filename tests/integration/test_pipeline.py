@@ -334,6 +334,16 @@ def test_without_our_filter_feedback_would_leak_hidden_tests(tmp_path_factory):
     assert leaking, "no mutant fails inside a hidden test: the leak check proves nothing"
 
 
+def _course_copy(tmp_path):
+    """A course of its own for a test that edits a source notebook: the config and
+    source/ copied under tmp_path; returns its root."""
+    copy_root = tmp_path / "course"
+    copy_root.mkdir()
+    shutil.copy2(COURSE / CONFIG_FILE, copy_root / CONFIG_FILE)
+    shutil.copytree(COURSE / SOURCE, copy_root / SOURCE)
+    return copy_root
+
+
 @needs_assignment
 @pytest.mark.slow
 def test_selfcheck_fails_when_a_graded_test_is_weakened(tmp_path):
@@ -342,10 +352,7 @@ def test_selfcheck_fails_when_a_graded_test_is_weakened(tmp_path):
         pytest.skip(f"{FIRST} has no registered mutants")
     mutant = min(registered, key=lambda m: len(m.loses))
     target = mutant.loses[0]
-    copy_root = tmp_path / "course"
-    copy_root.mkdir()
-    shutil.copy2(COURSE / CONFIG_FILE, copy_root / CONFIG_FILE)
-    shutil.copytree(COURSE / SOURCE, copy_root / SOURCE)
+    copy_root = _course_copy(tmp_path)
     name = mutant.notebook.removesuffix(".ipynb") or source_notebook(FIRST)[0]
     path = copy_root / SOURCE / FIRST / f"{name}.ipynb"
     nb = read_notebook(path)
@@ -371,10 +378,7 @@ def test_selfcheck_refuses_a_graded_cell_that_makes_no_check(tmp_path):
     says which cell, before any student is graded."""
     from autograder.grading.reference_run import ReferenceError
 
-    copy_root = tmp_path / "course"
-    copy_root.mkdir()
-    shutil.copy2(COURSE / CONFIG_FILE, copy_root / CONFIG_FILE)
-    shutil.copytree(COURSE / SOURCE, copy_root / SOURCE)
+    copy_root = _course_copy(tmp_path)
     path = copy_root / SOURCE / FIRST / f"{source_notebook(FIRST)[0]}.ipynb"
     nb = read_notebook(path)
     cell = next(c for c in nb.cells if nbgrader_meta(c).get("points"))
@@ -405,10 +409,7 @@ def test_a_test_that_needs_a_cell_grading_leaves_out_stops_the_grading(tmp_path)
     from autograder.cells import SKIP_TAG
     from autograder.grading.reference_run import ReferenceError
 
-    copy_root = tmp_path / "course"
-    copy_root.mkdir()
-    shutil.copy2(COURSE / CONFIG_FILE, copy_root / CONFIG_FILE)
-    shutil.copytree(COURSE / SOURCE, copy_root / SOURCE)
+    copy_root = _course_copy(tmp_path)
     path = copy_root / SOURCE / FIRST / f"{source_notebook(FIRST)[0]}.ipynb"
     nb = read_notebook(path)
     cell = next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "plain_stack")
