@@ -53,11 +53,61 @@ def textbook():
 # ---------------------------------------------------------------- several test processes
 # scripts/test runs the suite on pytest-xdist workers with `--dist loadfile`: the tests of a
 # file run on one worker, so its module fixtures (a graded class, an exchange with unix
-# users) are set up once. (`--dist loadgroup`, which would let a file's per-assignment
-# tests spread, groups nothing with pytest 9.2 and pytest-xdist 3.8: two tests marked
-# with one `xdist_group` ran on two workers, and module fixtures were set up once per
-# worker.) Tests that run side by side must not share anything of the machine: the ones
-# that make unix users name them after their process (`os.getpid()`), and checks of what
-# a test left in /tmp look only at folders whose `owner` is the test's process. Tests
-# marked `alone` count every process on the machine and run afterwards, in a pass of
-# their own (scripts/test).
+# users) are set up once. Two refinements, both in the hooks below:
+# - the per-assignment tests that grade a whole class (SPREAD) are a unit of their own per
+#   assignment, so the nine self-checks do not queue on one worker; the tests of one file
+#   that share an assignment stay together (they share a per-process cache). The list is
+#   here, by name, because xdist's scheduler sees test ids only, not markers.
+#   (`--dist loadgroup` would have done this, but groups nothing with pytest 9.2 and
+#   pytest-xdist 3.8: two tests marked with one `xdist_group` ran on two workers.)
+# - units holding a `slow` test are handed out first, the spread ones of later (heavier)
+#   assignments before earlier ones, so that no long unit starts last and runs alone.
+# Tests that run side by side must not share anything of the machine: the ones that make
+# unix users name them after their process (`os.getpid()`), and checks of what a test left
+# in /tmp look only at folders whose `owner` is the test's process. Tests marked `alone`
+# count every process on the machine and run afterwards, in a pass of their own
+# (scripts/test).
+
+SPREAD = (
+    "tests/integration/test_pipeline.py::test_selfcheck_passes",
+    "tests/integration/test_pipeline.py::test_selfcheck_leaves_out_only_the_courses_cells_that_cannot_change_a_score",
+    "tests/integration/test_diagnosis.py::test_every_mutant_a_visible_test_catches_is_named",
+    "tests/hostile/test_hostile_every_assignment.py::test_attacks_on_the_verdict_earn_nothing",
+)
+
+
+def _unit(nodeid):
+    """The scheduling unit of a test: its file, or its file and parameter when spread."""
+    path = nodeid.split("::", 1)[0]
+    if nodeid.split("[", 1)[0] in SPREAD:
+        return f"{path}[{nodeid.split('[', 1)[1]}"
+    return path
+
+
+def pytest_collection_modifyitems(config, items):
+    """Order the tests so that units with slow tests come first, later assignments' spread
+    units before earlier ones (a stable sort: otherwise the collection order stays)."""
+    units = {}
+    for item in items:
+        units.setdefault(_unit(item.nodeid), []).append(item)
+    slow = {u for u, members in units.items()
+            if any(i.get_closest_marker("slow") for i in members)}
+    spread = sorted((u for u in units if u.endswith("]")), key=lambda u: u.rsplit("[", 1)[1])
+    later_first = {u: -rank for rank, u in enumerate(spread)}
+    items.sort(key=lambda item: (_unit(item.nodeid) not in slow,
+                                 later_first.get(_unit(item.nodeid), 0)))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's file scheduler with the units above, handed out in collection order
+    (instead of xdist's largest-count-of-tests first)."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SpreadScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            return _unit(nodeid)
+
+    config.option.loadscopereorder = False
+    return SpreadScheduling(config, log)
