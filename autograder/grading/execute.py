@@ -150,6 +150,7 @@ class SandboxedExecute(Execute):
         self._limits = sandbox.limits
         reference = sandbox.references.get(assignment, {}).get(key[1], {})
         self._expected = reference.get("tests", {})
+        self._passed = set()  # checks whose latest run passed: for the messages (`judge`)
         self._plan = sandbox.plan(uid, f"{key[0]}/{key[1]}", assignment)
         stamp(self._run.phases, "planned")
         self._deadline = time.monotonic() + sandbox.limits.notebook_timeout
@@ -333,7 +334,7 @@ class SandboxedExecute(Execute):
             hidden = set(expected.get("hidden", [])) | set(test.hidden)
             kernel_error = (record.ename, record.evalue) if record.status != "ok" else None
             found = judge_cell(report, reply.get("status", ""), kernel_error,
-                               expected["records"], hidden, nonce)
+                               expected["records"], hidden, nonce, self._passed)
             record.checks, record.hidden = found.checks, found.hidden
             record.detail = found.detail
             record.verdict = "" if found.passed else found.message

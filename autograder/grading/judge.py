@@ -39,7 +39,7 @@ def _short(text, limit=2000):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def verdict(report, reply_status, kernel_error, expected, hidden_lines, nonce):
+def verdict(report, reply_status, kernel_error, expected, hidden_lines, nonce, passed=None):
     """The verdict on one test cell.
 
     report: what the kernel sent with its reply ({"nonce", "records": [...]}) or None.
@@ -48,6 +48,8 @@ def verdict(report, reply_status, kernel_error, expected, hidden_lines, nonce):
     expected: the reference run's records for this cell.
     hidden_lines: the lines of the cell that hold hidden tests.
     nonce: what the grader sent with the cell.
+    passed: a set kept over the notebook's test cells, of the checks whose latest run
+    passed (`compare`): a failure's message names only the known mistakes that pass them.
     """
     total = len(expected)
     if not isinstance(report, dict) or report.get("nonce") != nonce:
@@ -76,7 +78,7 @@ def verdict(report, reply_status, kernel_error, expected, hidden_lines, nonce):
             return Verdict(False, f"check {i + 1} of {total} was not the one the test makes "
                                   f"there (the checks ran out of order)", total, hidden)
         message = compare(want.get("kind"), got.get("observed"), want.get("expected"),
-                          want.get("params") or {})
+                          want.get("params") or {}, None if hidden else passed)
         if message is not None:
             if hidden:
                 return Verdict(False, HIDDEN_FAILURE.format(n=i + 1, total=total), total, True,

@@ -21,7 +21,7 @@ with the known mistake it looks like when the observation has a known fingerprin
 
 import math
 
-from autograder.kernel.diagnosis import diagnose
+from autograder.kernel.diagnosis import check_name, diagnose
 
 __all__ = ["encode", "decode", "compare", "number_text", "pair_text", "short_repr",
            "KINDS", "MAX_ITEMS"]
@@ -333,11 +333,24 @@ KINDS = {
 MAX_HINT = 400  # characters of a hint the checks add to an observation
 
 
-def compare(kind, observed, expected, params):
-    """None when `observed` agrees with `expected` for a check of `kind`, else the message."""
+def compare(kind, observed, expected, params, passed=None):
+    """None when `observed` agrees with `expected` for a check of `kind`, else the message.
+    `passed`, a set, holds the names of the checks whose latest run passed: this one's is
+    added or taken out, and a failure is diagnosed with the others (`diagnosis`)."""
+    message = _message(kind, observed, expected, params, passed or set())
+    if passed is not None:
+        name = check_name((params or {}).get("what", ""))
+        if message is None:
+            passed.add(name)
+        else:
+            passed.discard(name)
+    return message
+
+
+def _message(kind, observed, expected, params, passed):
     problem = _problem(observed)
     if problem is not None:
-        return diagnose(kind, observed, params, problem)
+        return diagnose(kind, observed, params, problem, passed)
     how = KINDS.get(kind)
     if how is None:
         return f"{params.get('what', 'a check')}: unknown kind of check {kind!r}"
@@ -350,4 +363,4 @@ def compare(kind, observed, expected, params):
     hint = observed.get("hint")
     if isinstance(hint, str) and hint:
         message = f"{message}. {hint[:MAX_HINT]}"
-    return diagnose(kind, observed, params, message)
+    return diagnose(kind, observed, params, message, passed)

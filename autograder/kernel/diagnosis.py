@@ -8,6 +8,13 @@ cell, a fingerprint of what that check observed: a hash of the kind of check, th
 that name it (`what`) and the observation with its numbers rounded to a few digits.
 `autograder/kernel/fingerprints.py` (generated, committed) maps those hashes to the hints.
 
+Two mistakes can fail one check alike and differ in the checks they pass: a layer without
+its shortcut and one whose shortcut adds floats observe the same gradients, but only the
+second gets the values right. For such hints the table keeps the visible checks that every
+mistake with the hint fails (`fails`); a hint whose mistake would have failed a check that
+this notebook has passed (`passed`: the names of the checks whose latest run passed, kept
+by the kernel's checks and by the judge) is not named.
+
 Rounding to a few digits makes a fingerprint stable from one machine to another, and also
 makes some observations alike that are not (a gradient of 0 and one of 1e-20): when
 mistakes with different hints share a fingerprint only that way, the table names each
@@ -32,7 +39,7 @@ import re
 from autograder.kernel import fingerprints as _table
 
 __all__ = ["fingerprint", "canonical", "diagnose", "diagnose_raised", "known_hints",
-           "fine_key", "hints_for",
+           "fine_key", "hints_for", "check_name",
            "DIGITS", "LEAD", "RECORD_VARIABLE", "VERSION"]
 
 VERSION = 1  # of the fingerprint: a change here makes every committed one stale
@@ -108,12 +115,33 @@ def _index(tables):
     return known
 
 
+def check_name(what):
+    """A check's name (its `what`) as the table keeps it: without the last digits."""
+    return _text(str(what))
+
+
+def _fails_index(tables):
+    """{hint: the names of the visible checks that every mistake with it fails}, for the
+    hints that share a fingerprint with another (`fails` in a table)."""
+    fails = {}
+    for table in tables.values():
+        hints = table.get("hints", [])
+        for i, names in table.get("fails", {}).items():
+            if 0 <= i < len(hints):
+                mine = frozenset(names)
+                fails[hints[i]] = fails[hints[i]] & mine if hints[i] in fails else mine
+    return fails
+
+
 _KNOWN = _index(_table.TABLES)
+_FAILS = _fails_index(_table.TABLES)
 
 
-def known_hints(key):
-    """The hints of the known mistakes whose fingerprint is `key` ([] if none)."""
-    return list(_KNOWN.get(key, ()))
+def known_hints(key, passed=()):
+    """The hints of the known mistakes whose fingerprint is `key` ([] if none), but those
+    whose mistake fails a check named in `passed`."""
+    passed = set(passed)
+    return [h for h in _KNOWN.get(key, ()) if not (_FAILS.get(h, frozenset()) & passed)]
 
 
 def _fine_round(x):
@@ -133,13 +161,15 @@ def fine_key(key, message):
     return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
 
 
-def hints_for(key, message):
-    """The hints of the known mistakes that observed what `key` and `message` say."""
-    return known_hints(key) or known_hints(fine_key(key, message))
+def hints_for(key, message, passed=()):
+    """The hints of the known mistakes that observed what `key` and `message` say (and
+    pass the checks named in `passed`)."""
+    return known_hints(key, passed) or known_hints(fine_key(key, message), passed)
 
 
-def diagnose(kind, observed, params, message):
-    """`message` (a failing check's), with the known mistake it looks like, if any."""
+def diagnose(kind, observed, params, message, passed=()):
+    """`message` (a failing check's), with the known mistake it looks like, if any;
+    `passed`: the names (`check_name`) of the checks this notebook passed."""
     try:
         what = (params or {}).get("what", "")
         exact = (params or {}).get("reproducible", True) is not False
@@ -152,7 +182,7 @@ def diagnose(kind, observed, params, message):
         _record(key, kind, what, f"{FAILED}: {message}", exact=False)
         return message
     fine = fine_key(key, message)
-    text = _words(hints_for(key, message))
+    text = _words(hints_for(key, message, passed))
     if text:
         message = _joined(message, text)
     _record(key, kind, what, f"{FAILED}: {message}", fine=fine)

@@ -89,6 +89,67 @@ def test_several_known_mistakes_are_all_named(known):
     assert message.endswith("This looks like a known mistake: one. Or: two. Or: three.")
 
 
+@pytest.fixture
+def fails(monkeypatch):
+    """The `fails` index the lookups see: {hint: names of the checks its mistake fails}."""
+    table = {}
+    monkeypatch.setattr(diagnosis, "_FAILS", table)
+    return table
+
+
+def test_a_mistake_that_would_fail_a_check_passed_before_is_not_named(known, fails):
+    """Two known mistakes observe the same gradients; only one gets the values right. A
+    notebook that passed the values check is told of that one alone (in order: the kernel's
+    `passed` set follows each check's latest run)."""
+    values, grads = {"what": "layer(h), values"}, {"what": "layer(h), gradients"}
+    wrong = {"number": 0.0}
+    known[diagnosis.fingerprint("number", grads["what"], wrong)] = ["no shortcut.", "floats."]
+    fails["no shortcut."] = frozenset({diagnosis.check_name(values["what"]),
+                                       diagnosis.check_name(grads["what"])})
+    fails["floats."] = frozenset({diagnosis.check_name(grads["what"])})
+    passed = set()
+    # nothing passed yet: both named
+    assert compare.compare("number", wrong, {"number": 1.0}, grads, passed).endswith(
+        "known mistake: no shortcut. Or: floats.")
+    assert compare.compare("number", {"number": 2.0}, {"number": 2.0}, values, passed) is None
+    assert compare.compare("number", wrong, {"number": 1.0}, grads, passed).endswith(
+        "known mistake: floats.")
+    # the values check fails again (the student changed the layer): both named again
+    assert compare.compare("number", {"number": 3.0}, {"number": 2.0}, values, passed)
+    assert compare.compare("number", wrong, {"number": 1.0}, grads, passed).endswith(
+        "known mistake: no shortcut. Or: floats.")
+    # without a set (a hidden check in the judge), nothing is kept or filtered
+    assert compare.compare("number", {"number": 2.0}, {"number": 2.0}, values) is None
+
+
+def test_the_kernels_checks_keep_what_passed(known, fails, monkeypatch):
+    from microgpt.engine import Value
+
+    monkeypatch.setattr(witness, "_PASSED", set())
+    known[diagnosis.fingerprint("number", "g", {"number": 0.0, "is_value": True})] = [
+        "no shortcut.", "floats."]
+    fails["no shortcut."] = frozenset({"v", "g"})
+    fails["floats."] = frozenset({"g"})
+    with task("Task 4.1"):
+        check_value(Value(2.0), 2.0, what="v")
+    with pytest.raises(CheckFailed) as caught:
+        with task("Task 4.1"):
+            check_value(Value(0.0), 1.0, what="g")
+    assert str(caught.value).endswith("This looks like a known mistake: floats.")
+
+
+def test_the_table_keeps_what_each_shared_hint_fails():
+    """The committed table: 04's shortcut left out and shortcut added as floats share the
+    gradient check's fingerprint; only the first fails the values check, so the table
+    says so and a notebook that passed it is told of the floats alone."""
+    table = generator.read_tables()["04_identity_shortcut"]
+    hints = table["hints"]
+    plain = next(i for i, h in enumerate(hints) if "the output is the plain layer's" in h)
+    floats = next(i for i, h in enumerate(hints) if "adds floats (.data)" in h)
+    assert any(plain in ids and floats in ids for ids in table["known"].values())
+    assert set(table["fails"][floats]) < set(table["fails"][plain])
+
+
 def test_in_a_students_kernel_the_check_raises_with_the_mistake(known):
     what = "residual_stack(Value(1.0), depth=20)"
     known[diagnosis.fingerprint("number", what, {"number": 1e-20, "is_value": True})] = [
@@ -197,10 +258,13 @@ def test_the_table_is_kernel_side_and_plain_data():
                                                             ast.Call, ast.FunctionDef))]
     tables = generator.read_tables()
     for table in tables.values():
-        assert set(table) == {"digest", "hints", "known"}
+        assert set(table) in ({"digest", "hints", "known"}, {"digest", "hints", "known", "fails"})
         for key, ids in table["known"].items():
             assert re.fullmatch(r"[0-9a-f]{16}", key)
             assert ids and all(0 <= i < len(table["hints"]) for i in ids)
+        for i, names in table.get("fails", {}).items():
+            assert 0 <= i < len(table["hints"]) and names
+            assert all(isinstance(name, str) for name in names)
 
 
 @pytest.mark.parametrize("assignment", WITH_MUTANTS)

@@ -351,7 +351,7 @@ def test_a_training_runs_check_is_never_diagnosed(tmp_path, monkeypatch):
 
     log = tmp_path / "log.jsonl"
     monkeypatch.setenv(diagnosis.RECORD_VARIABLE, str(log))
-    monkeypatch.setattr(diagnosis, "known_hints", lambda key: ["a named mistake"])
+    monkeypatch.setattr(diagnosis, "known_hints", lambda key, passed=(): ["a named mistake"])
     with pytest.raises(CheckFailed) as caught:
         check_value(2.5, 2.0, what="final training loss", reproducible=False)
     assert diagnosis.LEAD not in str(caught.value)
