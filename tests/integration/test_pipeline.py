@@ -156,14 +156,19 @@ def run_all(nb, folder, timeout=300):
     return nb, stopped
 
 
-def unreached_graded_cells(nb, folder, monkeypatch):
+def unreached_graded_cells(nb, folder, monkeypatch, errors=None):
     """Run All on `nb` under NBGRADER_EXECUTION (the small experiments): the graded
-    test cells it did not execute, and why it stopped early."""
+    test cells it did not execute, and why it stopped early. `errors`, a list, gets
+    (grade id, error name, message) of every cell that raised."""
     monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
     with private_jupyter_dirs(folder / "sandbox"):
         ran, stopped = run_all(nb, folder / "work")
     graded = [c for c in ran.cells if is_autograded_test(c)]
     missed = [nbgrader_meta(c)["grade_id"] for c in graded if c.get("execution_count") is None]
+    if errors is not None:
+        errors += [(nbgrader_meta(c).get("grade_id"), o.ename, o.evalue)
+                   for c in ran.cells if c.cell_type == "code"
+                   for o in c.get("outputs", []) if o.output_type == "error"]
     return graded, missed, stopped
 
 
@@ -173,12 +178,18 @@ def test_run_all_on_the_released_stub_reaches_every_graded_cell(assignment, tmp_
                                                                   monkeypatch):
     """What a student gets, run top to bottom untouched: Run All reaches the end, so every
     graded test cell runs (each cell that fails on the stub is tagged `raises-exception`:
-    a graded test, an experiment or plot that uses an answer)."""
+    a graded test, an experiment or plot that uses an answer), and every cell that fails
+    says why in its one line (`NotAnswered`: a test's task not done, or a given cell's
+    `needs_answer` and `needs_run`), never a traceback through a stub, a NameError or a
+    KeyError left by a cell that stopped."""
     for path in notebook_paths(COURSE / EXERCISES / assignment):
+        errors = []
         graded, missed, stopped = unreached_graded_cells(read_notebook(path), tmp_path,
-                                                         monkeypatch)
+                                                         monkeypatch, errors)
         assert not stopped and not missed, f"{path.name}: Run All stopped ({stopped}); " \
                                            f"graded cells not run: {missed}"
+        assert all(name == "NotAnswered" for _, name, _ in errors), \
+            [e for e in errors if e[1] != "NotAnswered"]
 
 
 @pytest.mark.slow
