@@ -216,6 +216,32 @@ def test_the_grading_process_reuses_the_words_but_never_for_a_hidden_check(known
     assert hidden.hidden and hidden.message == judge.HIDDEN_FAILURE.format(n=1, total=1)
 
 
+def test_the_judge_keeps_what_passed_over_a_notebooks_cells(known, fails):
+    """In the grading process the same filter: the grader's set of passed checks, kept
+    over one notebook's test cells, never fed by a hidden check."""
+    wrong = {"number": 0.0}
+    known[diagnosis.fingerprint("number", "g", wrong)] = ["no shortcut.", "floats."]
+    fails["no shortcut."] = frozenset({"v", "g"})
+    fails["floats."] = frozenset({"g"})
+
+    def cell(what, observed, hidden=frozenset(), passed=None):
+        expected = [{"line": 3, "kind": "number", "expected": {"number": 2.0},
+                     "params": {"what": what}}]
+        report = {"nonce": "n", "records": [{"line": 3, "kind": "number",
+                                             "observed": observed}]}
+        return judge.verdict(report, "ok", None, expected, hidden, "n", passed)
+
+    passed = set()
+    assert cell("v", {"number": 2.0}, passed=passed).passed
+    assert cell("g", wrong, passed=passed).message.endswith("known mistake: floats.")
+    # a hidden check's pass says nothing to the messages
+    passed = set()
+    assert cell("v", {"number": 2.0}, hidden=frozenset({3}), passed=passed).passed
+    assert not passed
+    assert cell("g", wrong, passed=passed).message.endswith(
+        "known mistake: no shortcut. Or: floats.")
+
+
 def test_the_generator_reads_each_failing_check_from_a_log(tmp_path, monkeypatch):
     log = tmp_path / "log.jsonl"
     monkeypatch.setenv(diagnosis.RECORD_VARIABLE, str(log))
