@@ -94,7 +94,10 @@ def _run_kernel(tmp_path, mode):
             if msg["msg_type"] == "execute_result" else None)
         assert reply["content"]["status"] == "ok"
         client.shutdown()
-        code = process.wait(timeout=30)
+        # 60 s, not 30: once in a full run on the loaded 2-core CI machine a sandboxed
+        # kernel took longer than 30 s to exit after its shutdown reply (not understood yet;
+        # what ends a kernel for certain is tested in test_bwrap_lifetime.py)
+        code = process.wait(timeout=60)
     finally:
         client.stop_channels()
         if mode is not None:
