@@ -6,6 +6,7 @@ the user's own. Chromium is Debian's (/usr/bin/chromium), driven by Playwright; 
 never downloads a browser here.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -661,3 +662,26 @@ def shots_dir(name):
         shutil.rmtree(path)
     path.mkdir(parents=True)
     return path
+
+
+@contextlib.contextmanager
+def lab_page(course, env, shots):
+    """JupyterLab serving `course` and a page of headless Chromium in a student's laptop
+    window (1400 x 1000: the notebook's output area is about 880 px wide), both closed on
+    the way out. Yields (server, page); the server's log goes to shots/server.log."""
+    from playwright.sync_api import sync_playwright
+
+    server = LabServer(course, env, Path(shots) / "server.log")
+    try:
+        server.start()
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                         args=CHROMIUM_FLAGS)
+            try:
+                page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+                page.set_default_timeout(60_000)
+                yield server, page
+            finally:
+                browser.close()
+    finally:
+        server.stop()

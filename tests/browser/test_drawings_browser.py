@@ -91,8 +91,6 @@ def course_copy(dest, notebooks):
 
 def test_drawings_read_at_notebook_width(tmp_path):
     lh.require_browser()
-    from playwright.sync_api import sync_playwright
-
     notebooks = {name: list(run) for name, run in NOTEBOOKS.items()}
     summary = []
     if not _graphviz_ready():  # our own SVG is drawn and checked all the same
@@ -106,41 +104,30 @@ def test_drawings_read_at_notebook_width(tmp_path):
     shots = lh.shots_dir("drawings")
     env = lh.jupyter_env(tmp_path / "jupyter")
     course = course_copy(tmp_path / "course", notebooks)
-    server = lh.LabServer(course, env, shots / "server.log")
     try:
-        server.start()
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(
-                executable_path=str(lh.CHROMIUM), headless=True, args=lh.CHROMIUM_FLAGS)
-            try:
-                # a student's laptop window: the notebook's output area is about 880 px wide
-                page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-                page.set_default_timeout(60_000)
-                for assignment, run in notebooks.items():
-                    nb_path = course / "exercises" / assignment / f"{assignment}.ipynb"
-                    nb = lh.read_nb(nb_path)
-                    index = {lh.nbgrader_meta(c).get("grade_id") or c.get("id"): i
-                             for i, c in enumerate(nb["cells"])}
-                    nbp = lh.NotebookPage(page, server, f"{assignment}/{assignment}.ipynb",
-                                          len(nb["cells"]), shots)
-                    try:
-                        nbp.open()
-                        for grade_id in run:
-                            cells = nbp.run_cell(index[grade_id])
-                            errors = [o["text"] for o in cells[index[grade_id]]["outputs"]
-                                      if o["mime"] == "application/vnd.jupyter.stderr"]
-                            assert not errors, f"{assignment} {grade_id} failed: {errors}"
-                            if grade_id in DRAWINGS:
-                                check_drawings(nbp, assignment, grade_id, index[grade_id],
-                                               summary)
-                    except BaseException:
-                        nbp.shot(f"failure-{assignment}")
-                        raise
-                    server.shutdown_kernels()
-            finally:
-                browser.close()
+        with lh.lab_page(course, env, shots) as (server, page):
+            for assignment, run in notebooks.items():
+                nb_path = course / "exercises" / assignment / f"{assignment}.ipynb"
+                nb = lh.read_nb(nb_path)
+                index = {lh.nbgrader_meta(c).get("grade_id") or c.get("id"): i
+                         for i, c in enumerate(nb["cells"])}
+                nbp = lh.NotebookPage(page, server, f"{assignment}/{assignment}.ipynb",
+                                      len(nb["cells"]), shots)
+                try:
+                    nbp.open()
+                    for grade_id in run:
+                        cells = nbp.run_cell(index[grade_id])
+                        errors = [o["text"] for o in cells[index[grade_id]]["outputs"]
+                                  if o["mime"] == "application/vnd.jupyter.stderr"]
+                        assert not errors, f"{assignment} {grade_id} failed: {errors}"
+                        if grade_id in DRAWINGS:
+                            check_drawings(nbp, assignment, grade_id, index[grade_id],
+                                           summary)
+                except BaseException:
+                    nbp.shot(f"failure-{assignment}")
+                    raise
+                server.shutdown_kernels()
     finally:
-        server.stop()
         (shots / "summary.txt").write_text("\n".join(summary) + "\n", encoding="utf-8")
         print("\n" + "\n".join(summary))
 

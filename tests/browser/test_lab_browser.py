@@ -96,8 +96,6 @@ def cell_seconds(cell):
 
 def test_first_exercise_in_jupyterlab(tmp_path):
     lh.require_browser()
-    from playwright.sync_api import sync_playwright
-
     started = time.monotonic()
     stages = {}
     summary = []
@@ -123,42 +121,32 @@ def test_first_exercise_in_jupyterlab(tmp_path):
     summary.append(f"exercise: exercises/{ASSIGNMENT}/{NOTEBOOK} ({how})")
     stage("course copy ready")
 
-    server = lh.LabServer(course, env, shots / "server.log")
     try:
-        server.start()
-        stage(f"JupyterLab serving at {server.url}")
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(
-                executable_path=str(lh.CHROMIUM), headless=True, args=lh.CHROMIUM_FLAGS)
+        with lh.lab_page(course, env, shots) as (server, page):
+            stage(f"JupyterLab serving at {server.url}")
+            outside = []
+            page.on("request", lambda r: None if r.url.startswith(
+                (server.url, "data:", "blob:")) else outside.append(r.url))
+            nbp = lh.NotebookPage(page, server, f"{ASSIGNMENT}/{NOTEBOOK}",
+                                  len(student["cells"]), shots)
             try:
-                page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-                page.set_default_timeout(60_000)
-                outside = []
-                page.on("request", lambda r: None if r.url.startswith(
-                    (server.url, "data:", "blob:")) else outside.append(r.url))
-                nbp = lh.NotebookPage(page, server, f"{ASSIGNMENT}/{NOTEBOOK}",
-                                      len(student["cells"]), shots)
+                run_student_session(nbp, nb_path, student, answers, graded, solutions,
+                                    summary, stage)
+            except BaseException:
                 try:
-                    run_student_session(nbp, nb_path, student, answers, graded, solutions,
-                                        summary, stage)
-                except BaseException:
-                    try:
-                        nbp.shot("failure")
-                    except Exception:  # the page itself may be gone
-                        pass
-                    raise
-                # offline: the page asked nothing of any host but the server
-                assert not outside, f"the browser left 127.0.0.1: {outside[:10]}"
-                student_lab_has_no_instructor_tools(page, server, summary)
-            finally:
-                browser.close()
-        # offline: no PyPI extension listing, no news feed, no update check
-        log = server.log_text()
-        assert "Extension Manager is 'readonly'" in log, "the extension manager can reach PyPI"
-        assert server.api("lab/api/news") == {"news": []}
-        assert server.api("lab/api/update") == {"notification": None}
+                    nbp.shot("failure")
+                except Exception:  # the page itself may be gone
+                    pass
+                raise
+            # offline: the page asked nothing of any host but the server
+            assert not outside, f"the browser left 127.0.0.1: {outside[:10]}"
+            student_lab_has_no_instructor_tools(page, server, summary)
+            # offline: no PyPI extension listing, no news feed, no update check
+            log = server.log_text()
+            assert "Extension Manager is 'readonly'" in log, "the extension manager can reach PyPI"
+            assert server.api("lab/api/news") == {"news": []}
+            assert server.api("lab/api/update") == {"notification": None}
     finally:
-        server.stop()
         stage("server stopped")
         summary.append("stages (seconds since the start): " + ", ".join(
             f"{name}: {t:.1f}" for name, t in stages.items()))

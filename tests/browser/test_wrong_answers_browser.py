@@ -82,39 +82,27 @@ def shown_in(cell):
 
 def test_wrong_answers_in_jupyterlab(tmp_path):
     lh.require_browser()
-    from playwright.sync_api import sync_playwright
-
     shots = lh.shots_dir("wrong-answers")
     summary = []
     env = lh.jupyter_env(tmp_path / "jupyter")
     course = tmp_path / "course"
     for assignment in JOURNEYS:
         lh.prepare_course(course, assignment, env)
-    server = lh.LabServer(course, env, shots / "server.log")
     try:
-        server.start()
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(
-                executable_path=str(lh.CHROMIUM), headless=True, args=lh.CHROMIUM_FLAGS)
-            try:
-                page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-                page.set_default_timeout(60_000)
-                for assignment, journey in JOURNEYS.items():
-                    nb_path = course / "exercises" / assignment / f"{assignment}.ipynb"
-                    nb = lh.read_nb(nb_path)
-                    nbp = lh.NotebookPage(page, server, f"{assignment}/{assignment}.ipynb",
-                                          len(nb["cells"]), shots)
-                    try:
-                        nbp.open()
-                        walk(nbp, assignment, journey, nb, summary)
-                    except BaseException:
-                        nbp.shot(f"failure-{assignment}")
-                        raise
-                    server.shutdown_kernels()
-            finally:
-                browser.close()
+        with lh.lab_page(course, env, shots) as (server, page):
+            for assignment, journey in JOURNEYS.items():
+                nb_path = course / "exercises" / assignment / f"{assignment}.ipynb"
+                nb = lh.read_nb(nb_path)
+                nbp = lh.NotebookPage(page, server, f"{assignment}/{assignment}.ipynb",
+                                      len(nb["cells"]), shots)
+                try:
+                    nbp.open()
+                    walk(nbp, assignment, journey, nb, summary)
+                except BaseException:
+                    nbp.shot(f"failure-{assignment}")
+                    raise
+                server.shutdown_kernels()
     finally:
-        server.stop()
         (shots / "summary.txt").write_text("\n".join(summary) + "\n", encoding="utf-8")
         print("\n" + "\n".join(summary))
 
@@ -173,33 +161,19 @@ def test_an_untouched_notebook_runs_through_saying_one_line_per_cell(tmp_path):
     answer is still the stub, a plot with nothing to show yet), no traceback, no NameError
     and no empty figure left by a cell that stopped."""
     lh.require_browser()
-    from playwright.sync_api import sync_playwright
-
     shots = lh.shots_dir("untouched")
     env = lh.jupyter_env(tmp_path / "jupyter")
     course = tmp_path / "course"
     lh.prepare_course(course, UNTOUCHED, env)
     nb = lh.read_nb(course / "exercises" / UNTOUCHED / f"{UNTOUCHED}.ipynb")
-    server = lh.LabServer(course, env, shots / "server.log")
-    try:
-        server.start()
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(
-                executable_path=str(lh.CHROMIUM), headless=True, args=lh.CHROMIUM_FLAGS)
-            try:
-                page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-                page.set_default_timeout(60_000)
-                nbp = lh.NotebookPage(page, server, f"{UNTOUCHED}/{UNTOUCHED}.ipynb",
-                                      len(nb["cells"]), shots)
-                nbp.open()
-                cells = nbp.run_all()
-                for i, cell in enumerate(nb["cells"]):  # to look at: the study and its plot
-                    if lh.nbgrader_meta(cell).get("grade_id") in ("experiment", "experiment_plot"):
-                        nbp.shot(f"{UNTOUCHED}-{lh.nbgrader_meta(cell)['grade_id']}", i)
-            finally:
-                browser.close()
-    finally:
-        server.stop()
+    with lh.lab_page(course, env, shots) as (server, page):
+        nbp = lh.NotebookPage(page, server, f"{UNTOUCHED}/{UNTOUCHED}.ipynb",
+                              len(nb["cells"]), shots)
+        nbp.open()
+        cells = nbp.run_all()
+        for i, cell in enumerate(nb["cells"]):  # to look at: the study and its plot
+            if lh.nbgrader_meta(cell).get("grade_id") in ("experiment", "experiment_plot"):
+                nbp.shot(f"{UNTOUCHED}-{lh.nbgrader_meta(cell)['grade_id']}", i)
     code = [i for i, c in enumerate(cells) if c["kind"] == "code"]
     assert PROMPT.match(cells[code[-1]]["prompt"]), "Run All stopped before the last cell"
     failed = {}
