@@ -273,7 +273,7 @@ def _load():
         return None
 
 
-def run_one(study, seed, mlp_config, lm_config, text, position=0):
+def run_one(study, seed, mlp_config, lm_config, text, position=0, cure=False):
     """Run one study for one seed with a progress bar; returns its result with "wall"."""
     start = time.perf_counter()
     if study == "mlp":
@@ -282,12 +282,12 @@ def run_one(study, seed, mlp_config, lm_config, text, position=0):
                   mininterval=2.0) as bar:
             result = studies.mlp_study(seed, mlp_config, progress=lambda _loss: bar.update())
     else:
-        runs = studies.lm_runs(lm_config)
+        runs = studies.lm_runs(lm_config, cure)
         total = lm_config.steps * len(runs)
         with tqdm(total=total, desc=f"transformer seed {seed}", position=position,
                   leave=True, mininterval=2.0) as bar:
             result = studies.transformer_study(
-                text, seed, lm_config, progress=lambda _s, _loss: bar.update(),
+                text, seed, lm_config, cure=cure, progress=lambda _s, _loss: bar.update(),
                 on_run=lambda name: bar.set_postfix_str(name),
             )
     result["wall"] = time.perf_counter() - start
@@ -307,6 +307,8 @@ def main(argv=None):
                         help="torch threads (1 is fastest for these small models)")
     parser.add_argument("--force", action="store_true", help="rerun saved (study, seed) pairs")
     parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--warmup-cure", action="store_true",
+                        help="add post-norm at lr 3e-2 with warmup to the transformer study")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     command = _shown_command(argv)
@@ -343,7 +345,8 @@ def main(argv=None):
                 # recorded before the run: the commit and tree state of the code imported now
                 prov = record(command=command, study=study, seed=seed, size=args.size,
                               data=data[study])
-                result = run_one(study, seed, mlp_config, lm_config, text)
+                result = run_one(study, seed, mlp_config, lm_config, text,
+                                 cure=args.warmup_cure)
                 prov["wall_seconds"] = round(result["wall"], 1)
                 prov["load_average_end"] = _load()
                 result["size"] = args.size

@@ -4,8 +4,9 @@
   residual nets of 3, 10 and 30 layers on the teacher task; the final training loss of
   each, and the gradient per layer of fresh 30-layer plain and residual nets.
 - `transformer_study(text, seed)`: the LM with no residual, post-norm and pre-norm blocks
-  at lr 3e-3 with warmup, then post- and pre-norm at lr 3e-2 without warmup; the final
-  validation loss of each, the stream RMS and cosine per block, and the logit lens.
+  at lr 3e-3 with warmup, then post- and pre-norm at lr 3e-2 without warmup (and, with
+  `cure`, post-norm at lr 3e-2 with warmup); the final validation loss of each, the stream
+  RMS and cosine per block, and the logit lens.
 
 Seed `s` shifts every seed of the protocol by `s`: the teacher task, the weights, the
 batches and (for the LM) the validation batches.
@@ -84,15 +85,20 @@ def mlp_study(seed=0, config=FULL_MLP, progress=None):
     return out
 
 
-def lm_runs(config=FULL_LM):
-    """The study's runs: name -> (layout, lr, warmup_frac)."""
-    return {
+def lm_runs(config=FULL_LM, cure=False):
+    """The study's runs: name -> (layout, lr, warmup_frac). `cure`: with post-norm at the
+    high rate with warmup too, the chapter's cure (`python -m torchtrack.seeds
+    --warmup-cure`; added after the committed seeds 0-2 ran, so they do not have it)."""
+    runs = {
         "no residual": ("none", config.lr, config.warmup_frac),
         "post-norm": ("post", config.lr, config.warmup_frac),
         "pre-norm": ("pre", config.lr, config.warmup_frac),
         "post-norm, lr 3e-2 no warmup": ("post", config.high_lr, 0.0),
         "pre-norm, lr 3e-2 no warmup": ("pre", config.high_lr, 0.0),
     }
+    if cure:
+        runs["post-norm, lr 3e-2 with warmup"] = ("post", config.high_lr, config.warmup_frac)
+    return runs
 
 
 def train_variant(train_ids, val_ids, vocab_size, layout, seed=0, config=FULL_LM, lr=None,
@@ -123,13 +129,14 @@ def probe(model, val_ids, seed, config):
             "lens": logit_lens(model, x, y)}
 
 
-def transformer_study(text, seed=0, config=FULL_LM, runs=None, progress=None, on_run=None):
-    """Every run of `lm_runs(config)` (or the names in `runs`) on `text`; returns
+def transformer_study(text, seed=0, config=FULL_LM, runs=None, progress=None, on_run=None,
+                      cure=False):
+    """Every run of `lm_runs(config, cure)` (or the names in `runs`) on `text`; returns
     ``{"final": {name: last val loss}, "histories": {...}, "probes": {layout: ...},
     "seconds": {...}, "vocab_size": int}``. `on_run(name)` is called before each run."""
     vocab, train_ids, val_ids = split_ids(text)
     out = {"final": {}, "histories": {}, "probes": {}, "seconds": {}, "vocab_size": vocab.size}
-    for name, (layout, lr, warmup) in lm_runs(config).items():
+    for name, (layout, lr, warmup) in lm_runs(config, cure).items():
         if runs is not None and name not in runs:
             continue
         if on_run is not None:

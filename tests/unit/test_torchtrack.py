@@ -304,6 +304,14 @@ def test_the_seed_runner_prints_mean_and_sd_and_resumes(tmp_path, capsys):
     assert "loaded" in capsys.readouterr().out
 
 
+def test_the_warmup_cure_is_one_more_run_at_the_high_rate_with_warmup():
+    plain, cured = studies.lm_runs(), studies.lm_runs(cure=True)
+    assert set(cured) - set(plain) == {"post-norm, lr 3e-2 with warmup"}
+    layout, lr, warmup = cured["post-norm, lr 3e-2 with warmup"]
+    assert (layout, lr, warmup) == ("post", studies.FULL_LM.high_lr, studies.FULL_LM.warmup_frac)
+    assert cured["post-norm, lr 3e-2 no warmup"][2] == 0.0 < warmup
+
+
 PROVENANCE_KEYS = {"command", "commit", "uncommitted_changes", "versions", "threads", "cpu",
                    "cores", "load_average", "date", "wall_seconds"}
 
