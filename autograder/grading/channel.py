@@ -82,7 +82,9 @@ class Channel:
         """(sandbox, uid) to grade with: uid is this process's slot under full isolation."""
         if self.sandbox is None:
             raise SandboxError("no sandbox in use")
-        uid = process_uid() if self.sandbox.level == FULL else None
+        # the launcher's uid is this process's slot; bubblewrap takes a fresh one per kernel
+        launcher = getattr(self.sandbox, "engine", "launcher") == "launcher"
+        uid = process_uid() if self.sandbox.level == FULL and launcher else None
         return self.sandbox, uid
 
     def record(self, student, notebook, run):

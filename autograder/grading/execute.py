@@ -116,9 +116,57 @@ class SandboxKernelManager(AsyncKernelManager):
             context.destroy(linger=0)
 
     def format_kernel_cmd(self, extra_arguments=None):
+        if self.plan.bwrap is not None:
+            return self._bwrap_kernel_cmd(extra_arguments)
         kernel = [sys.executable, "-m", "autograder.kernel.gradekernel", "-f",
                   self.connection_file, *(extra_arguments or [])]
         return launch_command(self.plan.config, kernel)
+
+    # ---- the engine "bubblewrap" (`plan.Sandbox(engine="bubblewrap")`)
+
+    def _bwrap_kernel_cmd(self, extra_arguments):
+        """The kernel's command as the sandbox sees it, and its connection file: the
+        same ports and key, the sockets at the writable folder's inside path."""
+        from autograder.sandbox import bubblewrap
+
+        info = json.loads(open(self.connection_file).read())  # noqa: SIM115
+        info["ip"] = f"{bubblewrap.RUN}/k"
+        with open(self.plan.conn / "kernel-in.json", "w") as f:
+            json.dump(info, f)
+        return [bubblewrap.PYTHON, "-m", "autograder.kernel.gradekernel", "-f",
+                f"{bubblewrap.RUN}/kernel-in.json", *(extra_arguments or [])]
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        if self.plan.bwrap is None:
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+        import dataclasses
+        import subprocess
+
+        from autograder.sandbox import bubblewrap
+
+        spec, limits, level = self.plan.bwrap
+        # nothing of the kernel reaches the grader's terminal or log but its messages
+        process = bubblewrap.start(
+            dataclasses.replace(spec, argv=tuple(kernel_cmd)), limits, level,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.plan.process = process
+        provisioner = self.provisioner
+        provisioner.process = process
+        provisioner.pid = provisioner.pgid = process.pid  # its own session (start)
+        provisioner.cwd = "/"
+        self._reconcile_connection_info(provisioner.connection_info)
+        return None
+
+    _launch_kernel = run_sync(_async_launch_kernel)
+
+    async def _async_interrupt_kernel(self):
+        # a signal to the launch chain's group does not reach a kernel in bwrap's pid
+        # namespace and session: ask the kernel itself (ipykernel signals its own process)
+        if self.plan.bwrap is not None and self.kernel_spec is not None:
+            self.kernel_spec.interrupt_mode = "message"
+        await super()._async_interrupt_kernel()
+
+    interrupt_kernel = _async_interrupt_kernel
 
 
 class SandboxedExecute(Execute):

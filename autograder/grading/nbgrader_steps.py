@@ -122,7 +122,7 @@ def course_sandbox(preprocessor):
         raise
     atexit.register(sandbox.close)
     channel.sandbox = sandbox
-    if sandbox.level == FULL:
+    if sandbox.level in (FULL, "userns"):
         say.info("residual-pack: student kernels run in the sandbox: %s", sandbox.describe())
     else:
         say.warning(

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -26,6 +27,10 @@ from autograder.sandbox.syscalls import MS_NODEV, MS_NOEXEC, MS_NOSUID, mount, u
 from autograder.sandbox.warm import is_warm_parent, serve_command
 
 COLD_VARIABLE = "RESIDUAL_PACK_COLD_KERNELS"  # set to 1: every kernel starts a new Python
+# "bubblewrap": kernels run by `autograder.sandbox.bubblewrap` (issue #26; opt-in while it
+# is being moved to); "launcher" or unset: the home-made launcher
+ENGINE_VARIABLE = "RESIDUAL_PACK_SANDBOX"
+ENGINES = ("launcher", "bubblewrap")
 # {sandbox root: [process, socket, ready]}: this process's warm parents (`warm`); per
 # process, not per Sandbox object (a worker gets a fresh copy of it with every task)
 _WARM = {}
@@ -41,6 +46,8 @@ class KernelPlan:
     conn: Path  # the ZeroMQ sockets and connection file (the kernel's uid only)
     exit_file: Path  # the launcher writes how the kernel ended
     phases_file: Path = None  # the launcher's timing record (lines "name wall-time")
+    bwrap: object = None  # the engine "bubblewrap": (SandboxSpec without argv, Limits, Level)
+    process: object = None  # the engine "bubblewrap": the started `SandboxProcess`
 
     def launcher_phases(self):
         """[name, wall time] the launcher noted as it started the kernel ([] if none)."""
@@ -57,12 +64,24 @@ class KernelPlan:
 
     def ended(self):
         """How the kernel process ended, as the launcher saw it ({} if unknown)."""
+        if self.process is not None:
+            if self.process.poll() is None:
+                return {}
+            outcome = self.process.outcome()
+            code = outcome.returncode
+            if outcome.kind in ("out of memory", "process limit"):
+                return {"message": outcome.message}
+            if outcome.kind == "signal":
+                return {"signal": -code if code < 0 else code - 128}
+            return {"code": code}
         try:
             return json.loads(self.exit_file.read_text())
         except (OSError, ValueError):
             return {}
 
     def remove(self):
+        if self.process is not None:
+            self.process.cleanup()
         _unmount_under(self.folder)
         shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -73,13 +92,26 @@ class Sandbox:
     `root` is a fresh root-only folder holding the read-only library the kernels see and,
     per kernel, a folder that is removed when the kernel is done."""
 
-    def __init__(self, limits=None, level=None, root=None, warm=True):
+    def __init__(self, limits=None, level=None, root=None, warm=True, engine=None):
         self.limits = limits or Limits()
+        self.engine = engine or os.environ.get(ENGINE_VARIABLE) or "launcher"
+        if self.engine not in ENGINES:
+            raise SandboxError(f"{ENGINE_VARIABLE}={self.engine!r}: one of {ENGINES}")
+        self.bwrap_level = None
+        if self.engine == "bubblewrap":
+            from autograder.sandbox import bubblewrap
+
+            self.bwrap_level = bubblewrap.probe()
+            if not self.bwrap_level.usable:
+                raise SandboxError(self.bwrap_level.message)
+            bubblewrap.remove_stale(self.bwrap_level)  # what killed runs left
+            warm = False  # nothing is forked: every kernel is a new Python in its sandbox
+            level, why = (FULL if self.bwrap_level.root else "userns"), ""
         if level is None:
             level, why = isolation_available()
         else:
             why = ""
-        if level != FULL and hasattr(os, "geteuid") and os.geteuid() == 0:
+        if level not in (FULL, "userns") and hasattr(os, "geteuid") and os.geteuid() == 0:
             # without namespaces the kernel would run as root: no process limit applies,
             # and a student's os.kill(-1, SIGKILL) ends every process on the machine
             raise SandboxError(
@@ -106,6 +138,8 @@ class Sandbox:
         self._prepare()
 
     def describe(self):
+        if self.bwrap_level is not None:
+            return self.bwrap_level.message + "; " + self.limits.describe()
         if self.level == FULL:
             return "own uid, private filesystem, no network (namespaces); " + \
                 self.limits.describe()
@@ -135,6 +169,17 @@ class Sandbox:
         for p in [lib.parent, lib, *lib.rglob("*")]:
             os.chmod(p, 0o755 if p.is_dir() else 0o644)
         self.lib = str(lib)
+        if self.engine == "bubblewrap":
+            # the sandbox's library folder: the kernel-side package beside our other
+            # packages (microgpt, torchtrack), copied, since bwrap binds one folder
+            for name, folder in sorted(self.packages.items()):
+                if name != "autograder":
+                    shutil.copytree(folder, lib.parent / name, ignore=shutil.ignore_patterns(
+                        "__pycache__", "*.pyc"))
+                    with contextlib.suppress(OSError):
+                        compileall.compile_dir(lib.parent / name, quiet=2, maxlevels=10)
+            for p in [lib.parent, *lib.parent.rglob("*")]:
+                os.chmod(p, 0o755 if p.is_dir() else 0o644)
         self.mpl_cache = self._matplotlib_cache()
         self.binds = self._binds()
         self.seccomp = self._seccomp_filter()
@@ -251,8 +296,44 @@ class Sandbox:
         })
         return env
 
+    def _bwrap_plan(self, label, assignment):
+        """One kernel's plan under the engine "bubblewrap": a folder whose `c` is the
+        kernel's writable folder (its sockets and connection file; a tmpfs of its own as
+        root), and what `SandboxKernelManager` hands to `bubblewrap.start`."""
+        from autograder.sandbox import bubblewrap
+
+        folder = Path(tempfile.mkdtemp(prefix="b-", dir=self.root))
+        os.chmod(folder, 0o711)
+        conn = folder / "c"
+        conn.mkdir(mode=0o700)
+        env = self._kernel_env(folder, assignment)
+        for name in ("PATH", "HOME", "TMPDIR", "IPYTHONDIR", "MPLCONFIGDIR",
+                     "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR"):
+            env.pop(name, None)  # bubblewrap's own, inside the sandbox
+        limits = self.limits
+        mib = 1 << 20
+        bwrap_limits = bubblewrap.Limits(
+            memory_mib=max(1, limits.memory // mib), processes=limits.processes,
+            tmpfs_mib=max(1, limits.disk // mib), file_size_mib=max(1, limits.file_size // mib),
+            run_mib=max(1, CONN_SPACE // mib))
+
+        site = Path(sysconfig.get_paths()["purelib"])
+        _, version = bubblewrap.SandboxSpec(argv=(), writable=conn).python()
+        inside = f"{bubblewrap.VENV}/lib/python{version}/site-packages"
+        # an installed (not editable) pack has the whole grader in site-packages: the
+        # kernel gets its kernel-side part from the library folder and none of the rest
+        hide = tuple(f"{inside}/{name}" for name in sorted(self.packages)
+                     if (site / name).is_dir())
+        spec = bubblewrap.SandboxSpec(
+            argv=(), writable=conn, site_packages=site, library=Path(self.lib).parent,
+            env=env, hide=hide)
+        return KernelPlan(folder, folder / "launch.json", conn, folder / "exit.json",
+                          bwrap=(spec, bwrap_limits, self.bwrap_level))
+
     def plan(self, uid, label, assignment=""):
         """Folders and the launch config for one kernel run by `uid` (None: limits only)."""
+        if self.engine == "bubblewrap":
+            return self._bwrap_plan(label, assignment)
         folder = Path(tempfile.mkdtemp(prefix=f"{uid or 'k'}-", dir=self.root))
         os.chmod(folder, 0o711)
         conn = folder / "c"

@@ -52,6 +52,8 @@ def describe_end(ended, limits):
     """How a kernel ended, in words, from the launcher's exit record."""
     if not ended:
         return "the kernel died"
+    if ended.get("message"):  # the sandbox's own words (bubblewrap: a cgroup limit hit)
+        return f"the kernel was stopped: {ended['message']}"
     sig = ended.get("signal")
     if sig:
         name = _signal_name(sig)

@@ -8,7 +8,10 @@ Two generations live here side by side while the grader moves from one to the ot
   kernel needs, no network), a seccomp filter made with libseccomp, cgroups for memory
   and processes where the machine has them, util-linux's setpriv, prlimit and unshare for
   the rest. `bubblewrap` is the entry point (`probe`, `Limits`, `SandboxSpec`, `command`,
-  `start`). Tested on its own (`tests/sandbox/`); the grader does not use it yet.
+  `start`). Tested on its own (`tests/sandbox/`); the grader uses it when asked
+  (`RESIDUAL_PACK_SANDBOX=bubblewrap`: `grading.plan.Sandbox` plans each kernel as a
+  `SandboxSpec`, `grading.execute.SandboxKernelManager` starts it; the hostile class of
+  assignment 01 is graded that way in `tests/hostile/test_hostile_bubblewrap.py`).
 - `launcher`, `limits`, `syscalls`, `warm`: the home-made launcher the grader uses today,
   described below.
 

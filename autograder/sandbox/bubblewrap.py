@@ -214,7 +214,9 @@ class SandboxSpec:
     `writable`: a folder of the caller's, bound read-write at /run/kernel (the kernel's
     uid gets to own it), which the caller reads afterwards.
     `env`: the kernel's whole environment (added to a few defaults: PATH, HOME=/tmp, ...).
-    `workdir`: its working folder inside."""
+    `workdir`: its working folder inside.
+    `hide`: folders inside (under the binds) covered by an empty read-only tmpfs, e.g.
+    a package in site-packages that the kernel must not read."""
 
     argv: tuple
     writable: Path
@@ -223,6 +225,7 @@ class SandboxSpec:
     python_prefix: Path = None
     env: dict = dataclasses.field(default_factory=dict)
     workdir: str = "/tmp"
+    hide: tuple = ()
 
     def python(self):
         """(prefix, "X.Y") of the Python installation bound at /opt/python."""
@@ -343,6 +346,8 @@ def command(spec, limits, level, resources):
         bwrap += ["--ro-bind", source, dest]
     bwrap += ["--symlink", f"python{version}", f"{PYTHON_HOME}/bin/python3",
               "--symlink", f"{PYTHON_HOME}/bin/python{version}", PYTHON]
+    for inside in spec.hide:
+        bwrap += ["--perms", "0555", "--size", "4096", "--tmpfs", inside]
     if resources.venv_cfg_fd is not None:
         bwrap += ["--ro-bind-data", str(resources.venv_cfg_fd), f"{VENV}/pyvenv.cfg"]
     bwrap += ["--bind", staged[-1], RUN]

@@ -60,6 +60,12 @@ class Run:
 @pytest.fixture(scope="module")
 def hostile_run(tmp_path_factory):
     require_isolation()
+    return grade_the_hostile_class(tmp_path_factory)
+
+
+def grade_the_hostile_class(tmp_path_factory, engine=None):
+    """Grade the hostile class twice (the first run killed after KILL_AFTER students, the
+    second resuming), kernels run by `engine` (None: the default); a `Run`."""
     base = tmp_path_factory.mktemp("hostile")
     submissions, out = base / "submissions", base / "graded"
     cases = build_class(submissions, Context(course=COURSE, out=out, submissions=submissions))
@@ -68,7 +74,10 @@ def hostile_run(tmp_path_factory):
     # takes its uids from the bottom) and the every-assignment classes' (63000-63949): the
     # count of leftovers below would take another run's kernels for this one's
     uid_base = 62000 + 50 * (os.getpid() % 19)
-    env = dict(os.environ, RESIDUAL_PACK_SANDBOX_UIDS=f"{uid_base}-{uid_base + 49}")
+    env = dict(os.environ, RESIDUAL_PACK_SANDBOX_UIDS=f"{uid_base}-{uid_base + 49}",
+               SANDBOX_UIDS=f"{uid_base}-{uid_base + 49}")  # the launcher's, bubblewrap's
+    if engine:
+        env["RESIDUAL_PACK_SANDBOX"] = engine
     command = [*cli(), "grade", ASSIGNMENT, str(submissions), "--out", str(out),
                "-j", str(JOBS), "--cell-timeout", str(CELL_TIMEOUT),
                "--notebook-timeout", "150"]

@@ -20,6 +20,26 @@ def test_root_without_namespaces_refuses_to_run_student_code():
         Sandbox(level=LIMITS)
 
 
+def test_an_unknown_engine_is_refused_by_name(monkeypatch):
+    monkeypatch.setenv(plan_module.ENGINE_VARIABLE, "chroot")
+    with pytest.raises(SandboxError, match="RESIDUAL_PACK_SANDBOX='chroot'"):
+        Sandbox()
+
+
+@pytest.mark.skipif(not ROOT_USER, reason="bubblewrap's full sandbox needs root here")
+def test_the_bubblewrap_library_holds_the_kernel_side_and_our_engine_only():
+    made = Sandbox(Limits(), engine="bubblewrap")
+    try:
+        lib = made.root / "lib"
+        assert {p.name for p in lib.iterdir()} >= {"autograder", "microgpt"}
+        assert not (lib / "autograder" / "answers").exists()
+        assert not list(lib.rglob("*reference*.py"))
+        spec, limits, _ = made.plan(None, "s/n", "01_residual_stack").bwrap
+        assert spec.library == lib and limits.run_mib == 1
+    finally:
+        made.close()
+
+
 @pytest.fixture(scope="module")
 def box():
     level = FULL if ROOT_USER else LIMITS

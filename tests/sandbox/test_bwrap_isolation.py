@@ -172,3 +172,28 @@ def test_the_uid(seen):
     else:
         assert r["uid"] == sandbox_uid(mode)
     assert r["hostname"] == "sandbox"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_hidden_folder_is_empty_and_read_only(tmp_path, mode):
+    """`SandboxSpec.hide`: how the grader keeps an installed copy of itself (answers
+    included) in site-packages out of a kernel's sight."""
+    import sysconfig
+    from pathlib import Path
+
+    from bwrap_support import level_for, spec
+
+    from autograder.sandbox import bubblewrap
+
+    inside = f"{bubblewrap.VENV}/lib/python{sysconfig.get_python_version()}/site-packages"
+    assert (Path(sysconfig.get_paths()["purelib"]) / "nbgrader" / "__init__.py").is_file()
+    code = (f"import os\nprint(os.listdir({inside + '/nbgrader'!r}))\n"
+            f"print(os.path.isfile({inside + '/jupyter_client/__init__.py'!r}))\n"
+            f"try:\n    open({inside + '/nbgrader/x'!r}, 'w')\n"
+            "except OSError as exc:\n    print(type(exc).__name__)\n")
+    level, kwargs = level_for(mode)
+    outcome, out, err = bubblewrap.run(
+        spec(tmp_path, [bubblewrap.PYTHON, "-c", code], hide=(inside + "/nbgrader",)),
+        bubblewrap.Limits(), level, **kwargs)
+    assert outcome.kind == "exited" and outcome.returncode == 0, (outcome, err)
+    assert out.split() == ["[]", "True", "PermissionError"]
