@@ -17,7 +17,7 @@ from microgpt.provenance import describe
 from .common import fmt
 
 __all__ = ["depth_counts", "stress_counts", "collapse_counts", "deletion_counts",
-           "stream_counts", "highway_counts", "merge", "render", "main"]
+           "stream_counts", "highway_counts", "torch_counts", "merge", "render", "main"]
 
 SEARCHED = "0-4"
 CRITERIA_COMMIT = "10272ff"
@@ -201,6 +201,95 @@ def stream_counts(result):
     return out
 
 
+TORCH_CRITERIA = "the addendum on the torch track, committed at 1d3059d"
+
+
+def torch_counts(runs):
+    """T1-T9 (results/heldout/CRITERIA.md, the torch track's addendum) over the held-out
+    seeds of `runs`: {study: {seed: result of torchtrack.seeds}}."""
+    mlp = {s: r for s, r in runs.get("mlp", {}).items() if s >= 100}
+    lm = {s: r for s, r in runs.get("transformer", {}).items() if s >= 100}
+    out = []
+
+    def count(label, seeds, test, per_seed):
+        n = len(seeds)
+        hits = sum(bool(test(seeds[s])) for s in seeds)
+        shown = "; ".join(f"seed {s}: {per_seed(seeds[s])}" for s in sorted(seeds))
+        out.append((label, f"{hits} of {n} ({shown})" if n else "no runs"))
+
+    def ratio(r, kind):
+        g = r["grad_norms"][kind]
+        return g[0] / g[-1]
+
+    f = lambda r, name: r["final"][name]  # noqa: E731
+    count("T1: plain 30 > plain 3", mlp, lambda r: f(r, "plain 30") > f(r, "plain 3"),
+          lambda r: f"{fmt(f(r, 'plain 3'))} / {fmt(f(r, 'plain 30'))}")
+    count("T2: residual 10 and 30 < residual 3", mlp,
+          lambda r: max(f(r, "residual 10"), f(r, "residual 30")) < f(r, "residual 3"),
+          lambda r: " / ".join(fmt(f(r, f"residual {d}")) for d in (3, 10, 30)))
+    count("T3: highway 30 < residual 3 and <= 2 x residual 30", mlp,
+          lambda r: f(r, "highway 30") < f(r, "residual 3")
+          and f(r, "highway 30") <= 2 * f(r, "residual 30"),
+          lambda r: f"highway 30 {fmt(f(r, 'highway 30'))}, residual 30 "
+                    f"{fmt(f(r, 'residual 30'))}")
+    count("T4: gradient first/last: plain 30 >= 10, residual 30 <= 5", mlp,
+          lambda r: ratio(r, "plain") >= 10 and ratio(r, "residual") <= 5,
+          lambda r: f"{ratio(r, 'plain'):.1f} / {ratio(r, 'residual'):.2f}")
+    count("T5: no residual >= pre-norm + 1.0", lm,
+          lambda r: f(r, "no residual") >= f(r, "pre-norm") + 1.0,
+          lambda r: f"{fmt(f(r, 'no residual'))} / {fmt(f(r, 'pre-norm'))}")
+    hi_post, hi_pre = "post-norm, lr 3e-2 no warmup", "pre-norm, lr 3e-2 no warmup"
+    cured = "post-norm, lr 3e-2 with warmup"
+    count("T6: lr 3e-2 no warmup: post-norm within 0.05 of no residual, pre-norm within "
+          "0.1 of pre-norm at 3e-3", lm,
+          lambda r: abs(f(r, hi_post) - f(r, "no residual")) <= 0.05
+          and abs(f(r, hi_pre) - f(r, "pre-norm")) <= 0.1,
+          lambda r: f"post {fmt(f(r, hi_post))}, pre {fmt(f(r, hi_pre))}")
+    with_cure = {s: r for s, r in lm.items() if cured in r["final"]}
+    count("T7a: post-norm lr 3e-2 with warmup >= 1.0 below without", with_cure,
+          lambda r: f(r, cured) <= f(r, hi_post) - 1.0,
+          lambda r: f"{fmt(f(r, cured))} against {fmt(f(r, hi_post))}")
+    count("T7b: post-norm lr 3e-2 with warmup within 0.1 of post-norm at 3e-3", with_cure,
+          lambda r: abs(f(r, cured) - f(r, "post-norm")) <= 0.1,
+          lambda r: f"{fmt(f(r, cured))} against {fmt(f(r, 'post-norm'))}")
+    count("T8: lr 3e-3 with warmup: post-norm < pre-norm", lm,
+          lambda r: f(r, "post-norm") < f(r, "pre-norm"),
+          lambda r: f"post - pre = {f(r, 'post-norm') - f(r, 'pre-norm'):+.3f}")
+    count("T9: pre-norm lens at the embedding >= 1.0 above the last block", lm,
+          lambda r: r["probes"]["pre"]["lens"][0] >= r["probes"]["pre"]["lens"][-1] + 1.0,
+          lambda r: f"{fmt(r['probes']['pre']['lens'][0])} -> "
+                    f"{fmt(r['probes']['pre']['lens'][-1])}")
+    return out
+
+
+def load_torch(folder):
+    """{study: {seed: result}} of the torch track's runs under `folder`/torchtrack."""
+    found = {}
+    for path in sorted(Path(folder, "torchtrack").glob("*/seed*.json")):
+        result = json.loads(path.read_text(encoding="utf-8"))
+        found.setdefault(path.parent.name, {})[result["seed"]] = result
+    return found
+
+
+def render_torch(runs):
+    """The torch track's section of the table ([] without runs)."""
+    if not runs:
+        return []
+    seeds = sorted({s for r in runs.values() for s in r if s >= 100})
+    lines = ["## `torchtrack/` (torchtrack.seeds, torch, full size)", "",
+             f"Held-out seeds: {', '.join(map(str, seeds))} ({len(seeds)}); criteria: "
+             f"{TORCH_CRITERIA} (before these runs) in CRITERIA.md. Searched (seen) "
+             "seeds 0-2 are in `results/torchtrack/`, without the warmup run.", "",
+             "| criterion | held-out result |", "|---|---|"]
+    lines += [f"| {a} | {b} |" for a, b in torch_counts(runs)]
+    lines.append("")
+    for study in sorted(runs):
+        for seed in sorted(runs[study]):
+            lines.append(f"Run ({study}, seed {seed}): "
+                         + describe(runs[study][seed]["provenance"]))
+    return lines + [""]
+
+
 COUNTERS = {"depth_search": depth_counts, "lr_stress": stress_counts,
             "collapse_probe": collapse_counts, "deletion_probe": deletion_counts,
             "stream_probe": stream_counts}
@@ -259,7 +348,7 @@ def main(argv=None):
         result = json.loads(path.read_text(encoding="utf-8"))
         if result.get("experiment") in COUNTERS:
             results.append((path.name, result))
-    text = render(results)
+    text = render(results) + "\n".join(render_torch(load_torch(args.folder)))
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
     sys.stdout.write(text)

@@ -408,3 +408,39 @@ def test_heldout_counts_follow_the_criteria():
     assert c["C2: lr 0.03, post > U - 0.1 and pre < U - 0.3 (the criterion of 432c0d3)"] == \
         "0 of 3"
     assert c["C3: C1 with both margins >= 0.05"] == "2 of 3"
+
+
+def test_heldout_torch_runs_follow_their_criteria_commit_and_count_as_written():
+    """The torch track's held-out runs (results/heldout/torchtrack/) ran at or after the
+    commit of their criteria (the torch addendum of CRITERIA.md), on held-out seeds only;
+    `torch_counts` counts T1-T9 as written."""
+    import copy
+    import subprocess
+    from pathlib import Path
+
+    from experiments import heldout
+
+    root = Path(__file__).resolve().parents[2]
+    runs = heldout.load_torch(root / "results" / "heldout")
+    criteria = "1d3059d"  # the commit of the torch addendum of results/heldout/CRITERIA.md
+    for study in ("mlp", "transformer"):
+        assert sorted(runs.get(study, {})) == [100, 101, 102], study
+        for result in runs[study].values():
+            commit = result["provenance"]["commit"]
+            check = subprocess.run(["git", "merge-base", "--is-ancestor", criteria, commit],
+                                   cwd=root, capture_output=True)
+            if check.returncode in (0, 1):
+                assert check.returncode == 0, f"{study} {result['seed']} ran before its criteria"
+    # the counts, on a copy of the runs with one seed changed to fail T7a and T8
+    changed = copy.deepcopy(runs)
+    lm = changed["transformer"][100]["final"]
+    before = dict(heldout.torch_counts(runs))
+    lm["post-norm, lr 3e-2 with warmup"] = lm["post-norm, lr 3e-2 no warmup"] - 1.5
+    lm["post-norm"] = lm["pre-norm"] + 0.01
+    after = dict(heldout.torch_counts(changed))
+    label_7a = "T7a: post-norm lr 3e-2 with warmup >= 1.0 below without"
+    label_8 = "T8: lr 3e-3 with warmup: post-norm < pre-norm"
+    hits = lambda row: int(row.split(" of ")[0])  # noqa: E731
+    assert hits(after[label_7a]) == hits(before[label_7a]) + 1
+    assert hits(after[label_8]) == hits(before[label_8]) - 1
+    assert all(row.endswith(")") and " of 3 (" in row for row in after.values())
