@@ -21,14 +21,16 @@ import tempfile
 from pathlib import Path
 
 from autograder.kernel.policy import ASSIGNMENT_VARIABLE, KERNEL_PACKAGE, OUTPUT_VARIABLE
+from autograder.sandbox import bubblewrap
 from autograder.sandbox.launcher import FULL, is_launcher
 from autograder.sandbox.limits import Limits, SandboxError, isolation_available
 from autograder.sandbox.syscalls import MS_NODEV, MS_NOEXEC, MS_NOSUID, mount, umount
 from autograder.sandbox.warm import is_warm_parent, serve_command
 
 COLD_VARIABLE = "RESIDUAL_PACK_COLD_KERNELS"  # set to 1: every kernel starts a new Python
-# "bubblewrap": kernels run by `autograder.sandbox.bubblewrap` (issue #26; opt-in while it
-# is being moved to); "launcher" or unset: the home-made launcher
+# which isolation runs the kernels: "bubblewrap" (`autograder.sandbox.bubblewrap`, the
+# default where this machine allows it) or "launcher" (the home-made launcher, the
+# fallback while it is retired; issue #26)
 ENGINE_VARIABLE = "RESIDUAL_PACK_SANDBOX"
 ENGINES = ("launcher", "bubblewrap")
 # {sandbox root: [process, socket, ready]}: this process's warm parents (`warm`); per
@@ -94,16 +96,24 @@ class Sandbox:
 
     def __init__(self, limits=None, level=None, root=None, warm=True, engine=None):
         self.limits = limits or Limits()
-        self.engine = engine or os.environ.get(ENGINE_VARIABLE) or "launcher"
-        if self.engine not in ENGINES:
+        # a `level` is the launcher's (LIMITS, FULL): asking for one asks for the launcher
+        self.engine = engine or os.environ.get(ENGINE_VARIABLE) or \
+            ("launcher" if level is not None else "")
+        if self.engine not in ("", *ENGINES):
             raise SandboxError(f"{ENGINE_VARIABLE}={self.engine!r}: one of {ENGINES}")
         self.bwrap_level = None
-        if self.engine == "bubblewrap":
-            from autograder.sandbox import bubblewrap
-
+        self.bwrap_why = ""  # why the default did not take bubblewrap
+        if self.engine in ("", "bubblewrap"):
             self.bwrap_level = bubblewrap.probe()
             if not self.bwrap_level.usable:
-                raise SandboxError(self.bwrap_level.message)
+                if self.engine == "bubblewrap":
+                    raise SandboxError(self.bwrap_level.message)
+                self.bwrap_why = self.bwrap_level.message
+                self.bwrap_level = None
+                self.engine = "launcher"
+            else:
+                self.engine = "bubblewrap"
+        if self.engine == "bubblewrap":
             bubblewrap.remove_stale(self.bwrap_level)  # what killed runs left
             warm = False  # nothing is forked: every kernel is a new Python in its sandbox
             level, why = (FULL if self.bwrap_level.root else "userns"), ""
@@ -138,8 +148,13 @@ class Sandbox:
         self._prepare()
 
     def describe(self):
-        if self.bwrap_level is not None:
+        if getattr(self, "bwrap_level", None) is not None:
             return self.bwrap_level.message + "; " + self.limits.describe()
+        if getattr(self, "bwrap_why", ""):  # the launcher, as bubblewrap cannot run here
+            return f"({self.bwrap_why}; the launcher instead) " + self._launcher_words()
+        return self._launcher_words()
+
+    def _launcher_words(self):
         if self.level == FULL:
             return "own uid, private filesystem, no network (namespaces); " + \
                 self.limits.describe()
@@ -300,10 +315,10 @@ class Sandbox:
         """One kernel's plan under the engine "bubblewrap": a folder whose `c` is the
         kernel's writable folder (its sockets and connection file; a tmpfs of its own as
         root), and what `SandboxKernelManager` hands to `bubblewrap.start`."""
-        from autograder.sandbox import bubblewrap
-
         folder = Path(tempfile.mkdtemp(prefix="b-", dir=self.root))
         os.chmod(folder, 0o711)
+        (folder / "label").write_text(label)  # whose notebook: for a person looking on
+        os.chmod(folder / "label", 0o600)
         conn = folder / "c"
         conn.mkdir(mode=0o700)
         env = self._kernel_env(folder, assignment)

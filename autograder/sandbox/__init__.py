@@ -8,20 +8,22 @@ Two generations live here side by side while the grader moves from one to the ot
   kernel needs, no network), a seccomp filter made with libseccomp, cgroups for memory
   and processes where the machine has them, util-linux's setpriv, prlimit and unshare for
   the rest. `bubblewrap` is the entry point (`probe`, `Limits`, `SandboxSpec`, `command`,
-  `start`). Tested on its own (`tests/sandbox/`); the grader uses it when asked
-  (`RESIDUAL_PACK_SANDBOX=bubblewrap`: `grading.plan.Sandbox` plans each kernel as a
-  `SandboxSpec`, `grading.execute.SandboxKernelManager` starts it; the hostile class of
-  assignment 01 is graded that way in `tests/hostile/test_hostile_bubblewrap.py`).
-- `launcher`, `limits`, `syscalls`, `warm`: the home-made launcher the grader uses today,
-  described below.
+  `start`), tested on its own in `tests/sandbox/`. The grader uses it wherever it can run
+  (`grading.plan.Sandbox` plans each kernel as a `SandboxSpec`,
+  `grading.execute.SandboxKernelManager` starts it), also for an instructor who is not
+  root where the machine allows unprivileged user namespaces.
+- `launcher`, `limits`, `syscalls`, `warm`: the home-made launcher, the fallback where
+  bubblewrap cannot run (`RESIDUAL_PACK_SANDBOX=launcher` asks for it), described below;
+  to be retired.
 
 Standard library and pyseccomp only: nothing of the rest of `autograder` (nor microgpt,
 nbgrader or jupyter) is imported here.
 
 The grading process (nbgrader's autograde, our `Grader`) never runs student code itself.
 nbgrader's Execute step is replaced by `autograder.grading.execute.SandboxedExecute`,
-which starts the kernel through the launcher
-(`python -m autograder.sandbox.launcher launch CONFIG -- KERNEL...`):
+which starts the kernel in bubblewrap (above; `bubblewrap.py`'s docstring says what the
+kernel sees) or, as the fallback, through the launcher
+(`python -m autograder.sandbox.launcher launch CONFIG -- KERNEL...`), which gives it:
 
 - **Its own user and a private view of the machine** (`namespaces`, when the grading
   process runs as root on Linux): the kernel runs under a numeric uid of its own (a slot

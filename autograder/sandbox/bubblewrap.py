@@ -639,6 +639,10 @@ def start(spec, limits, level, *, run_as=None, **popen):
             cgroup_procs=tuple(kernel_cgroups.procs_files) if kernel_cgroups else (),
             stage=stage)
         argv = command(spec, limits, effective, resources)
+        # the launch chain (and bwrap's own pid 1, whose /proc/1/environ the kernel can
+        # read) gets a bare environment, never the caller's: the kernel's is set by
+        # --setenv after --clearenv
+        popen.setdefault("env", {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"})
         process = SandboxProcess(argv, pass_fds=(seccomp_file.fileno(), venv_file.fileno()),
                                  start_new_session=True, **popen)
     except BaseException:

@@ -226,14 +226,14 @@ def test_the_grading_process_is_safe_from_the_kernel(hostile_run):
 @needs_assignment
 @pytest.mark.slow
 def test_the_kernel_stays_in_its_walls(hostile_run):
-    """The seccomp filter the launcher puts the kernel under (`_confine`): no memory held
-    outside the address-space limit, no namespace of the kernel's own, no keyring entry
-    that a later kernel of the same uid could read."""
+    """bubblewrap's walls: a memfd is bounded (the file size limit stops the writes; the
+    memory cgroup counts what it holds), and no user namespace or keyring entry of the
+    kernel's own (seccomp, --disable-userns). The launcher's: test_hostile_launcher.py."""
     printed = _printed(hostile_run.out, "leave-the-walls")
     said = dict(line.split(": ", 1) for line in printed.splitlines() if ": " in line)
-    assert said.get("memfd") == "refused EPERM", printed
-    assert said.get("namespace") == "refused EPERM", printed
-    assert said.get("keyring") == "refused EPERM", printed
+    assert said.get("memfd") in ("refused EFBIG", "refused EPERM"), printed
+    assert said.get("namespace", "").startswith("refused"), printed
+    assert said.get("keyring", "").startswith("refused"), printed
 
 
 def _printed(out, student):
@@ -245,7 +245,8 @@ def _printed(out, student):
 @needs_assignment
 @pytest.mark.slow
 def test_the_run_says_how_it_isolated(hostile_run):
-    assert "isolation: own uid, private filesystem, no network" in hostile_run.second.stdout
+    assert "isolation: sandbox: bubblewrap as a fresh uid per kernel" in \
+        hostile_run.second.stdout, hostile_run.second.stdout[-3000:]
 
 
 # ---------------------------------------------------------------- the attacks are real
@@ -365,7 +366,7 @@ def test_a_package_that_lives_under_tmp_is_importable_in_the_kernel(tmp_path):
     for folder in (tmp_path, tmp_path.parent, package.parent, package):
         folder.chmod(0o755)  # the kernel's uid must be able to walk in, as into a venv
     (package / "__init__.py").chmod(0o644)
-    box = Sandbox()
+    box = Sandbox(engine="launcher")
     try:
         box.binds.append([str(package.parent), str(package.parent)])
         plan = box.plan(acquire_uid(), "probe")

@@ -1,14 +1,16 @@
 """A grading run killed with SIGKILL leaves no process behind, whenever it is killed.
 
 `residual-pack grade` starts, in turn: the reference run (a kernel of the instructor's
-solution), worker processes, and per student a sandbox launcher that starts a kernel in
-namespaces of its own. Each of them must notice when the process above it dies, even if
-that happened before it started: the run is killed here (the coordinating process alone,
-the worst case: its children are not signalled) at several moments, and every process the
-run started must be gone a few seconds later. A new run then clears what is left on disk.
+solution), worker processes, and per student a kernel in bubblewrap (or, where bubblewrap
+cannot run, a sandbox launcher that starts one in namespaces of its own). Each of them
+must notice when the process above it dies, even if that happened before it started: the
+run is killed here (the coordinating process alone, the worst case: its children are not
+signalled) at several moments, and every process the run started must be gone a few
+seconds later. A new run then clears what is left on disk.
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,10 +22,13 @@ from hostile import ASSIGNMENT, Context, build_class  # noqa: F401 (the class's 
 
 from autograder.authoring.madeup import filled_in
 from autograder.grading.course import EXERCISES, SOURCE, read_notebook
+from autograder.sandbox import bubblewrap
 from autograder.sandbox.launcher import MODULE as LAUNCHER
 
 COURSE = Path(__file__).resolve().parents[2]
 VENV = str(Path(sys.executable).parent)  # this checkout's Python: its processes only
+BWRAP = shutil.which("bwrap") or "/usr/bin/bwrap"
+INSIDE = bubblewrap.PYTHON  # the kernel's Python as bubblewrap shows it
 pytestmark = [pytest.mark.slow,
               pytest.mark.alone,  # counts every process of this checkout's Python
               pytest.mark.skipif(not (COURSE / EXERCISES / ASSIGNMENT).is_dir(),
@@ -40,11 +45,22 @@ def _ours(before):
             args = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
         except OSError:
             continue
+        if args.startswith(BWRAP) or args.startswith(INSIDE):
+            # a kernel in bubblewrap (bwrap and the Python it runs, at the sandbox's own
+            # paths): `alone` tests run by themselves, so every one is this run's
+            found[int(entry.name)] = args[:200]
+            continue
         if not args.startswith(VENV):  # another checkout's run on the same machine
             continue
         if "autograder." in args or "residual-pack" in args or "multiprocessing" in args:
             found[int(entry.name)] = args[:200]
     return found
+
+
+def _kernels(before):
+    """Kernels being started or running: the launcher's, or bubblewrap's."""
+    return _processes(f"{LAUNCHER} launch", before) + _processes(
+        f"{INSIDE} -m autograder.kernel.gradekernel", before)
 
 
 def _wait_for(predicate, within):
@@ -75,10 +91,10 @@ def _processes(pattern, before):
 MOMENTS = {
     # while the reference run's kernel runs (no student kernel yet)
     "reference run": lambda before: bool(_processes("autograder.kernel.gradekernel", before)),
-    # the moment a sandbox launcher exists (its kernel is being started)
-    "kernel start": lambda before: bool(_processes(f"{LAUNCHER} launch", before)),
+    # the moment a student's kernel exists (it is being started)
+    "kernel start": lambda before: bool(_kernels(before)),
     # a kernel has been running for a while (a notebook is being graded)
-    "mid-notebook": lambda before: len(_processes(f"{LAUNCHER} launch", before)) >= 2,
+    "mid-notebook": lambda before: len(_kernels(before)) >= 2,
 }
 
 
@@ -121,7 +137,7 @@ def test_a_new_run_clears_what_a_killed_one_left(tmp_path):
     # a run whose grading process is gone: its root, with a socket folder still mounted
     helper = subprocess.run([sys.executable, "-c", (
         "from autograder.sandbox.limits import acquire_uid; "
-        "from autograder.grading.plan import Sandbox; b = Sandbox(); "
+        "from autograder.grading.plan import Sandbox; b = Sandbox(engine='launcher'); "
         "b.plan(acquire_uid(), 'x'); print(b.root)")], capture_output=True, text=True,
         timeout=120, cwd=COURSE)
     root = Path(helper.stdout.strip().splitlines()[-1])

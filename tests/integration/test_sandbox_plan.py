@@ -102,5 +102,5 @@ def test_a_run_ends_with_nothing_left(tmp_path):
     if warm:
         assert warm[0].wait(10) is not None
         plan_module._WARM.pop(str(made.root))
-    assert "limits only" in Sandbox.describe(type("S", (), {"level": LIMITS, "why": "a laptop",
-                                                            "limits": Limits()})())
+    laptop = type("S", (), {"level": LIMITS, "why": "a laptop", "limits": Limits()})()
+    assert "limits only" in Sandbox._launcher_words(laptop)

@@ -60,7 +60,7 @@ def _ready(sandbox, within=90):
 def sandbox(uid, monkeypatch):
     monkeypatch.setenv(GRADER_ONLY, "1")
     monkeypatch.delenv(COLD_VARIABLE, raising=False)
-    box = Sandbox(Limits(cell_timeout=30, notebook_timeout=120))
+    box = Sandbox(Limits(cell_timeout=30, notebook_timeout=120), engine="launcher")
     yield box
     box.close()
 
@@ -149,7 +149,7 @@ def test_a_warm_kernel_keeps_no_file_a_cold_one_would_not(sandbox, uid, monkeypa
     _ready(sandbox)
     warm, _ = _about(sandbox, uid)
     monkeypatch.setenv(COLD_VARIABLE, "1")
-    cold_box = Sandbox(Limits())
+    cold_box = Sandbox(Limits(), engine="launcher")
     try:
         cold, phases = _about(cold_box, uid)
     finally:
@@ -239,7 +239,7 @@ def test_without_a_warm_parent_kernels_start_cold(sandbox, uid, monkeypatch):
     about, phases = _about(sandbox, uid)
     assert "kernel exec" in phases and about["uid"] == uid
     monkeypatch.setenv(COLD_VARIABLE, "1")
-    cold_box = Sandbox(Limits())
+    cold_box = Sandbox(Limits(), engine="launcher")
     try:
         assert not cold_box.warm and cold_box._warm_socket() is None
     finally:
@@ -248,7 +248,7 @@ def test_without_a_warm_parent_kernels_start_cold(sandbox, uid, monkeypatch):
 
 def test_closing_the_sandbox_ends_its_warm_parent(uid, monkeypatch):
     monkeypatch.delenv(COLD_VARIABLE, raising=False)
-    box = Sandbox(Limits())
+    box = Sandbox(Limits(), engine="launcher")
     _ready(box)
     process = plan_module._WARM[str(box.root)][0]
     box.close()

@@ -197,3 +197,23 @@ def test_a_hidden_folder_is_empty_and_read_only(tmp_path, mode):
         bubblewrap.Limits(), level, **kwargs)
     assert outcome.kind == "exited" and outcome.returncode == 0, (outcome, err)
     assert out.split() == ["[]", "True", "PermissionError"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nothing_of_the_callers_environment_is_readable_inside(tmp_path, mode, monkeypatch):
+    """The grader's environment (a database URL, a token) reaches neither the kernel's
+    environment nor that of bwrap's pid 1, which the kernel can read in /proc/1/environ."""
+    from bwrap_support import level_for, spec
+
+    from autograder.sandbox import bubblewrap
+
+    monkeypatch.setenv("GRADER_SECRET", "s3cret-token-of-the-grader")
+    code = ("import os\nfor pid in ('1', 'self'):\n"
+            "    try:\n        print(open(f'/proc/{pid}/environ', 'rb').read())\n"
+            "    except OSError as exc:\n        print(pid, type(exc).__name__)\n"
+            "print(sorted(os.environ))\n")
+    level, kwargs = level_for(mode)
+    outcome, out, err = bubblewrap.run(spec(tmp_path, [bubblewrap.PYTHON, "-c", code]),
+                                       bubblewrap.Limits(), level, **kwargs)
+    assert outcome.kind == "exited" and outcome.returncode == 0, (outcome, err)
+    assert "s3cret-token-of-the-grader" not in out and "GRADER_SECRET" not in out, out
