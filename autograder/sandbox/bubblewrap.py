@@ -297,6 +297,7 @@ class Resources:
     uid: int = None
     cgroup_procs: tuple = ()
     stage: Path = None
+    parent: int = None  # the starting process: the kernel must not outlive it (see command)
 
 
 def _rlimits(limits, level):
@@ -358,10 +359,22 @@ def command(spec, limits, level, resources):
     bwrap += ["--chdir", spec.workdir, "--seccomp", str(resources.seccomp_fd),
               "--", *spec.argv]
     tail = ["prlimit", *_rlimits(limits, level), "--"]
-    if resources.uid is not None:
-        tail += ["setpriv", f"--reuid={resources.uid}", f"--regid={resources.uid}",
-                 "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
-                 "--no-new-privs", "--"]
+    if resources.uid is not None or resources.parent is not None:
+        tail += ["setpriv"]
+        if resources.parent is not None:
+            tail += ["--pdeathsig", "SIGKILL"]
+        if resources.uid is not None:
+            tail += [f"--reuid={resources.uid}", f"--regid={resources.uid}",
+                     "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
+                     "--no-new-privs"]
+        tail += ["--"]
+    if resources.parent is not None:
+        # bwrap's --die-with-parent, like setpriv's --pdeathsig (set after its change of
+        # uid, which clears it), only acts if the parent dies after it is set: a parent
+        # killed while the chain starts would leave the kernel running. So, once the
+        # signal is set, the chain goes on only if its parent is still the starter.
+        tail += ["/bin/sh", "-c",
+                 f'[ "$PPID" = {int(resources.parent)} ] || exit 125; exec "$@"', "sh"]
     tail += bwrap
     if resources.stage is None and not resources.cgroup_procs:
         return tail
@@ -637,7 +650,7 @@ def start(spec, limits, level, *, run_as=None, **popen):
         resources = Resources(
             seccomp_fd=seccomp_file.fileno(), venv_cfg_fd=venv_file.fileno(), uid=uid,
             cgroup_procs=tuple(kernel_cgroups.procs_files) if kernel_cgroups else (),
-            stage=stage)
+            stage=stage, parent=os.getpid())
         argv = command(spec, limits, effective, resources)
         # the launch chain (and bwrap's own pid 1, whose /proc/1/environ the kernel can
         # read) gets a bare environment, never the caller's: the kernel's is set by

@@ -89,13 +89,31 @@ def detect():
 PREFIX = "microgpt-sandbox-"
 
 
+def _owner_alive(name):
+    """Whether the grader named in a kernel cgroup's name (PREFIX + pid + "-" + id) lives;
+    False for a name without a pid (older names: removed once empty, as before)."""
+    pid = name.removeprefix(PREFIX).split("-")[0]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def remove_stale(version, parents):
-    """Remove the kernels' cgroups that no process is in any more (left by a grader that
-    was killed before its cleanup); the names of those removed."""
+    """Remove the kernels' cgroups that no process is in any more and whose grader is gone
+    (left by a grader that was killed before its cleanup); the names of those removed. A
+    live grader's cgroup is empty for a moment before its kernel joins it: left alone."""
     folders = [Path(parents)] if version == "v2" else [Path(p) for p in parents.values()]
     removed = []
     for parent in folders:
         for folder in parent.glob(PREFIX + "*"):
+            if _owner_alive(folder.name):
+                continue
             with contextlib.suppress(OSError):
                 if not (folder / "cgroup.procs").read_text().split():
                     folder.rmdir()
@@ -109,7 +127,8 @@ class KernelCgroups:
 
     def __init__(self, version, parents, memory_bytes, processes, cpus=None, name=None):
         self.version = version
-        self.name = name or f"{PREFIX}{uuid.uuid4().hex[:12]}"
+        # the grader's pid in the name: `remove_stale` leaves a live grader's cgroups alone
+        self.name = name or f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.folders = {}
         if version == "v2":
             folder = Path(parents) / self.name

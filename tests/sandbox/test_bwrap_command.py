@@ -48,6 +48,19 @@ def test_without_root_bwrap_runs_directly_with_rlimits(tmp_path):
     assert argv[i + 1:i + 3] == [str(tmp_path), bubblewrap.RUN]
 
 
+def test_the_chain_goes_on_only_while_its_starter_lives(tmp_path):
+    """The parent-death signal is set after the change of uid, and a shell then checks that
+    the parent is still the starter: a grader killed while the chain starts leaves nothing."""
+    level = bubblewrap.Level("userns", "m")
+    argv = bubblewrap.command(_spec(tmp_path), bubblewrap.Limits(), level,
+                              bubblewrap.Resources(seccomp_fd=5, uid=2100000005, parent=4242))
+    i = argv.index("setpriv")
+    assert argv[i + 1:i + 3] == ["--pdeathsig", "SIGKILL"]
+    j = argv.index("/bin/sh")
+    assert argv.index("--reuid=2100000005") < j < argv.index(bubblewrap._bwrap() or "bwrap")
+    assert argv[j + 2] == '[ "$PPID" = 4242 ] || exit 125; exec "$@"'
+
+
 def test_no_sandbox_no_command(tmp_path):
     with pytest.raises(bubblewrap.SandboxError, match="not installed"):
         bubblewrap.command(_spec(tmp_path), bubblewrap.Limits(),

@@ -122,3 +122,52 @@ def test_the_kernel_dies_with_its_grader(tmp_path):
     assert str(tmp_path / "run") not in mounts
     assert not list(Path(tempfile.gettempdir()).glob(f"{bubblewrap.STAGE}{grader.pid}-*"))
     assert not (bubblewrap.LOCKS / f"{seen['uid']}.lock").exists()
+
+
+# the grader dies the moment the chain is started, before bwrap could set its
+# parent-death signal: the kernel must not start (or must die) all the same
+DIES_AT_ONCE = r'''
+import os, subprocess, sys
+from pathlib import Path
+from autograder.sandbox import bubblewrap
+spec = bubblewrap.SandboxSpec(argv=(bubblewrap.PYTHON, "-c", sys.argv[2]),
+                              writable=Path(sys.argv[1]))
+p = bubblewrap.start(spec, bubblewrap.Limits(), bubblewrap.probe(), stdout=subprocess.DEVNULL)
+print(p.sandbox_uid, flush=True)
+os._exit(0)
+'''
+
+
+def test_a_grader_that_dies_while_the_kernel_starts_leaves_no_kernel(tmp_path):
+    level_for("root")
+    for i in range(5):
+        run = tmp_path / f"run{i}"
+        run.mkdir()
+        died = subprocess.run([sys.executable, "-c", DIES_AT_ONCE, str(run), LINGER],
+                              capture_output=True, text=True, timeout=60)
+        uid = int(died.stdout.split()[0])
+        time.sleep(2)  # what a started chain would need to reach the kernel's Python
+        assert _gone(uid), (i, processes_of(uid))
+    level = level_for("root")[0]
+    bubblewrap.remove_stale(level)
+
+
+def test_a_sweep_leaves_a_live_graders_empty_cgroups_alone(tmp_path):
+    """A kernel's cgroups are empty for a moment, between their making and the kernel
+    joining them; another grader's sweep at that moment must not remove them (it did, and
+    the kernel's start then failed: "Kernel died before replying to kernel_info")."""
+    from autograder.sandbox import cgroups
+
+    level = level_for("root")[0]
+    mine = cgroups.KernelCgroups(level.cgroup, level.parents, 64 << 20, 16)
+    gone_pid = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True).stdout.strip()
+    dead = cgroups.KernelCgroups(level.cgroup, level.parents, 64 << 20, 16,
+                                 name=f"{cgroups.PREFIX}{gone_pid}-test")
+    try:
+        removed = bubblewrap.remove_stale(level)
+        assert mine.name not in removed and all(f.is_dir() for f in mine.folders.values())
+        assert dead.name in removed and not any(f.exists() for f in dead.folders.values())
+    finally:
+        mine.remove()
+        dead.remove()
