@@ -14,10 +14,12 @@ happened in. What it saw goes back to the grader as a `NotebookRun` through the 
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import secrets
 import signal
+import subprocess
 import sys
 import time
 from queue import Empty
@@ -38,6 +40,7 @@ from autograder.grading.judge import verdict as judge_cell
 from autograder.grading.report import describe_end
 from autograder.grading.testsource import GradedCellError, prepare, sending
 from autograder.kernel.policy import OUTPUT_NOTE, REPORT_KEY, test_cell_code
+from autograder.sandbox import bubblewrap
 from autograder.sandbox.launcher import launch_command
 from autograder.sandbox.limits import SandboxError, size_words
 
@@ -127,8 +130,6 @@ class SandboxKernelManager(AsyncKernelManager):
     def _bwrap_kernel_cmd(self, extra_arguments):
         """The kernel's command as the sandbox sees it, and its connection file: the
         same ports and key, the sockets at the writable folder's inside path."""
-        from autograder.sandbox import bubblewrap
-
         info = json.loads(open(self.connection_file).read())  # noqa: SIM115
         info["ip"] = f"{bubblewrap.RUN}/k"
         with open(self.plan.conn / "kernel-in.json", "w") as f:
@@ -139,11 +140,6 @@ class SandboxKernelManager(AsyncKernelManager):
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         if self.plan.bwrap is None:
             return await super()._async_launch_kernel(kernel_cmd, **kw)
-        import dataclasses
-        import subprocess
-
-        from autograder.sandbox import bubblewrap
-
         spec, limits, level = self.plan.bwrap
         # nothing of the kernel reaches the grader's terminal or log but its messages
         process = bubblewrap.start(

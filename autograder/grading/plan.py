@@ -172,32 +172,51 @@ class Sandbox:
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         self.autograder_dir = str(Path(autograder.__file__).resolve().parent)
         self.packages = _our_packages()  # {name: folder}: microgpt, torchtrack, ...
-        # where a kernel's Python finds them (the install), which is not where this
-        # process found them when the course is a checkout: nbgrader puts the course
-        # folder first on sys.path, and a kernel does not have it
-        self.kernel_finds = _where_a_kernel_finds(self.packages)
+        others = {n: f for n, f in self.packages.items() if n != "autograder"}
+        if self.engine == "bubblewrap":
+            # bwrap binds one library folder: our other packages are copied beside the
+            # kernel-side package
+            for name, folder in sorted(others.items()):
+                shutil.copytree(folder, lib.parent / name,
+                                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            others = {n: str(lib.parent / n) for n in others}
         # compiled once here: a kernel cannot write bytecode (its library is read-only),
         # so a module without an up-to-date .pyc would be compiled again by every kernel
-        for folder in [lib, *(f for n, f in self.packages.items() if n != "autograder")]:
+        for folder in [lib, *others.values()]:
             with contextlib.suppress(OSError):
                 compileall.compile_dir(folder, quiet=2, maxlevels=10)
-        for p in [lib.parent, lib, *lib.rglob("*")]:
+        for p in [lib.parent, *lib.parent.rglob("*")]:
             os.chmod(p, 0o755 if p.is_dir() else 0o644)
         self.lib = str(lib)
         if self.engine == "bubblewrap":
-            # the sandbox's library folder: the kernel-side package beside our other
-            # packages (microgpt, torchtrack), copied, since bwrap binds one folder
-            for name, folder in sorted(self.packages.items()):
-                if name != "autograder":
-                    shutil.copytree(folder, lib.parent / name, ignore=shutil.ignore_patterns(
-                        "__pycache__", "*.pyc"))
-                    with contextlib.suppress(OSError):
-                        compileall.compile_dir(lib.parent / name, quiet=2, maxlevels=10)
-            for p in [lib.parent, *lib.parent.rglob("*")]:
-                os.chmod(p, 0o755 if p.is_dir() else 0o644)
+            self._bwrap_base = self._bwrap_parts()
+            return
+        # the launcher's: where a kernel's Python finds our packages (the install), which
+        # is not where this process found them when the course is a checkout: nbgrader
+        # puts the course folder first on sys.path, and a kernel does not have it
+        self.kernel_finds = _where_a_kernel_finds(self.packages)
         self.mpl_cache = self._matplotlib_cache()
         self.binds = self._binds()
         self.seccomp = self._seccomp_filter()
+
+    def _bwrap_parts(self):
+        """What every kernel's `SandboxSpec` shares (all but its folder and environment),
+        and its `bubblewrap.Limits`."""
+        limits, mib = self.limits, 1 << 20
+        bwrap_limits = bubblewrap.Limits(
+            memory_mib=max(1, limits.memory // mib), processes=limits.processes,
+            tmpfs_mib=max(1, limits.disk // mib), file_size_mib=max(1, limits.file_size // mib),
+            run_mib=max(1, CONN_SPACE // mib))
+        site = Path(sysconfig.get_paths()["purelib"])
+        base = bubblewrap.SandboxSpec(argv=(), writable=self.root, site_packages=site,
+                                      library=Path(self.lib).parent)
+        _, version = base.python()
+        inside = f"{bubblewrap.VENV}/lib/python{version}/site-packages"
+        # an installed (not editable) pack has the whole grader in site-packages: the
+        # kernel gets its kernel-side part from the library folder and none of the rest
+        hide = tuple(f"{inside}/{name}" for name in sorted(self.packages)
+                     if (site / name).is_dir())
+        return dataclasses.replace(base, hide=hide), bwrap_limits
 
     def _seccomp_filter(self):
         """The kernels' seccomp filter as a BPF program in a file (read by the launcher):
@@ -325,23 +344,8 @@ class Sandbox:
         for name in ("PATH", "HOME", "TMPDIR", "IPYTHONDIR", "MPLCONFIGDIR",
                      "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR"):
             env.pop(name, None)  # bubblewrap's own, inside the sandbox
-        limits = self.limits
-        mib = 1 << 20
-        bwrap_limits = bubblewrap.Limits(
-            memory_mib=max(1, limits.memory // mib), processes=limits.processes,
-            tmpfs_mib=max(1, limits.disk // mib), file_size_mib=max(1, limits.file_size // mib),
-            run_mib=max(1, CONN_SPACE // mib))
-
-        site = Path(sysconfig.get_paths()["purelib"])
-        _, version = bubblewrap.SandboxSpec(argv=(), writable=conn).python()
-        inside = f"{bubblewrap.VENV}/lib/python{version}/site-packages"
-        # an installed (not editable) pack has the whole grader in site-packages: the
-        # kernel gets its kernel-side part from the library folder and none of the rest
-        hide = tuple(f"{inside}/{name}" for name in sorted(self.packages)
-                     if (site / name).is_dir())
-        spec = bubblewrap.SandboxSpec(
-            argv=(), writable=conn, site_packages=site, library=Path(self.lib).parent,
-            env=env, hide=hide)
+        base, bwrap_limits = self._bwrap_base
+        spec = dataclasses.replace(base, writable=conn, env=env)
         return KernelPlan(folder, folder / "launch.json", conn, folder / "exit.json",
                           bwrap=(spec, bwrap_limits, self.bwrap_level))
 
