@@ -17,7 +17,8 @@ from microgpt.provenance import describe
 from .common import fmt
 
 __all__ = ["depth_counts", "stress_counts", "collapse_counts", "deletion_counts",
-           "stream_counts", "highway_counts", "torch_counts", "merge", "render", "main"]
+           "stream_counts", "highway_counts", "torch_counts", "lens_counts", "merge", "render",
+           "main"]
 
 SEARCHED = "0-4"
 CRITERIA_COMMIT = "10272ff"
@@ -262,10 +263,50 @@ def torch_counts(runs):
     return out
 
 
+LENS_CRITERIA = "the addendum on the per-position lens, committed at 4f3fab2"
+
+
+def lens_counts(results):
+    """L1-L4 (results/heldout/CRITERIA.md, the per-position lens addendum) over the
+    held-out seeds of `results`: {seed: result of torchtrack.lens}."""
+    held = {s: r["stats"] for s, r in results.items() if s >= 100}
+    out = []
+
+    def count(label, test, per_seed):
+        hits = sum(bool(test(held[s])) for s in held)
+        shown = "; ".join(f"seed {s}: {per_seed(held[s])}" for s in sorted(held))
+        out.append((label, f"{hits} of {len(held)} ({shown})" if held else "no runs"))
+
+    later = lambda st: range(3, len(st["states"]))  # noqa: E731  blocks 3 to the last
+    count("L1: accuracy at the embedding <= half the last block's",
+          lambda st: st["accuracy"][0] <= st["accuracy"][-1] / 2,
+          lambda st: f"{st['accuracy'][0]:.3f} against {st['accuracy'][-1]:.3f}")
+    count("L2: after block 2, agreement >= 0.5 and accuracy >= 0.75 x the last block's",
+          lambda st: st["agreement"][2] >= 0.5
+          and st["accuracy"][2] >= 0.75 * st["accuracy"][-1],
+          lambda st: f"agreement {st['agreement'][2]:.3f}, accuracy "
+                     f"{st['accuracy'][2]:.3f} against {st['accuracy'][-1]:.3f}")
+    count("L3: blocks 3 on each change the top-1 at fewer than a third of positions",
+          lambda st: all(st["changed"][k] < 1 / 3 for k in later(st)),
+          lambda st: " / ".join(f"{st['changed'][k]:.3f}" for k in later(st)))
+    count("L4: the lens loss falls at each of blocks 3 on",
+          lambda st: all(st["loss"][k] < st["loss"][k - 1] for k in later(st)),
+          lambda st: " -> ".join(f"{x:.3f}" for x in st["loss"][2:]))
+    return out
+
+
+def load_lens(folder):
+    """{seed: result} of `torchtrack.lens` runs under `folder`/torchtrack/lens."""
+    return {r["seed"]: r for r in (json.loads(p.read_text(encoding="utf-8")) for p in
+                                   sorted(Path(folder, "torchtrack", "lens").glob("seed*.json")))}
+
+
 def load_torch(folder):
     """{study: {seed: result}} of the torch track's runs under `folder`/torchtrack."""
     found = {}
     for path in sorted(Path(folder, "torchtrack").glob("*/seed*.json")):
+        if path.parent.name == "lens":  # `load_lens`
+            continue
         result = json.loads(path.read_text(encoding="utf-8"))
         found.setdefault(path.parent.name, {})[result["seed"]] = result
     return found
@@ -287,6 +328,23 @@ def render_torch(runs):
         for seed in sorted(runs[study]):
             lines.append(f"Run ({study}, seed {seed}): "
                          + describe(runs[study][seed]["provenance"]))
+    return lines + [""]
+
+
+def render_lens(results):
+    """The per-position lens's section of the table ([] without runs)."""
+    if not results:
+        return []
+    seeds = sorted(s for s in results if s >= 100)
+    lines = ["## `torchtrack/lens/` (torchtrack.lens, torch, full size, pre-norm)", "",
+             f"Held-out seeds: {', '.join(map(str, seeds))} ({len(seeds)}); criteria: "
+             f"{LENS_CRITERIA} (before these runs) in CRITERIA.md. Per seed, its tables "
+             "and the phrase: `torchtrack/lens/lens.md`.", "",
+             "| criterion | held-out result |", "|---|---|"]
+    lines += [f"| {a} | {b} |" for a, b in lens_counts(results)]
+    lines.append("")
+    lines += [f"Run (lens, seed {s}): " + describe(results[s]["provenance"])
+              for s in sorted(results)]
     return lines + [""]
 
 
@@ -348,7 +406,8 @@ def main(argv=None):
         result = json.loads(path.read_text(encoding="utf-8"))
         if result.get("experiment") in COUNTERS:
             results.append((path.name, result))
-    text = render(results) + "\n".join(render_torch(load_torch(args.folder)))
+    text = (render(results) + "\n".join(render_torch(load_torch(args.folder)))
+            + "\n".join(render_lens(load_lens(args.folder))))
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
     sys.stdout.write(text)

@@ -38,6 +38,7 @@ __all__ = [
     "count_params",
     "stream_states",
     "logit_lens",
+    "lens_top1",
     "stream_rms",
     "stream_cosine",
 ]
@@ -201,6 +202,13 @@ def logit_lens(model, idx, targets):
             losses.append(F.cross_entropy(logits.reshape(-1, logits.size(-1)),
                                           targets.reshape(-1)).item())
     return losses
+
+
+def lens_top1(model, idx):
+    """The top-1 next character of decoding each stream state with the model's final norm
+    and head: a long tensor of shape (n_layers + 1, batch, time), the embedding's first."""
+    with torch.no_grad():
+        return torch.stack([model.decode(x).argmax(-1) for x in stream_states(model, idx)])
 
 
 def stream_rms(states):

@@ -489,3 +489,80 @@ def test_every_figure_the_torch_notebook_quotes_is_printed_or_committed(name):
               if not (n in cell_quotes(c)[0] and figure_found(n, committed))}
     unsourced = sorted((cid, n) for cid, n in quoted if n not in shown | ARITHMETIC)
     assert unsourced == [], f"figures quoted in source/{name} that nothing prints: {unsourced}"
+
+
+# ---------------------------------------------------------------- the lens, position by position
+
+
+def test_the_lens_top1_of_the_last_state_is_the_models_own_guess():
+    from torchtrack.transformer import lens_top1
+
+    model = make_lm(13, "pre", dim=16, n_layers=3, n_heads=2, seed=1)
+    idx = torch.randint(13, (2, 10), generator=torch.Generator().manual_seed(2))
+    top = lens_top1(model, idx)
+    assert top.shape == (4, 2, 10)
+    assert torch.equal(top[-1], model(idx)[0].argmax(-1))
+    assert torch.equal(top[0], model.decode(model.embed(idx)).argmax(-1))
+
+
+def test_position_stats_and_the_phrase_table_count_what_they_say():
+    from torchtrack import lens
+    from torchtrack.transformer import lens_top1
+
+    vocab, train_ids, val_ids = data.split_ids(data.offline_text())
+    config = studies.GRADING_LM
+    model = make_lm(vocab.size, "pre", config.dim, config.n_layers, config.n_heads, seed=3)
+    st = lens.position_stats(model, val_ids, 7, config, batches=2)
+    n = config.n_layers + 1
+    assert st["states"] == ["embedding"] + [f"block {k}" for k in range(1, n)]
+    assert st["positions"] == 2 * config.batch_size * config.block_size
+    assert st["agreement"][-1] == 1.0 and st["changed"][0] == 0.0
+    # the same two batches by hand
+    gen = torch.Generator().manual_seed(7)
+    both = [data.get_batch(val_ids, config.batch_size, config.block_size, gen) for _ in range(2)]
+    tops = torch.cat([lens_top1(model, b[0]).reshape(n, -1) for b in both], dim=1)
+    ys = torch.cat([b[1].reshape(-1) for b in both])
+    assert st["accuracy"][1] == pytest.approx((tops[1] == ys).float().mean().item())
+    assert st["changed"][2] == pytest.approx((tops[2] != tops[1]).float().mean().item())
+    assert st["loss"][-1] == pytest.approx(
+        sum(model(b[0], b[1])[1].item() for b in both) / 2, rel=1e-6)
+    ph = lens.phrase_table(model, vocab, val_ids, config.block_size, start=50, shown=4)
+    assert ph["text"] == vocab.decode(val_ids[50:50 + config.block_size])
+    assert [r["next"] for r in ph["rows"]] == list(
+        vocab.decode(val_ids[50 + config.block_size - 3:50 + config.block_size + 1]))
+    assert all(len(r["top1"]) == n for r in ph["rows"])
+
+
+def test_the_lens_criteria_count_as_written():
+    from experiments import heldout
+
+    def result(seed, acc, agree, changed, loss):
+        return {"seed": seed, "stats": {"states": ["embedding"] + [f"block {k}" for k in
+                                                                   range(1, 7)],
+                                        "accuracy": acc, "agreement": agree,
+                                        "changed": changed, "loss": loss}}
+
+    good = result(100, [0.10, 0.30, 0.42, 0.45, 0.47, 0.49, 0.50],
+                  [0.15, 0.50, 0.70, 0.80, 0.85, 0.90, 1.0],
+                  [0.0, 0.60, 0.30, 0.20, 0.15, 0.10, 0.08],
+                  [4.0, 2.6, 2.3, 2.2, 2.1, 2.05, 2.0])
+    bad = result(101, [0.30, 0.30, 0.30, 0.45, 0.47, 0.49, 0.50],
+                 [0.15, 0.50, 0.45, 0.80, 0.85, 0.90, 1.0],
+                 [0.0, 0.60, 0.30, 0.40, 0.15, 0.10, 0.08],
+                 [4.0, 2.6, 2.3, 2.2, 2.25, 2.05, 2.0])
+    searched = result(2, *[bad["stats"][k] for k in ("accuracy", "agreement", "changed",
+                                                     "loss")])
+    rows = dict(heldout.lens_counts({100: good, 101: bad, 2: searched}))
+    assert [row.split(" (")[0] for row in rows.values()] == ["1 of 2"] * 4
+    assert "seed 101: 0.300 against 0.500" in rows[
+        "L1: accuracy at the embedding <= half the last block's"]
+    # and the held-out runs, once committed, ran on held-out seeds after their criteria
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    for r in heldout.load_lens(root / "results" / "heldout").values():
+        assert r["seed"] >= 100 and r.get("size", "full") == "full"
+        check = subprocess.run(["git", "merge-base", "--is-ancestor", "4f3fab2",
+                                r["provenance"]["commit"]], cwd=root, capture_output=True)
+        if check.returncode in (0, 1):
+            assert check.returncode == 0, f"lens seed {r['seed']} ran before its criteria"
