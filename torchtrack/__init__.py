@@ -9,6 +9,8 @@
 - `torchtrack.train`: AdamW, warmup and cosine decay, clipping, periodic validation.
 - `torchtrack.studies`: the two studies at full size (and smaller configurations).
 - `torchtrack.seeds`: `python -m torchtrack.seeds --seeds 0 1 2`, the multi-seed table.
+- `torchtrack.lens`: `python -m torchtrack.lens --seeds 100`, the logit lens position by
+  position (the chapter's per-position table) with counts over many positions.
 - `torchtrack.value_mirror`: the same MLP and transformer on microgpt's `Value` engine.
 
 Needs PyTorch, which neither the instructor's install nor a student's brings by default:

@@ -559,7 +559,12 @@ def test_the_lens_criteria_count_as_written():
     # and the held-out runs, once committed, ran on held-out seeds after their criteria
     import subprocess
 
+    from torchtrack import lens
+
     root = Path(__file__).resolve().parents[2]
+    folder = root / "results" / "heldout" / "torchtrack" / "lens"
+    if folder.is_dir():  # lens.md is what its JSON files render to
+        assert (folder / "lens.md").read_text(encoding="utf-8") == lens.render(folder)
     for r in heldout.load_lens(root / "results" / "heldout").values():
         assert r["seed"] >= 100 and r.get("size", "full") == "full"
         check = subprocess.run(["git", "merge-base", "--is-ancestor", "4f3fab2",
