@@ -12,7 +12,7 @@ versions and the registered wrong answers, in turn) is graded twice in the same 
    the assignment was generated beforehand, with either config (`--baseline`, both by
    default, each in a copy of its own):
    - **course**: the course's `nbgrader_config.py`, whose steps put ours into nbgrader's
-     (the sandbox, warm kernels included, and the hardened test runner): what an
+     (the sandbox and the hardened test runner): what an
      instructor of this pack gets from `nbgrader autograde`; see grade_paths.py for the
      two sandboxed paths on a class with attacks;
    - **stock**: the same file cut where our steps begin (course id, folders, stubs, time

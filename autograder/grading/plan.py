@@ -11,7 +11,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -25,17 +24,12 @@ from autograder.sandbox import bubblewrap
 from autograder.sandbox.launcher import FULL, is_launcher
 from autograder.sandbox.limits import Limits, SandboxError, isolation_available
 from autograder.sandbox.syscalls import MS_NODEV, MS_NOEXEC, MS_NOSUID, mount, umount
-from autograder.sandbox.warm import is_warm_parent, serve_command
 
-COLD_VARIABLE = "RESIDUAL_PACK_COLD_KERNELS"  # set to 1: every kernel starts a new Python
 # which isolation runs the kernels: "bubblewrap" (`autograder.sandbox.bubblewrap`, the
 # default where this machine allows it) or "launcher" (the home-made launcher, the
 # fallback while it is retired; issue #26)
 ENGINE_VARIABLE = "RESIDUAL_PACK_SANDBOX"
 ENGINES = ("launcher", "bubblewrap")
-# {sandbox root: [process, socket, ready]}: this process's warm parents (`warm`); per
-# process, not per Sandbox object (a worker gets a fresh copy of it with every task)
-_WARM = {}
 CONN_SPACE = 1 << 20  # bytes a kernel may write in its sockets' folder (a tmpfs)
 
 
@@ -94,7 +88,7 @@ class Sandbox:
     `root` is a fresh root-only folder holding the read-only library the kernels see and,
     per kernel, a folder that is removed when the kernel is done."""
 
-    def __init__(self, limits=None, level=None, root=None, warm=True, engine=None):
+    def __init__(self, limits=None, level=None, root=None, engine=None):
         self.limits = limits or Limits()
         # a `level` is the launcher's (LIMITS, FULL): asking for one asks for the launcher
         self.engine = engine or os.environ.get(ENGINE_VARIABLE) or \
@@ -115,7 +109,6 @@ class Sandbox:
                 self.engine = "bubblewrap"
         if self.engine == "bubblewrap":
             bubblewrap.remove_stale(self.bwrap_level)  # what killed runs left
-            warm = False  # nothing is forked: every kernel is a new Python in its sandbox
             level, why = (FULL if self.bwrap_level.root else "userns"), ""
         if level is None:
             level, why = isolation_available()
@@ -136,8 +129,6 @@ class Sandbox:
         # {assignment: [[file, path in the working folder]]}: what is released besides the
         # notebooks (see add_release)
         self.support = {}
-        # kernels forked from a warm parent (`warm`), unless switched off for this run
-        self.warm = warm and os.environ.get(COLD_VARIABLE, "") in ("", "0")
         # every code cell of every notebook runs (the self-check's --whole-notebooks);
         # by default the course's cells that cannot change a score are left out
         # (`cells.left_out_when_grading`)
@@ -290,7 +281,7 @@ class Sandbox:
         for target in dict.fromkeys([self.autograder_dir,
                                      self.kernel_finds.get("autograder", self.autograder_dir)]):
             binds.append([self.lib, target])  # the kernel-side modules only
-        # the font list, where a warm parent's matplotlib found it (see `warm`)
+        # the font list matplotlib builds once for the kernels
         binds.append([self.mpl_cache, self.mpl_cache])
         return binds
 
@@ -378,7 +369,6 @@ class Sandbox:
             "binds": self.binds,
             "support": self.support.get(assignment, []),
             "mpl_cache": self.mpl_cache,
-            "warm": self._warm_socket(),
             "home": home,
             "work": work,
             "env": env,
@@ -392,54 +382,7 @@ class Sandbox:
         os.chmod(plan.config, 0o600)
         return plan
 
-    def _warm_socket(self):
-        """The socket of this process's warm parent (`warm`) once it is ready, else None
-        (the kernel then starts cold). The first call starts it; the kernels planned
-        while it imports start cold."""
-        if not self.warm or self.level != FULL:
-            return None
-        warm = _WARM.get(str(self.root))
-        if warm is None:
-            path = self.root / f"warm-{os.getpid()}.sock"
-            env = self._kernel_env(self.root)
-            # what matplotlib reads once, at import: the font list built for the kernels
-            # (bound into each kernel's root) and the backend ipykernel would choose
-            env.update(MPLCONFIGDIR=self.mpl_cache,
-                       MPLBACKEND="module://matplotlib_inline.backend_inline")
-            try:
-                process = subprocess.Popen(
-                    serve_command(path), env=env, cwd="/", stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
-            except OSError:
-                self.warm = False
-                return None
-            warm = _WARM[str(self.root)] = [process, str(path), False]
-        process, path, ready = warm
-        if process.poll() is not None:
-            self.warm = False
-            return None
-        if not ready:
-            if not select.select([process.stdout], [], [], 0)[0]:
-                return None
-            line = process.stdout.readline()
-            if line.strip() != b"ready":
-                self.warm = False
-                self._stop_warm()
-                return None
-            warm[2] = True
-        return path
-
-    def _stop_warm(self):
-        warm = _WARM.pop(str(self.root), None)
-        if warm is not None:
-            with contextlib.suppress(OSError):
-                warm[0].kill()
-            with contextlib.suppress(Exception):
-                warm[0].wait(10)
-                warm[0].stdout.close()
-
     def close(self):
-        self._stop_warm()
         end_run(self.root)
 
 
@@ -514,8 +457,7 @@ def _unmount_under(folder):
 
 
 def leftover_launchers(folder):
-    """Pids of sandbox launchers whose config lies in `folder` (a run's root), and of its
-    warm parents and their copies."""
+    """Pids of sandbox launchers whose config lies in `folder` (a run's root)."""
     folder = os.path.realpath(folder) + "/"
     found = []
     for entry in Path("/proc").iterdir():
@@ -526,9 +468,7 @@ def leftover_launchers(folder):
         except OSError:
             continue
         args = [a.decode("utf-8", "replace") for a in args]
-        if is_warm_parent(args, folder):
-            found.append(int(entry.name))
-        elif is_launcher(args):
+        if is_launcher(args):
             i = args.index("launch")
             if i + 1 < len(args) and os.path.realpath(args[i + 1]).startswith(folder):
                 found.append(int(entry.name))

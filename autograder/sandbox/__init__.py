@@ -12,9 +12,11 @@ Two generations live here side by side while the grader moves from one to the ot
   (`grading.plan.Sandbox` plans each kernel as a `SandboxSpec`,
   `grading.execute.SandboxKernelManager` starts it), also for an instructor who is not
   root where the machine allows unprivileged user namespaces.
-- `launcher`, `limits`, `syscalls`, `warm`: the home-made launcher, the fallback where
+- `launcher`, `limits`, `syscalls`: the home-made launcher, the fallback where
   bubblewrap cannot run (`RESIDUAL_PACK_SANDBOX=launcher` asks for it), described below;
-  to be retired.
+  to be retired. (Its warm parents, which forked kernels from a Python that had imported
+  their libraries, are gone: a class of 100 graded no slower on bubblewrap without them,
+  `results/benchmarks/grade-class-engines-2026-12-03.txt`.)
 
 Standard library and pyseccomp only: nothing of the rest of `autograder` (nor microgpt,
 nbgrader or jupyter) is imported here.
@@ -53,8 +55,7 @@ One module per process, in the order they depend on each other:
 - `launcher`: the root process between the grading worker and the kernel; only the
   standard library;
 - `limits`: what a notebook may use, how many at a time, whether this machine can
-  isolate, the uid slots;
-- `warm`: the warm parent that kernels are forked from.
+  isolate, the uid slots.
 
 The grading process's side (`autograder.grading`): `plan` (the run's sandbox and each
 kernel's launch config), `channel` and `execute` (`SandboxedExecute`, nbgrader's step).

@@ -33,8 +33,8 @@ __all__ = ["grade_task", "WorkerCourse", "remove_stale_folders"]
 
 FOLDER_PREFIX = "residual-pack-worker-"
 _STATE = {}  # bundle hash -> WorkerCourse, the most recently used last
-# how many bundles' scratch courses a worker process keeps (each holds a sandbox with its
-# warm parent, about 80 MB): the least recently used one is closed beyond that
+# how many bundles' scratch courses a worker process keeps (each holds a sandbox and its
+# library): the least recently used one is closed beyond that
 KEEP_BUNDLES_VARIABLE = "RESIDUAL_PACK_WORKER_BUNDLES"
 KEEP_BUNDLES = 2
 _LOCK = threading.Lock()  # one student at a time per worker process (the sandbox channel)
