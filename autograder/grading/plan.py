@@ -65,10 +65,13 @@ class KernelPlan:
                 return {}
             outcome = self.process.outcome()
             code = outcome.returncode
-            if outcome.kind in ("out of memory", "process limit"):
+            if outcome.kind in ("out of memory", "process limit", "killed"):
                 return {"message": outcome.message}
             if outcome.kind == "signal":
-                return {"signal": -code if code < 0 else code - 128}
+                ended = {"signal": -code if code < 0 else code - 128}
+                if "oom_kills" in (outcome.report or {}):  # a memory cgroup counted it
+                    ended["memory_counted"] = True
+                return ended
             return {"code": code}
         try:
             return json.loads(self.exit_file.read_text())

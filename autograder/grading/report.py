@@ -57,9 +57,15 @@ def describe_end(ended, limits):
     sig = ended.get("signal")
     if sig:
         name = _signal_name(sig)
+        # a memory cgroup that counted the kernel and saw no out-of-memory kill rules the
+        # memory limit out (bubblewrap as root); otherwise it is the likeliest cause
+        killed = ("killed, and not by the memory limit (the sandbox counted the kernel's "
+                  "memory and saw no out-of-memory kill): by its own code or the grader"
+                  if ended.get("memory_counted") else
+                  "killed: most likely it went over the memory limit "
+                  f"({size_words(limits.memory)})")
         hint = {
-            "SIGKILL": "killed: most likely it went over the memory limit "
-                       f"({size_words(limits.memory)})",
+            "SIGKILL": killed,
             "SIGSEGV": "it crashed (segmentation fault)",
             "SIGBUS": "it crashed (bus error)",
             "SIGABRT": "it aborted (often: out of memory inside a library)",

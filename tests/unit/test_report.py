@@ -33,6 +33,13 @@ def _result(run, cells=()):
 def test_how_a_kernel_ended():
     assert describe_end({}, LIMITS) == "the kernel died"
     assert "memory limit (2 GiB)" in describe_end({"signal": signal.SIGKILL}, LIMITS)
+    # where a memory cgroup counted the kernel and saw no OOM kill, memory is ruled out
+    counted = describe_end({"signal": signal.SIGKILL, "memory_counted": True}, LIMITS)
+    assert "not by the memory limit" in counted and "most likely" not in counted
+    assert "SIGXFSZ: it wrote a file bigger than" in describe_end(
+        {"signal": signal.SIGXFSZ}, LIMITS)
+    assert describe_end({"message": "out of memory: x"}, LIMITS) == \
+        "the kernel was stopped: out of memory: x"
     assert "SIGSEGV" in describe_end({"signal": signal.SIGSEGV}, LIMITS)
     assert "signal 99" in describe_end({"signal": 99}, LIMITS)
     assert "code 3" in describe_end({"code": 3}, LIMITS)
@@ -243,3 +250,38 @@ def test_a_reason_keeps_its_task_names_and_its_words_whole():
     kind = _reason_kind({"verdict": long})
     assert kind.startswith("CheckFailed: Tasks 5.1 to 5.3: block output at position #")
     assert kind.endswith("(the parallel block)") and "#, got #" in kind
+
+
+def test_a_bubblewrap_kernels_end_reaches_the_words_of_its_kind(tmp_path):
+    """`KernelPlan.ended` turns the sandbox's outcome into what `describe_end` words: a
+    cgroup limit and the grader's own kill by the sandbox's message, a signal by its name
+    (with memory ruled out where a memory cgroup counted the kernel), an exit by its code."""
+    from autograder.grading.plan import KernelPlan
+    from autograder.sandbox.bubblewrap import Outcome
+
+    class Ended:
+        def __init__(self, outcome):
+            self._outcome = outcome
+
+        def poll(self):
+            return self._outcome.returncode
+
+        def outcome(self):
+            return self._outcome
+
+    def words(outcome):
+        plan = KernelPlan(tmp_path, tmp_path / "c", tmp_path / "k", tmp_path / "e",
+                          process=Ended(outcome))
+        return describe_end(plan.ended(), LIMITS)
+
+    assert words(Outcome("out of memory", "out of memory: more than 2048 MiB", -9,
+                         {"oom_kills": 1})) == \
+        "the kernel was stopped: out of memory: more than 2048 MiB"
+    assert words(Outcome("killed", "the kernel was stopped by the grader", -9, {})) == \
+        "the kernel was stopped: the kernel was stopped by the grader"
+    counted = words(Outcome("signal", "ended by SIGKILL", 137, {"oom_kills": 0}))
+    assert "SIGKILL" in counted and "not by the memory limit" in counted
+    assert "most likely it went over the memory limit" in words(
+        Outcome("signal", "ended by SIGKILL", -9, {}))
+    assert "SIGXCPU: it used up its CPU time" in words(Outcome("signal", "x", 128 + 24, {}))
+    assert "code 3" in words(Outcome("exited", "x", 3, {}))
