@@ -299,6 +299,13 @@ INTERPRETER = {
     "importlib", "gc", "ctypes", "inspect", "signal", "atexit", "excepthook", "displayhook",
     "set_custom_exc", "showtraceback", "input_transformers_cleanup", "input_transformers_post",
     "ast_transformers", "sys.modules", "sys.path",
+    # running a module of the library anew gives back an answer that grading switched off
+    "runpy", "run_module", "run_path", "reload", "exec_module", "spec_from_file_location",
+    "SourceFileLoader",
+    # code that runs when the interpreter frees an object: after a check, into its records
+    "__del__", "weakref", "finalize",
+    # the source of the running cell (the hidden checks) and frames reached without sys
+    "linecache", "getlines", "tb_frame", "gi_frame", "cr_frame", "ag_frame",
 }
 # words of a test's verdict, in a string of the student's code (a printed fake success)
 SUCCESS_WORDS = re.compile(r"\b(passed|all (tests|checks)|tests? ok|success)\b", re.IGNORECASE)
@@ -381,6 +388,9 @@ def _names(source):
             strings.add(node.value)
         elif isinstance(node, ast.Name):
             names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name.startswith("__"):  # a special method (a finalizer, say)
+                names.add(node.name)
         elif isinstance(node, ast.Attribute):
             names.add(node.attr)
             if isinstance(node.value, ast.Name):

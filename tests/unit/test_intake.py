@@ -84,6 +84,34 @@ def test_code_that_reaches_into_the_grader_is_flagged_and_withheld():
     assert review_flags(release) == []  # the given test cell is not the student's code
 
 
+def test_the_red_teams_kinds_of_reach_are_withheld_for_review():
+    """Issue #26's attacks by kind, each in a plain spelling: a library answer run anew
+    (runpy, a module's loader), a finalizer that runs after a check appends its record,
+    the running cell's source read from linecache or a traceback's frame. Detection, not
+    prevention: code that builds these names at run time needs what is already flagged
+    (getattr on frames, __import__, eval, sys.modules)."""
+    attacks = [
+        "import runpy\nm = runpy.run_module('microgpt.model')",
+        "from runpy import run_path",
+        "from importlib.machinery import SourceFileLoader",
+        "class Sneaky:\n    def __del__(self):\n        pass",
+        "import weakref\nweakref.finalize(object(), print)",
+        "import linecache\nprint(linecache.cache)",
+        "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    f = e.__traceback__.tb_frame",
+    ]
+    release = _release()
+    for code in attacks:
+        handed = copy.deepcopy(release)
+        handed.cells[0].source = code + "\nx = 1"
+        got = take_in(nbformat.writes(handed).encode(), "nb.ipynb", release, "a")
+        assert any("reaches into the interpreter" in f for f in got.withhold), code
+    honest = copy.deepcopy(release)
+    honest.cells[0].source = ("class A:\n    def __init__(self):\n        self.w = 2\n\n"
+                              "    def step(self):\n        return self.w\nx = 1")
+    got = take_in(nbformat.writes(honest).encode(), "nb.ipynb", release, "a")
+    assert got.withhold == []
+
+
 def test_a_copy_of_the_source_notebook_is_withheld_for_review():
     """The release has no nbgrader markers; an answer that carries them came from the
     instructor's source notebook, and its score waits for a person."""
