@@ -237,9 +237,13 @@ def test_the_kernel_stays_in_its_walls(hostile_run):
 
 
 def _printed(out, student):
+    """What the student's cells printed, a cell's stream outputs joined as they came: a
+    kernel may send one printed line in several stream messages (seen once under load:
+    "memfd: refused" and " EFBIG"), so they are not joined with line breaks."""
     nb = read_notebook(out / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
-    return "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
-                     for o in c.get("outputs", []) if o.get("output_type") == "stream")
+    return "\n".join("".join(o.get("text", "") for o in c.get("outputs", [])
+                             if o.get("output_type") == "stream")
+                     for c in nb.cells if c.cell_type == "code")
 
 
 @needs_assignment
