@@ -106,9 +106,23 @@ def output_text(output):
 
 
 def notebook_text(nb):
-    """All output text of a notebook, cell after cell."""
-    return "\n".join(output_text(o) for c in nb.cells if c.cell_type == "code"
-                     for o in c.get("outputs", []))
+    """All output text of a notebook, cell after cell. A cell's consecutive stream outputs
+    are joined as they came (a kernel may send one printed line, even one number, in two
+    stream messages); other outputs are kept apart by a line break."""
+    parts = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        previous = None
+        for output in cell.get("outputs", []):
+            kind = (output.get("output_type"), output.get("name"))
+            text = output_text(output)
+            if parts and kind[0] == "stream" and kind == previous:
+                parts[-1] += text
+            else:
+                parts.append(text)
+            previous = kind
+    return "\n".join(parts)
 
 
 def _cell_name(cell, index):

@@ -245,3 +245,17 @@ def test_the_student_versions_carry_no_quote_lists(tmp_path):
     after = nbformat.read(str(copy_path), as_version=4)
     assert not any("residual_pack" in c.metadata for c in after.cells)
     assert [c.source for c in after.cells] == [c.source for c in before.cells]
+
+
+def test_a_figure_printed_in_two_stream_messages_is_found():
+    """A kernel may send one printed line in two stream messages (the output of 09's lens
+    cell came in two); the guard reads a cell's consecutive streams as one text."""
+    nb = committed()
+    cell = first_code_cell(nb)
+    cell.outputs += [stream("a figure split as it was sent: 4.3"), stream("217 nats\n")]
+    nb.cells.append(quoting_cell("the split figure, 4.3217", ["4.3217"]))
+    assert check_notebook(nb, COURSE) == []
+    cell.outputs.insert(len(cell.outputs) - 1, nbformat.v4.new_output(
+        "stream", name="stderr", text="a warning between them\n"))
+    problems = check_notebook(nb, COURSE)  # not one stream any more: not one figure
+    assert len(problems) == 1 and "quotes '4.3217'" in problems[0]
