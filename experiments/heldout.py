@@ -205,6 +205,22 @@ def stream_counts(result):
 TORCH_CRITERIA = "the addendum on the torch track, committed at 1d3059d"
 
 
+def _count_row(label, seeds, test, per_seed):
+    """(label, "hits of n (per seed)") for `test` over `seeds` ({seed: result})."""
+    hits = sum(bool(test(seeds[s])) for s in seeds)
+    shown = "; ".join(f"seed {s}: {per_seed(seeds[s])}" for s in sorted(seeds))
+    return label, f"{hits} of {len(seeds)} ({shown})" if seeds else "no runs"
+
+
+def _criteria_section(title, seeds, criteria, note, rows):
+    """The head of a torch-track section: its held-out seeds, criteria and count table."""
+    return [title, "",
+            f"Held-out seeds: {', '.join(map(str, seeds))} ({len(seeds)}); criteria: "
+            f"{criteria} (before these runs) in CRITERIA.md. {note}", "",
+            "| criterion | held-out result |", "|---|---|",
+            *(f"| {a} | {b} |" for a, b in rows), ""]
+
+
 def torch_counts(runs):
     """T1-T9 (results/heldout/CRITERIA.md, the torch track's addendum) over the held-out
     seeds of `runs`: {study: {seed: result of torchtrack.seeds}}."""
@@ -213,10 +229,7 @@ def torch_counts(runs):
     out = []
 
     def count(label, seeds, test, per_seed):
-        n = len(seeds)
-        hits = sum(bool(test(seeds[s])) for s in seeds)
-        shown = "; ".join(f"seed {s}: {per_seed(seeds[s])}" for s in sorted(seeds))
-        out.append((label, f"{hits} of {n} ({shown})" if n else "no runs"))
+        out.append(_count_row(label, seeds, test, per_seed))
 
     def ratio(r, kind):
         g = r["grad_norms"][kind]
@@ -273,9 +286,7 @@ def lens_counts(results):
     out = []
 
     def count(label, test, per_seed):
-        hits = sum(bool(test(held[s])) for s in held)
-        shown = "; ".join(f"seed {s}: {per_seed(held[s])}" for s in sorted(held))
-        out.append((label, f"{hits} of {len(held)} ({shown})" if held else "no runs"))
+        out.append(_count_row(label, held, test, per_seed))
 
     later = lambda st: range(3, len(st["states"]))  # noqa: E731  blocks 3 to the last
     count("L1: accuracy at the embedding <= half the last block's",
@@ -317,13 +328,10 @@ def render_torch(runs):
     if not runs:
         return []
     seeds = sorted({s for r in runs.values() for s in r if s >= 100})
-    lines = ["## `torchtrack/` (torchtrack.seeds, torch, full size)", "",
-             f"Held-out seeds: {', '.join(map(str, seeds))} ({len(seeds)}); criteria: "
-             f"{TORCH_CRITERIA} (before these runs) in CRITERIA.md. Searched (seen) "
-             "seeds 0-2 are in `results/torchtrack/`, without the warmup run.", "",
-             "| criterion | held-out result |", "|---|---|"]
-    lines += [f"| {a} | {b} |" for a, b in torch_counts(runs)]
-    lines.append("")
+    lines = _criteria_section(
+        "## `torchtrack/` (torchtrack.seeds, torch, full size)", seeds, TORCH_CRITERIA,
+        "Searched (seen) seeds 0-2 are in `results/torchtrack/`, without the warmup run.",
+        torch_counts(runs))
     for study in sorted(runs):
         for seed in sorted(runs[study]):
             lines.append(f"Run ({study}, seed {seed}): "
@@ -336,13 +344,10 @@ def render_lens(results):
     if not results:
         return []
     seeds = sorted(s for s in results if s >= 100)
-    lines = ["## `torchtrack/lens/` (torchtrack.lens, torch, full size, pre-norm)", "",
-             f"Held-out seeds: {', '.join(map(str, seeds))} ({len(seeds)}); criteria: "
-             f"{LENS_CRITERIA} (before these runs) in CRITERIA.md. Per seed, its tables "
-             "and the phrase: `torchtrack/lens/lens.md`.", "",
-             "| criterion | held-out result |", "|---|---|"]
-    lines += [f"| {a} | {b} |" for a, b in lens_counts(results)]
-    lines.append("")
+    lines = _criteria_section(
+        "## `torchtrack/lens/` (torchtrack.lens, torch, full size, pre-norm)", seeds,
+        LENS_CRITERIA, "Per seed, its tables and the phrase: `torchtrack/lens/lens.md`.",
+        lens_counts(results))
     lines += [f"Run (lens, seed {s}): " + describe(results[s]["provenance"])
               for s in sorted(results)]
     return lines + [""]
