@@ -60,11 +60,12 @@ def position_stats(model, val_ids, seed, config, batches=BATCHES):
     with torch.no_grad():
         for _ in range(batches):
             x, y = get_batch(val_ids, config.batch_size, config.block_size, gen)
-            tops.append(lens_top1(model, x).reshape(config.n_layers + 1, -1))
+            # each state decoded once: its top-1 (as `lens_top1`) and its loss
+            logits = [model.decode(s).reshape(-1, model.head.out_features)
+                      for s in stream_states(model, x)]
+            tops.append(torch.stack([lg.argmax(-1) for lg in logits]))
             targets.append(y.reshape(-1))
-            losses.append([F.cross_entropy(model.decode(s).reshape(-1, model.head.out_features),
-                                           y.reshape(-1)).item()
-                           for s in stream_states(model, x)])
+            losses.append([F.cross_entropy(lg, y.reshape(-1)).item() for lg in logits])
     top, y = torch.cat(tops, dim=1), torch.cat(targets)
     mean = lambda t: t.float().mean().item()  # noqa: E731
     return {
