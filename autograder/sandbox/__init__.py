@@ -15,7 +15,8 @@ Two generations live here side by side while the grader moves from one to the ot
 - `launcher`, `limits`, `syscalls`: the home-made launcher, the fallback where
   bubblewrap cannot run (`RESIDUAL_PACK_SANDBOX=launcher` asks for it), described below;
   to be retired. (Its warm parents, which forked kernels from a Python that had imported
-  their libraries, are gone: a class of 100 graded no slower on bubblewrap without them,
+  their libraries, are gone: they sped up only this fallback, and bubblewrap grades a
+  class of 100 as fast as the launcher's cold kernels,
   `results/benchmarks/grade-class-engines-2026-12-03.txt`.)
 
 Standard library and pyseccomp only: nothing of the rest of `autograder` (nor microgpt,

@@ -9,8 +9,9 @@ kernel; it writes how the kernel ended to the config's exit file. With the level
 (not root), it only gives the kernel a throwaway HOME, a clean environment and the limits.
 
 Every kernel is a new Python: the warm parents that kernels were once forked from are
-gone (bubblewrap, the default engine, has none; a measured class of 100 graded faster
-without them: `results/benchmarks/`).
+gone. They made this launcher faster, but bubblewrap, the default engine, cannot use
+them and grades a class as fast as this launcher's cold kernels
+(`results/benchmarks/grade-class-engines-2026-12-03.txt`).
 
 `python -m autograder.sandbox.launcher probe UID` exits 0 when this machine lets it
 unshare, mount and change uid (see `limits.isolation_available`).
