@@ -36,6 +36,7 @@ from torchtrack.data import (
     split_ids,
     tinyshakespeare,
 )
+from torchtrack.seeds import SIZES, _shown_command
 from torchtrack.transformer import lens_top1, stream_states
 
 __all__ = ["BATCHES", "PHRASE_START", "SHOWN", "position_stats", "phrase_table", "render",
@@ -134,15 +135,12 @@ def main(argv=None):
     parser.add_argument("--out", default="runs/lens")
     parser.add_argument("--data", default=None, help="path of TinyShakespeare's input.txt")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--size", choices=["full", "medium", "small"], default="full",
+    parser.add_argument("--size", choices=sorted(SIZES), default="full",
                         help="the study's configuration (the criteria are for full)")
     parser.add_argument("--force", action="store_true", help="rerun saved seeds")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
-    shown = []
-    for a, b in zip(["", *argv], argv):  # the --data path cut to its file name
-        shown.append(f".../{Path(b).name}" if a == "--data" else b)
-    command = " ".join(["python -m torchtrack.lens", *shown])
+    command = _shown_command(argv, "python -m torchtrack.lens")
     torch.set_num_threads(args.threads)
     try:
         text = tinyshakespeare(args.data or os.environ.get(ENV_PATH) or None)
@@ -150,8 +148,7 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 2
     vocab, train_ids, val_ids = split_ids(text)
-    config = {"full": studies.FULL_LM, "medium": studies.MEDIUM_LM,
-              "small": studies.GRADING_LM}[args.size]
+    config = SIZES[args.size][1]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for seed in args.seeds:

@@ -250,7 +250,7 @@ def compact(study, result):
     return out
 
 
-def _shown_command(argv):
+def _shown_command(argv, prog="python -m torchtrack.seeds"):
     """The command as typed, with a --data path cut to its file name (a machine path says
     nothing to a reader; the data's checksum is recorded beside it)."""
     shown, hide = [], False
@@ -263,7 +263,7 @@ def _shown_command(argv):
             a = f"--data=.../{Path(a.split('=', 1)[1]).name}"
         hide = a == "--data"
         shown.append(a)
-    return " ".join(["python -m torchtrack.seeds", *map(shlex.quote, shown)])
+    return " ".join([prog, *map(shlex.quote, shown)])
 
 
 def _load():
