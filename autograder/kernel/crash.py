@@ -150,7 +150,7 @@ def _heading(frame, role):
     return f"{place}, line {frame.lineno}{inside}{role}:"
 
 
-def _shown_frames(frames):
+def _shown_frames(frames, first=", the test"):
     """The frames a student sees: the notebook's; of the library, the last frame when it
     raised there. Returns (frames, each one's role)."""
     test = _test_file(frames)
@@ -168,7 +168,7 @@ def _shown_frames(frames):
         chosen.append(last)
     roles = []
     for f in chosen:
-        roles.append(", the test" if f is frames[0] and test else
+        roles.append(first if f is frames[0] and test else
                      ", where the error was raised" if f.where == "library" else "")
     return chosen, roles
 
@@ -202,8 +202,9 @@ def who_raised(frames):
     return "answer" if answer_frames(frames) else "test"
 
 
-def render(exc, frames, headline=None, hints=()):
-    """The lines a notebook shows for `exc`, raised through `frames`."""
+def render(exc, frames, headline=None, hints=(), first=", the test"):
+    """The lines a notebook shows for `exc`, raised through `frames`; `first` is said of
+    the outermost cell (the test's, or the experiment's that ran the student's code)."""
     kind = type(exc).__name__
     if headline is None:
         where = "in your answer" if who_raised(frames) == "answer" else \
@@ -211,7 +212,7 @@ def render(exc, frames, headline=None, hints=()):
         headline = f"{kind} {where}: {exc}"
     lines = [headline]
     test = _test_file(frames)
-    shown, roles = _shown_frames(frames)
+    shown, roles = _shown_frames(frames, first)
     for frame, role in zip(shown, roles):
         lines.append(_heading(frame, role))
         context = CONTEXT if frame.where == "cell" and frame.filename != test else 0
@@ -221,7 +222,7 @@ def render(exc, frames, headline=None, hints=()):
     return lines
 
 
-def explain(exc, tb, headline=None, hints=None):
+def explain(exc, tb, headline=None, hints=None, first=", the test"):
     """Give `exc` (raised through `tb`) the rendering a notebook shows (`render`), with the
     hint of the known slip it fits. Returns the frames."""
     frames = frames_of(tb)
@@ -229,7 +230,7 @@ def explain(exc, tb, headline=None, hints=None):
         hints = [slip_hint(exc, frames)]
 
     def _render_traceback_():
-        return render(exc, frames, headline, hints)
+        return render(exc, frames, headline, hints, first)
 
     try:
         exc._render_traceback_ = _render_traceback_

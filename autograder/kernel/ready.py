@@ -15,12 +15,20 @@ With them, each such cell stops at its first line and says what it waits for:
 
 Both raise `NotAnswered`, which a notebook shows as its one line. An answered task and a
 finished cell make them do nothing, so a solved notebook runs as before.
+
+Once a task is answered, its code can still raise when an experiment runs it (lists joined
+with `+`, a float where a `Value` belongs), deep inside the library's training loop. For the
+rest of a cell that called `needs_answer`, such an error shows as a test shows it
+(`crash`): the error, this cell's line, the student's own lines, the library's line that
+raised and the hint of a known slip, not the frames of the library in between. An error
+that does not pass through the student's code shows as IPython shows it.
 """
 
 import ast
 import sys
 
-from autograder.kernel.witness import NotAnswered
+from autograder.kernel import crash
+from autograder.kernel.witness import CheckFailed, NotAnswered
 
 __all__ = ["needs_answer", "needs_run", "holds_stub", "STUB_TEXT"]
 
@@ -61,6 +69,41 @@ def needs_answer(task_id, *answers):
             f"{'raises' if one else 'raise'} NotImplementedError: do {task_id} first, run "
             f"{'its cell' if len(answers) == 1 else 'their cells'}, then this one."
         ) from None
+    _explain_crashes()
+
+
+# the shell whose error display this module handles, and whether the running cell asked
+_HANDLER = {"shell": None, "armed": False}
+
+
+def _explain_crashes():
+    """Until the running cell ends, show an error raised in the student's code as a test
+    shows it. Outside IPython (a script), nothing."""
+    shell = crash._shell()
+    if shell is None or not hasattr(shell, "set_custom_exc"):
+        return
+    if _HANDLER["shell"] is not shell:
+        shell.set_custom_exc((Exception,), _show_error)
+        shell.events.register("post_run_cell", _disarm)
+        _HANDLER["shell"] = shell
+    _HANDLER["armed"] = True
+
+
+def _disarm(*args):
+    _HANDLER["armed"] = False
+
+
+def _show_error(shell, etype, value, tb, tb_offset=None):
+    """IPython's handler of a cell's error: `crash`'s rendering when the cell asked for it
+    and the student's code was running, else IPython's own."""
+    if _HANDLER["armed"] and not isinstance(value, (CheckFailed, SyntaxError)) \
+            and not hasattr(value, "_render_traceback_"):
+        inner = tb
+        while inner is not None and not crash.cell_name(inner.tb_frame.f_code.co_filename):
+            inner = inner.tb_next  # IPython's own frames above the cell's
+        if inner is not None and crash.answer_frames(crash.frames_of(inner)):
+            crash.explain(value, inner, first=", this cell")
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=True)
 
 
 def _lookup(expression, namespace):
