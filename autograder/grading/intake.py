@@ -299,7 +299,8 @@ INTERPRETER = {
     "importlib", "gc", "ctypes", "inspect", "signal", "atexit", "excepthook", "displayhook",
     "set_custom_exc", "showtraceback", "input_transformers_cleanup", "input_transformers_post",
     "ast_transformers", "sys.modules", "sys.path",
-    # running a module of the library anew gives back an answer that grading switched off
+    # running a module anew: the graded kernel's library holds no answer to give back
+    # (`answerless`), but it is reach into the import machinery all the same
     "runpy", "run_module", "run_path", "reload", "exec_module", "spec_from_file_location",
     "SourceFileLoader",
     # code that runs when the interpreter frees an object: after a check, into its records

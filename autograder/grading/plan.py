@@ -19,7 +19,13 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from autograder.kernel.policy import ASSIGNMENT_VARIABLE, KERNEL_PACKAGE, OUTPUT_VARIABLE
+from autograder.grading.answerless import write_answerless
+from autograder.kernel.policy import (
+    ASSIGNMENT_VARIABLE,
+    KERNEL_PACKAGE,
+    OUTPUT_VARIABLE,
+    SWITCHED_OFF,
+)
 from autograder.sandbox import bubblewrap
 from autograder.sandbox.launcher import FULL, is_launcher
 from autograder.sandbox.limits import Limits, SandboxError, isolation_available
@@ -174,13 +180,28 @@ class Sandbox:
                 shutil.copytree(folder, lib.parent / name,
                                 ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
             others = {n: str(lib.parent / n) for n in others}
+        # per assignment whose tasks the library answers, a copy of the library with those
+        # answers taken out of the source (`answerless`): its kernels get that one
+        self.answerless = {}
+        for assignment in sorted(SWITCHED_OFF):
+            folder = self.root / f"lib-{assignment}"
+            if self.engine == "bubblewrap":  # the whole library folder, as bwrap binds it
+                shutil.copytree(lib.parent, folder)
+            else:  # the launcher binds each package: copies of ours but the grader
+                for name, source in sorted(others.items()):
+                    shutil.copytree(source, folder / name,
+                                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            write_answerless(folder, assignment)
+            self.answerless[assignment] = str(folder)
         # compiled once here: a kernel cannot write bytecode (its library is read-only),
         # so a module without an up-to-date .pyc would be compiled again by every kernel
-        for folder in [lib, *others.values()]:
+        made = [lib.parent, *map(Path, self.answerless.values())]
+        for folder in [lib, *others.values(), *made[1:]]:
             with contextlib.suppress(OSError):
                 compileall.compile_dir(folder, quiet=2, maxlevels=10)
-        for p in [lib.parent, *lib.parent.rglob("*")]:
-            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        for top in made:
+            for p in [top, *top.rglob("*")]:
+                os.chmod(p, 0o755 if p.is_dir() else 0o644)
         self.lib = str(lib)
         if self.engine == "bubblewrap":
             self._bwrap_base = self._bwrap_parts()
@@ -288,6 +309,16 @@ class Sandbox:
         binds.append([self.mpl_cache, self.mpl_cache])
         return binds
 
+    def _binds_for(self, assignment):
+        """The launcher's binds for a kernel of `assignment`: our packages from the copy
+        without its answers, when the library holds some."""
+        folder = self.answerless.get(assignment)
+        if folder is None:
+            return self.binds
+        copies = {self.packages[name]: str(Path(folder, name))
+                  for name in self.packages if Path(folder, name).is_dir()}
+        return [[copies.get(source, source), target] for source, target in self.binds]
+
     def _kernel_env(self, folder, assignment=""):
         """The environment a kernel gets (all of it: nothing of the grader's is kept)."""
         limits = self.limits
@@ -340,6 +371,8 @@ class Sandbox:
             env.pop(name, None)  # bubblewrap's own, inside the sandbox
         base, bwrap_limits = self._bwrap_base
         spec = dataclasses.replace(base, writable=conn, env=env)
+        if assignment in self.answerless:
+            spec = dataclasses.replace(spec, library=Path(self.answerless[assignment]))
         return KernelPlan(folder, folder / "launch.json", conn, folder / "exit.json",
                           bwrap=(spec, bwrap_limits, self.bwrap_level))
 
@@ -369,7 +402,7 @@ class Sandbox:
             "folder": str(folder),
             "conn": str(conn),
             "newroot": str(folder / "r"),
-            "binds": self.binds,
+            "binds": self._binds_for(assignment),
             "support": self.support.get(assignment, []),
             "mpl_cache": self.mpl_cache,
             "home": home,

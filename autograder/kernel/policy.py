@@ -17,6 +17,12 @@ frames (a thread pool, torch's module call) to the code that made the call, refu
 method called on a student's subclass whoever calls it, and replaces the answer wherever
 its module keeps it as a default (a dataclass field, a default argument).
 
+The guard alone leaves the answer's code in the kernel (in the guard's closure, and in the
+module's file, which a student could run anew). So the sandbox does not give these kernels
+the installed library: it gives them a copy whose answers are taken out of the source
+(`autograder.grading.answerless`, made by the grader from this table), and the guard is
+the second wall, with the shorter message.
+
 The test cells do their part too: they hand a student's code model objects whose classes
 do not carry the reference methods, and never pass one task's model answer as an input to
 another task's code. See the README's threat model for what this leaves open.
@@ -34,7 +40,7 @@ import sys
 __all__ = ["MARKER", "REPORT_KEY", "ASSIGNMENT_VARIABLE", "OUTPUT_VARIABLE", "OUTPUT_NOTE",
            "REFERENCE_VARIABLE",
            "test_cell_code", "KERNEL_PACKAGE", "kernel_side", "SWITCHED_OFF", "GUARDED",
-           "AnswerSwitchedOff",
+           "AnswerSwitchedOff", "refuse_unless_library",
            "switch_off", "guarded_packages"]
 
 # how the grader sends a graded test cell: MARKER, a JSON header (grade id, mode, nonce),
@@ -176,6 +182,22 @@ def _guard(original, label, task, instead, owner, folders):
     guard.__doc__ = original.__doc__
     guard.__module__ = original.__module__
     return guard
+
+
+def refuse_unless_library(label, task, instead, owner_object=None):
+    """The guard written into the source of an answer the graded cells still need (see
+    `autograder.grading.answerless`): called as the first line of the answer's body, it
+    raises `AnswerSwitchedOff` unless the answer was called by the library, by the rule of
+    `_guard`. Being in the source, it is in every copy of the module, however loaded."""
+    if owner_object is not None and not type(owner_object).__module__.startswith(CLASSES):
+        allowed = False
+    else:
+        library, transparent = _folders()
+        allowed = _library_call(sys._getframe(2), library, transparent)
+    if not allowed:
+        raise AnswerSwitchedOff(
+            f"{label} is the model answer to {task}, so it is switched off while this "
+            f"assignment is graded; {instead}")
 
 
 def _replace_references(module, original, guard):

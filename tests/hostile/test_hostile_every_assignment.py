@@ -170,3 +170,70 @@ def test_the_attacks_are_real_in_nbgraders_own_kernel(tmp_path):
         grader.submit("forger", {path.stem: students["forger"]})
         result = grader.grade("forger", feedback=False)
     assert max(result.score()[0], result.withheld_score) > 0, result
+
+
+# A task handed to the library's own answer, loaded anew so that no guard around the
+# attribute is in the way (issue #26: `runpy` gave back a fresh, unguarded copy): for each
+# assignment whose tasks the library answers, {answer cell: its source}. The graded kernel
+# loads a library with those answers taken out of the source (`grading/answerless.py`), so
+# the copy holds no answer either.
+QUIET = "import warnings\n\nwarnings.simplefilter('ignore')\n"
+LIBRARIAN = {
+    "02_degradation": {"task2_2_mlp_logits": (
+        "import runpy\n\n\ndef mlp_logits(net, x, layer):\n"
+        "    return runpy.run_module('microgpt.deepnet')['logits'](net, x, layer)\n")},
+    "05_gpt_residual_adds": {"task5_1_pre_norm_block": (
+        "import runpy\n\n\ndef pre_norm_block(model, x, layer, cache):\n"
+        "    GPT = runpy.run_module('microgpt.model')['GPT']\n"
+        "    return GPT.block(model, x, layer, cache)\n")},
+    "06_residual_stream": {"task6_1_stream_states": (
+        "import runpy\n\n\ndef stream_states(model, tokens):\n"
+        "    GPT = runpy.run_module('microgpt.model')['GPT']\n"
+        "    return GPT.stream_states(model, tokens)\n")},
+    "08_torch_mlp": {"task8_1_residual_layer": (
+        "import runpy\n\n\nclass ResidualLayer(PlainLayer):\n"
+        "    def forward(self, h):\n"
+        "        theirs = runpy.run_module('torchtrack.mlp')['ResidualLayer']\n"
+        "        return theirs.forward(self, h)\n")},
+    "09_torch_transformer": {"task9_1_block_forward": (
+        "import runpy\n\n\ndef block_forward(block, x):\n"
+        "    Block = runpy.run_module('torchtrack.transformer')['Block']\n"
+        "    return Block.forward(block, x)\n")},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(n for n in LIBRARIAN if n in OTHERS))
+def test_a_task_handed_to_the_library_run_anew_earns_nothing(name, tmp_path):
+    """The honest notebook, but one task answered by the library's model answer, run anew
+    from its module: that task's tests fail in the graded kernel (the answer is not in its
+    library), and the score, withheld for review or not, is below the honest one."""
+    from autograder.authoring.madeup import with_answer
+
+    require_isolation()
+    [release_path] = notebook_paths(COURSE / EXERCISES / name)
+    [source_path] = notebook_paths(COURSE / SOURCE / name)
+    honest = filled_in(read_notebook(release_path), read_notebook(source_path))
+    [(cell, answer)] = LIBRARIAN[name].items()
+    answer = QUIET + answer  # runpy's warning on stderr would fail the tests by itself
+    submissions, out = tmp_path / "submissions", tmp_path / "graded"
+    path = submissions / "librarian" / name / release_path.name
+    path.parent.mkdir(parents=True)
+    nbformat.write(with_answer(honest, cell, answer), str(path))
+    uid_base = 63000 + 50 * (os.getpid() % 19)
+    env = dict(os.environ, RESIDUAL_PACK_SANDBOX_UIDS=f"{uid_base}-{uid_base + 49}")
+    done = subprocess.run([*cli(), "grade", name, str(submissions), "--out", str(out)],
+                          cwd=COURSE, capture_output=True, text=True, env=env, timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [entry] = json.loads((out / "report.json").read_text())["students"]
+    said = json.dumps(entry, indent=1)[:4000]
+    assert entry["graded"], said
+    # the task's tests raised AnswerSwitchedOff, and their points are not in the score,
+    # withheld for review (runpy is named) or not
+    prefix = "_".join(cell.split("_")[:2]) + "_test"  # task5_1_test...: the task's tests
+    tests = [c for c in entry["cells"] if c["cell"].startswith(prefix)]
+    ran = [c for run in entry["runs"].values() for c in run["cells"]
+           if c["grade_id"].startswith(prefix)]
+    assert tests and ran and all(c["ename"] == "AnswerSwitchedOff" for c in ran), said
+    earned = entry["autograded_score"] + entry.get("withheld_score", 0)
+    assert earned <= entry["autograded_max"] - sum(c["max_score"] for c in tests), said

@@ -35,6 +35,13 @@ def test_the_bubblewrap_library_holds_the_kernel_side_and_our_engine_only():
         assert not list(lib.rglob("*reference*.py"))
         spec, limits, _ = made.plan(None, "s/n", "01_residual_stack").bwrap
         assert spec.library == lib and limits.run_mib == 1
+        # an assignment whose tasks the library answers gets a library without them
+        spec, _, _ = made.plan(None, "s/n", "05_gpt_residual_adds").bwrap
+        assert spec.library == made.root / "lib-05_gpt_residual_adds"
+        model = (spec.library / "microgpt" / "model.py").read_text()
+        assert "zip(x, a)" not in model and "grading runs without it" in model
+        assert "zip(x, a)" in (lib / "microgpt" / "model.py").read_text()
+        assert {p.name for p in spec.library.iterdir()} == {p.name for p in lib.iterdir()}
     finally:
         made.close()
 
@@ -77,6 +84,12 @@ def test_a_kernel_plan(box, tmp_path):
         plan.exit_file.write_text('{"code": 0}')
         assert plan.ended() == {"code": 0}
         assert box.plan(None, "x", "other").config.read_text().count('"support": []') == 1
+        # the launcher binds our engine from the copy without the assignment's answers
+        binds = json.loads(box.plan(None, "y", "05_gpt_residual_adds").config.read_text())
+        engine = [src for src, _ in binds["binds"] if src.endswith("/microgpt")]
+        assert set(engine) == {os.path.join(box.answerless["05_gpt_residual_adds"], "microgpt")}
+        assert "grading runs without it" in open(os.path.join(engine[0], "model.py")).read()
+        assert box.packages["microgpt"] in [src for src, _ in config["binds"]]  # not for "hw"
     finally:
         plan.remove()
     assert not plan.folder.exists()

@@ -1,0 +1,123 @@
+"""The library as a graded kernel of one assignment sees it: the model answers to that
+assignment's tasks taken out of the source.
+
+`microgpt` and `torchtrack` hold working answers to some tasks (`policy.SWITCHED_OFF`:
+`GPT.block` answers Tasks 5.1 to 5.3, `deepnet.logits` Task 2.2, ...), because later
+notebooks train with them. In a student's graded kernel a guard wraps each of them
+(`policy.switch_off`), but the answer's code is still in the kernel, and a student who
+runs the module again (`runpy`, a loader, `exec` of its file) gets a fresh copy. Here the
+sandbox's copy of the library is written with each such function's body replaced by a
+raise of `AnswerSwitchedOff` (the docstring kept), so no copy of the answer is in the
+kernel's files or memory, however the module is loaded.
+
+Some answers are needed by the graded cells themselves: a later task's test runs the
+library's version of an earlier task so that it does not depend on the student's
+(`NEEDED`, with the reason). Those keep their body, and the guard is written into the
+source as its first line (`policy.refuse_unless_library`): called from a notebook, or on
+a student's subclass, they raise `AnswerSwitchedOff`; called by the library, they run.
+Being in the source, the guard is in every copy of the module however it is loaded
+(`runpy`, a loader), which a guard around an attribute is not. `CONDITION` narrows a
+guard to the use that answers the task (`GPT.step` is the model's forward step, which
+training uses, and the answer to Task 6.1 only when given a `states` list).
+"""
+
+import ast
+from pathlib import Path
+
+from autograder.kernel.policy import SWITCHED_OFF
+
+__all__ = ["strip_answers", "write_answerless", "NEEDED", "CONDITION"]
+
+# label -> why a graded cell needs the library's own version (so it keeps its body)
+NEEDED = {
+    "microgpt.deepnet.logits":
+        "Task 2.3's tests make their loss with the library's forward pass (mean_loss's "
+        "default), so that they do not depend on Task 2.2",
+    "microgpt.model.GPT.stream_states":
+        "Task 6.3's tests hand the student's lens the model's own states",
+    "microgpt.model.GPT.step":
+        "the model's forward step (training, GPT.loss); GPT.stream_states calls it",
+    "torchtrack.transformer.Block.forward":
+        "Task 9.2's tests run the library's models, so that they do not depend on Task 9.1",
+}
+# label -> the condition under which a guard refuses (else the function runs as it is)
+CONDITION = {"microgpt.model.GPT.step": "states is not None"}
+
+
+def _label(module, owner, name):
+    return f"{module}.{owner + '.' if owner else ''}{name}"
+
+
+def _find(tree, owner, name):
+    body = tree.body
+    if owner:
+        classes = [n for n in body if isinstance(n, ast.ClassDef) and n.name == owner]
+        if not classes:
+            return None
+        body = classes[0].body
+    found = [n for n in body
+             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
+    return found[0] if found else None
+
+
+def strip_answers(source, module, assignment):
+    """`source` (the text of `module`) with the answers of `assignment` taken out.
+    Raises LookupError when an answer the table names is not in the source (the table
+    and the library have drifted apart: grading must not go on believing it is out)."""
+    entries = [(owner, name, task, instead)
+               for mod, owner, name, task, instead in SWITCHED_OFF.get(assignment, [])
+               if mod == module]
+    if not entries:
+        return source
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    edits = []  # (first line index, last line index exclusive, new lines)
+    for owner, name, task, instead in entries:
+        node = _find(tree, owner, name)
+        label = _label(module, owner, name)
+        if node is None:
+            raise LookupError(f"{label} is not in {module}'s source")
+        body = node.body
+        if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            body = body[1:]  # the docstring stays
+        if not body:
+            raise LookupError(f"{label} has no body to take out")
+        first = body[0].lineno - 1
+        indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())]
+        if label in NEEDED:
+            args = [label, task, instead]
+            call = f"refuse_unless_library({', '.join(map(repr, args))}"
+            call += f", {node.args.args[0].arg})" if owner else ")"
+            stub = [f"{indent}from autograder.kernel.policy import refuse_unless_library\n",
+                    f"{indent}{call}\n"]
+            if label in CONDITION:
+                stub = [f"{indent}if {CONDITION[label]}:\n"] + ["    " + x for x in stub]
+            edits.append((first, first, stub))  # the guard first, the body kept
+            continue
+        message = (f"{label} is the model answer to {task}, and grading runs without it; "
+                   f"{instead}")
+        stub = [f"{indent}from autograder.kernel.policy import AnswerSwitchedOff\n",
+                f"{indent}raise AnswerSwitchedOff({message!r})\n"]
+        edits.append((first, node.end_lineno, stub))
+    for first, last, new in sorted(edits, reverse=True):
+        lines[first:last] = new
+    stripped = "".join(lines)
+    ast.parse(stripped)  # still Python
+    return stripped
+
+
+def write_answerless(library, assignment):
+    """Rewrite, in place, the modules of the library folder `library` (which holds
+    `microgpt/`, `torchtrack/`, ... as copies) that hold answers of `assignment`. Returns
+    the labels taken out; a package that is not in the folder is skipped (torch not
+    installed: no torchtrack)."""
+    done = []
+    for module in sorted({e[0] for e in SWITCHED_OFF.get(assignment, [])}):
+        path = Path(library, *module.split(".")).with_suffix(".py")
+        if not path.parent.is_dir():
+            continue
+        text = path.read_text()
+        path.write_text(strip_answers(text, module, assignment))
+        done += [_label(m, o, n) for m, o, n, *_ in SWITCHED_OFF[assignment] if m == module]
+    return done
