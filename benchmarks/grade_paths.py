@@ -89,10 +89,13 @@ def gradebook_scores(path):
     return found
 
 
-def batch(submissions, out, jobs):
-    """`residual-pack grade`: (seconds, scores, how it isolated)."""
+def batch(submissions, out, jobs, cluster=None):
+    """`residual-pack grade` (on a Dask cluster: `cluster`, e.g. "local"): (seconds,
+    scores, how it isolated)."""
     command = [*_command("residual-pack"), "grade", ASSIGNMENT, str(submissions),
                "--out", str(out), "-j", str(jobs), "--fresh", "--no-feedback"]
+    if cluster:
+        command += ["--cluster", cluster]
     start = time.perf_counter()
     run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -139,8 +142,9 @@ def compare(students, a, b):
     return [s for s in students if a.get(s, {}) != b.get(s, {})]
 
 
-def grade_both(folder, students=None, jobs=1, say=print):
-    """Grade the class both ways in `folder`; returns a dict with what was measured."""
+def grade_both(folder, students=None, jobs=1, say=print, dask=False):
+    """Grade the class both ways in `folder` (and a third, on a local Dask cluster, with
+    `dask`); returns a dict with what was measured."""
     folder = Path(folder)
     course = folder / "nbgrader-course"
     submissions = folder / "submissions"
@@ -158,10 +162,24 @@ def grade_both(folder, students=None, jobs=1, say=print):
     for student in made:
         say(f"  {student:20s} {_cells(s_batch, student):16s} | {_cells(s_plain, student)}")
     differ = compare(made, s_batch, s_plain)
+    found = {"students": made, "batch": (t_batch, s_batch, level_batch),
+             "plain": (t_plain, s_plain, level_plain)}
+    if dask:
+        # the same class once more, on a local Dask cluster: its workers' own sandboxes
+        # (the submissions again: the batch run's attacks may have written beside them)
+        again = make_class(folder / "submissions-dask", folder / "dask", students)
+        t_dask, s_dask, level_dask = batch(folder / "submissions-dask", folder / "dask",
+                                           max(jobs, 2), cluster="local")
+        say(f"residual-pack grade --cluster local: {t_dask:.1f} s, "
+            f"{t_dask / len(again):.2f} s per submission; {level_dask}")
+        for student in made:
+            say(f"  {student:20s} dask: {_cells(s_dask, student)}")
+        differ += [s for s in compare(made, s_batch, s_dask) if s not in differ]
+        found["dask"] = (t_dask, s_dask, level_dask)
     say(f"scores differ for: {', '.join(differ)}" if differ else
         f"same scores, cell by cell, for all {n} students")
-    return {"students": made, "batch": (t_batch, s_batch, level_batch),
-            "plain": (t_plain, s_plain, level_plain), "differ": differ}
+    found["differ"] = differ
+    return found
 
 
 def main(argv=None):
@@ -171,11 +189,13 @@ def main(argv=None):
     p.add_argument("-j", "--jobs", type=int, default=1,
                    help="residual-pack grade's workers (default: 1, as nbgrader's one)")
     p.add_argument("--keep", help="work in this folder and keep it")
+    p.add_argument("--dask", action="store_true",
+                   help="also grade the class on a local Dask cluster (the dask extra)")
     args = p.parse_args(argv)
     folder = Path(args.keep or tempfile.mkdtemp(prefix="grade-paths-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        found = grade_both(folder, args.students, args.jobs)
+        found = grade_both(folder, args.students, args.jobs, dask=args.dask)
         return 1 if found["differ"] else 0
     finally:
         if not args.keep:

@@ -32,6 +32,7 @@ from .attacks import (
     DEFAULTS_SWAP,
     DISK_FILLER,
     FAKE_SUCCESS,
+    FINALIZER_FORGE,
     FORK_BOMB,
     FRAME_WALK,
     GC_HELPERS,
@@ -40,9 +41,11 @@ from .attacks import (
     KERNEL_MACHINERY,
     LEAVE_THE_WALLS,
     MEMORY_BOMB,
+    METADATA_OUTPUT,
     PATCH_BUILTINS,
     PATCH_CHECKS,
     PATCH_MID_TEST,
+    PRINT_HIDDEN,
     READ_SECRETS,
     RUNTIME_SHADOW,
     SOCKET_FILLER,
@@ -70,7 +73,7 @@ class Case:
     reason: tuple = ()  # words the report must show for this student (each one)
     honest: bool = False  # a control: no problems, notes or flags expected
     withheld: bool = False  # the report must say the score is held back (or that it saw tampering)
-    symlink_to: str = ""  # the notebook is a symbolic link to this student's
+    symlink_to: str = ""  # the notebook is a symbolic link to this student's (or this path)
     folder: bytes = b""  # the student's folder name as bytes, when it is not the id
     report_as: str = ""  # the id the report gives the student, when it is not `student`
 
@@ -182,6 +185,10 @@ def build_class(folder, context):
         insert_after(solution, "task1_1_residual_stack", LEAVE_THE_WALLS), FULL, 0,
         reason=["reaches into the interpreter or the kernel (ctypes)"], withheld=True)
 
+    add("metadata-output", "every answer right; one output whose metadata is 12 MiB",
+        insert_after(solution, "task1_1_residual_stack", METADATA_OUTPUT), FULL, FULL,
+        reason=["left out"])
+
     # the notebook's structure
     deleted = copy.deepcopy(solution)
     deleted.cells = [c for c in deleted.cells if nbgrader_meta(c).get("grade_id") not in (
@@ -277,6 +284,18 @@ def build_class(folder, context):
                      WRITE_OTHERS.format(gradebooks=[str(out / "gradebook.db")],
                                          victims=victims)),
         0, 0, reason=["flagged for review"], withheld=True)
+
+    add("symlinked-to-source", "a symbolic link to the instructor's source notebook",
+        None, 0, graded=False, files={},
+        symlink_to=str(course / SOURCE / ASSIGNMENT / nb), reason=["symbolic link"])
+
+    # forging what the kernel reports, reading what it must not show
+    add("finalizer-forge", "a finalizer rewrites the records a check has just made; task 1.1 "
+        "wrong", answer(stub, "task1_1_residual_stack", FINALIZER_FORGE), 0, 0,
+        reason=["withheld for review"], withheld=True)
+    add("print-hidden", "prints the running test cell's source, hidden checks included, "
+        "from linecache; task 1.1 wrong", answer(stub, "task1_1_residual_stack", PRINT_HIDDEN),
+        0, 0, reason=["reaches into the interpreter"], withheld=True)
 
     # switching the checks off from inside the kernel
     add("patched-checks", "replaces check_value and autograder.kernel.checks in sys.modules",
@@ -376,7 +395,8 @@ def _write(folder, case):
     base = Path(folder) / (os.fsdecode(case.folder) if case.folder else case.student)
     if case.symlink_to:
         (base / ASSIGNMENT).mkdir(parents=True, exist_ok=True)
-        target = Path(folder) / case.symlink_to / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+        target = Path(case.symlink_to) if os.path.isabs(case.symlink_to) else \
+            Path(folder) / case.symlink_to / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
         (base / ASSIGNMENT / f"{NOTEBOOK}.ipynb").symlink_to(target)
         return case
     for rel, data in case.files.items():

@@ -312,3 +312,37 @@ except OSError as exc:
     print("stopped:", type(exc).__name__)
 print(f"socket folder: wrote {written} MiB")
 '''
+
+# issue #26's kinds, each in a plain spelling (the red team's own versions are not kept)
+
+FINALIZER_FORGE = '''import autograder.kernel.witness as _witness
+
+
+class _Forger:
+    """Freed at once, inside the test: its finalizer rewrites what the checks recorded."""
+
+    def __del__(self):
+        records = _witness._state.get("records")
+        if isinstance(records, list):
+            for record in records:
+                if isinstance(record, dict):
+                    record["observed"] = {"number": 1.1 ** 20}
+
+
+def residual_stack(x, depth=20):
+    _Forger()
+    return x * 2
+'''
+
+PRINT_HIDDEN = '''def residual_stack(x, depth=20):
+    import linecache
+    for entry in list(linecache.cache.values()):
+        text = "".join(entry[2]) if len(entry) > 2 else ""
+        if "check_" in text:
+            print(text)  # the running test cell's source, its hidden checks included
+    return x * 2
+'''
+
+METADATA_OUTPUT = '''from IPython.display import display
+display({"text/plain": "small"}, raw=True, metadata={"pad": "y" * (12 << 20)})
+'''

@@ -1,22 +1,26 @@
-"""Both of the course's grading paths give the same scores on the same class.
+"""The course's three grading paths give the same scores on the same class.
 
 Part of tests/hostile's class (honest students, repaired notebooks, attacks on the
 verdict) is graded by `residual-pack grade` and by plain `nbgrader autograde` in a copy of
-the course, with `benchmarks/grade_paths.py`; both must run sandboxed (namespaces) and
-agree cell by cell, "needs manual grade" marks included.
+the course, and by `residual-pack grade --cluster local` (Dask), with
+`benchmarks/grade_paths.py`; all must run sandboxed (namespaces) and agree cell by cell,
+"needs manual grade" marks included.
 """
 
 import importlib.util
 from pathlib import Path
 
 import pytest
+from clusterparts import require_dask
 from isolation import require_isolation
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDENTS = ["honest-full", "honest-partial", "deleted-cells", "duplicated-cells",
-            "patched-checks", "tamper-during-test"]
+            "patched-checks", "tamper-during-test",
+            # issue #26's kinds: a forged record, the hidden source printed, output metadata
+            "finalizer-forge", "print-hidden", "metadata-output"]
 
 
 def _benchmark():
@@ -27,9 +31,10 @@ def _benchmark():
     return module
 
 
-def test_residual_pack_grade_and_nbgrader_autograde_agree(tmp_path):
+def test_the_three_grading_paths_agree(tmp_path):
     require_isolation()
-    found = _benchmark().grade_both(tmp_path, STUDENTS, jobs=1)
+    require_dask()
+    found = _benchmark().grade_both(tmp_path, STUDENTS, jobs=1, dask=True)
     _, batch, batch_level = found["batch"]
     _, plain, plain_level = found["plain"]
     # both paths isolate the same way: bubblewrap, each kernel a fresh uid
@@ -44,3 +49,11 @@ def test_residual_pack_grade_and_nbgrader_autograde_agree(tmp_path):
     tampered = plain["tamper-during-test"]
     assert sum(v[0] for v in tampered.values()) == 0.0
     assert any(manual for _, manual in tampered.values())  # held back for a person
+    # the new kinds: what the honest content earns, on every path (the forged ones are
+    # also held back for a person)
+    _, dask, dask_level = found["dask"]
+    assert "sandbox: bubblewrap as a fresh uid per kernel" in dask_level
+    for scores in (batch, plain, dask):
+        assert sum(v[0] for v in scores["finalizer-forge"].values()) == 0.0
+        assert sum(v[0] for v in scores["print-hidden"].values()) == 0.0
+        assert sum(v[0] for v in scores["metadata-output"].values()) == 6.0
