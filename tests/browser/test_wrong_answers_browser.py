@@ -192,3 +192,44 @@ def test_an_untouched_notebook_runs_through_saying_one_line_per_cell(tmp_path):
     (shots / "summary.txt").write_text(
         "\n".join(f"[{i}] {lh.nbgrader_meta(nb['cells'][i]).get('grade_id')}: {text}"
                   for i, text in failed.items()) + "\n", encoding="utf-8")
+
+
+CRASHED = "05_gpt_residual_adds"  # its experiment trains with the student's three blocks
+
+
+def test_a_crash_in_an_experiment_reads_like_one_in_a_test(tmp_path):
+    """The rest of "a crash goes through the insides": Tasks 5.1 to 5.3 answered, 5.1 with
+    lists joined by `+` (a registered slip), then Run All. The experiment cell, which
+    trains a model with the student's blocks through the library, shows the error as a
+    test does (the student's line, the library line that raised, the slip's hint), not
+    the library's frames in between."""
+    import json
+
+    lh.require_browser()
+    from autograder.authoring.madeup import filled_in, with_answer
+    from autograder.grading.course import read_notebook
+
+    shots = lh.shots_dir("experiment-crash")
+    env = lh.jupyter_env(tmp_path / "jupyter")
+    course = tmp_path / "course"
+    lh.prepare_course(course, CRASHED, env)
+    path = course / "exercises" / CRASHED / f"{CRASHED}.ipynb"
+    slip = registered(CRASHED, "lists joined with + instead of added")
+    solved = filled_in(read_notebook(path),
+                       read_notebook(lh.REPO_ROOT / "source" / CRASHED / f"{CRASHED}.ipynb"))
+    path.write_text(json.dumps(with_answer(solved, slip.cell, slip.source)), encoding="utf-8")
+    nb = lh.read_nb(path)
+    index = {lh.nbgrader_meta(c).get("grade_id"): i for i, c in enumerate(nb["cells"])}
+    with lh.lab_page(course, env, shots) as (server, page):
+        nbp = lh.NotebookPage(page, server, f"{CRASHED}/{CRASHED}.ipynb", len(nb["cells"]),
+                              shots)
+        nbp.open()
+        cells = nbp.run_all()
+        nbp.shot(f"{CRASHED}-experiment", index["experiment"])
+    err, _ = shown_in(cells[index["experiment"]])
+    (shots / "summary.txt").write_text(err + "\n", encoding="utf-8")
+    assert err.startswith("ValueError in your answer: linear: a row of 16 weights for 32 "
+                          "inputs"), err
+    assert "this cell:" in err and "in pre_norm_block:" in err and "Hint: " in err, err
+    assert not GRADER_TRACE.search(err) and "microgpt/model.py" not in err, err
+    assert len(err.splitlines()) < 25, err
