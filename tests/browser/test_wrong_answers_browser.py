@@ -225,6 +225,9 @@ def test_a_crash_in_an_experiment_reads_like_one_in_a_test(tmp_path):
                               shots)
         nbp.open()
         cells = nbp.run_all()
+        # twice: the drawings above it finish their layout after the first scroll
+        nbp.shot(f"{CRASHED}-experiment", index["experiment"])
+        page.wait_for_timeout(1500)
         nbp.shot(f"{CRASHED}-experiment", index["experiment"])
     err, _ = shown_in(cells[index["experiment"]])
     (shots / "summary.txt").write_text(err + "\n", encoding="utf-8")
