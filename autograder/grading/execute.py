@@ -308,7 +308,8 @@ class SandboxedExecute(Execute):
             except GradedCellError:
                 code = "raise SyntaxError('this test cell could not be prepared')\n"
             nonce = secrets.token_hex(16)
-            sent = test_cell_code(code, grade_id, "witness", nonce)
+            sent = test_cell_code(code, grade_id, "witness", nonce,
+                                  hidden=test.hidden if test is not None else ())
         try:
             with sending(self.kc, sent) if sent is not None else contextlib.nullcontext():
                 await super().async_execute_cell(cell, cell_index, execution_count,

@@ -101,7 +101,10 @@ class _TestRunner:
             shell.execution_count += 1
         filename = f"<graded test cell {count}>"
         witness = snap.modules.get("autograder.kernel.witness")
-        snap.linecache[filename] = (len(source), None, source.splitlines(True), filename)
+        # the text of the cell a traceback (or code that reads linecache) finds: the
+        # hidden tests' lines blanked, their line numbers kept; it goes with the cell
+        snap.linecache[filename] = (len(source), None, _without_hidden(source, header),
+                                    filename)
         copies, originals = snap.hardened_modules()
         ns = dict(shell.user_ns)
         private = dict(snap.builtins)
@@ -208,6 +211,18 @@ def _cap_streams(limit):
             return original(text)
 
         stream.write = write
+
+
+def _without_hidden(source, header):
+    """The lines of `source`, those the header names as hidden (`hidden`: line numbers)
+    left empty."""
+    lines = source.splitlines(True)
+    hidden = header.get("hidden")
+    if isinstance(hidden, list):
+        for n in hidden[:100_000]:
+            if isinstance(n, int) and 1 <= n <= len(lines):
+                lines[n - 1] = "\n"
+    return lines
 
 
 def _plain_records(records):

@@ -53,10 +53,14 @@ REFERENCE_VARIABLE = "RESIDUAL_PACK_REFERENCE_RUN"  # set in the reference run's
 OUTPUT_NOTE = "[grading: the rest of this notebook's printed output was left out]"
 
 
-def test_cell_code(source, grade_id, mode, nonce):
-    """What the grader sends the kernel for a graded test cell."""
-    header = json.dumps({"grade_id": grade_id, "mode": mode, "nonce": nonce})
-    return f"{MARKER}{header}\n{source}"
+def test_cell_code(source, grade_id, mode, nonce, hidden=()):
+    """What the grader sends the kernel for a graded test cell. `hidden`: the numbers of
+    the source's lines that come from the hidden tests, which the kernel keeps out of the
+    text it holds of the cell (`gradekernel`)."""
+    head = {"grade_id": grade_id, "mode": mode, "nonce": nonce}
+    if hidden:
+        head["hidden"] = sorted(int(n) for n in hidden)
+    return f"{MARKER}{json.dumps(head)}\n{source}"
 
 
 # the allowlist is a package: a graded kernel loads `autograder` (an empty package) and

@@ -225,6 +225,22 @@ def test_the_grading_process_is_safe_from_the_kernel(hostile_run):
 
 @needs_assignment
 @pytest.mark.slow
+def test_the_hidden_tests_text_is_not_in_the_kernel_while_they_run(hostile_run):
+    """`print-hidden` prints every text of a test cell that `linecache` holds while the
+    test runs: the visible checks are there, the hidden ones blank (the grader sends their
+    line numbers; the kernel keeps those lines out of the cell's text), so neither its
+    graded notebook nor its feedback page shows a hidden check's input."""
+    [graded] = (hostile_run.out / "autograded" / "print-hidden").rglob("*.ipynb")
+    printed = "".join("".join(o.get("text", "")) for c in read_notebook(graded).cells
+                      if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "residual_stack(Value(1.0)" in printed  # the attack printed the visible checks
+    assert "Value(2.5)" not in printed  # a hidden check's input (the source's line 8)
+    [page] = (hostile_run.out / "feedback" / "print-hidden").rglob("*.html")
+    assert "Value(2.5)" not in page.read_text(encoding="utf-8")
+
+
+@needs_assignment
+@pytest.mark.slow
 def test_the_kernel_stays_in_its_walls(hostile_run):
     """bubblewrap's walls: a memfd is bounded (the file size limit stops the writes; the
     memory cgroup counts what it holds), and no user namespace or keyring entry of the

@@ -70,6 +70,28 @@ def test_a_test_cells_source_leaves_the_kernel_with_its_cell():
     assert not [k for k in linecache.cache if "graded test cell" in str(k)]
 
 
+def test_the_hidden_lines_are_not_in_the_text_the_kernel_holds_of_its_test_cell():
+    """While a test cell runs, the code it calls can read the cell's text (linecache, as a
+    traceback does): the hidden tests' lines are blank there, and the others as sent."""
+    import json as json_module
+
+    runner = _runner()
+    source = ("import linecache, sys\n"
+              "hidden = 'hidden input 7'\n"
+              "seen = ''.join(linecache.getlines(sys._getframe().f_code.co_filename))\n")
+    code = policy.test_cell_code(source, "t", "witness", "n", hidden={2})
+    head, _, body = code.partition("\n")
+    header = json_module.loads(head[len(policy.MARKER):])
+    assert header["hidden"] == [2]
+    assert runner.run(header, body, True)["status"] == "ok"
+    seen = runner.shell.user_ns["seen"]
+    assert "hidden input 7" not in seen and "import linecache" in seen
+    assert seen.splitlines()[1] == "" and len(seen.splitlines()) == 3
+    # without the header's list, the text is the cell's (the control)
+    runner.run({"grade_id": "t", "mode": "witness", "nonce": "n"}, body, True)
+    assert "hidden input 7" in runner.shell.user_ns["seen"]
+
+
 def test_the_report_is_made_with_json_as_it_was_before_any_student_code():
     """A cell that replaced json's serialisation before a test cannot write the report:
     json is put back (and the change reported) before the test runs."""
