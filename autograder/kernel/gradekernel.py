@@ -20,16 +20,23 @@ and tolerances taken out). This kernel runs those cells its own way:
   import hooks, `sys.stdout`. It is put back before each test cell, the cell runs outside IPython's
   hooks with private copies of the check helpers, and a change made while it ran is
   reported to the grader (who withholds the score for review) and fails the cell.
+- The records are sealed as they are made: each one's text goes into a digest
+  (`witness.begin(seal=...)`) that this runner holds and that nothing can rewind, and
+  the records the cell ends with must give the same digest. A record changed, removed or
+  replaced after its check made it (by a finalizer, say) makes the cell fail as tampered
+  with, whatever code did it; a record added fails it as well (`judge`: more records
+  than checks).
 - Printed output is capped (`OUTPUT_VARIABLE`), and the report is capped at `MAX_REPORT`.
 
 Run as `python -m autograder.kernel.gradekernel -f CONNECTION_FILE` (the sandbox launcher does).
 """
 
+import hashlib
 import json
 import os
 import sys
 
-from autograder.kernel import crash, policy
+from autograder.kernel import crash, policy, witness
 from autograder.kernel.snapshot import ASSIGNMENT, MISSING, Snapshot, private_import
 
 MARKER = policy.MARKER  # + a JSON header + newline, then the cell's source
@@ -45,6 +52,8 @@ _DUMPS, _LOADS = json.dumps, json.loads
 # what a student's notebook shows for an error (`crash`), taken before any student code:
 # the feedback page shows a crash as the Lab does, the student's lines and a hint
 _FRAMES, _RENDER, _SLIP = crash.frames_of, crash.render, crash.slip_hint
+# how a record is sealed, taken before any student code (the witness's own function)
+_RECORD_TEXT = witness.record_text
 
 
 def _kernel_class():
@@ -111,7 +120,9 @@ class _TestRunner:
         private["__import__"] = private_import(copies, snap.import_)
         ns["__builtins__"] = private
         error = None
-        records = witness.begin(mode, filename) if witness is not None else []
+        sealed = hashlib.sha256()
+        records = witness.begin(mode, filename, seal=sealed.update) \
+            if witness is not None else []
         try:
             code = snap.compile(source, filename, "exec", dont_inherit=True)
             snap.exec(code, ns)
@@ -124,6 +135,8 @@ class _TestRunner:
             during = snap.differences(fix=True)
         except BaseException:  # noqa: BLE001
             during = ["the recorded state (could not be compared)"]
+        if witness is not None and not _same_records(records, sealed):
+            during.append("the records of its checks, after the checks made them")
         for key, value in ns.items():
             if key == "__builtins__":
                 continue
@@ -211,6 +224,17 @@ def _cap_streams(limit):
             return original(text)
 
         stream.write = write
+
+
+def _same_records(records, sealed):
+    """Do `records` give the digest `sealed` was given as they were made?"""
+    check = hashlib.sha256()
+    try:
+        for record in list(records):
+            check.update(_RECORD_TEXT(record))
+    except BaseException:  # noqa: BLE001 (a record that cannot be read was not ours)
+        return False
+    return check.hexdigest() == sealed.hexdigest()
 
 
 def _without_hidden(source, header):

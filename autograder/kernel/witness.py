@@ -19,10 +19,13 @@ The grading kernel (`gradekernel`) switches the mode around each graded test cel
 student can switch it too, but in a witness kernel nothing but the observations counts.
 """
 
+import json
 import sys
 
 __all__ = ["CHECK", "WITNESS", "REFERENCE", "CheckFailed", "NotAnswered", "Expected",
-           "expected", "mode", "begin", "end", "settle", "MAX_RECORDS"]
+           "expected", "mode", "begin", "end", "settle", "record_text", "MAX_RECORDS"]
+
+_DUMPS = json.dumps  # taken when the kernel starts, before any student code
 
 CHECK, WITNESS, REFERENCE = "check", "witness", "reference"
 MAX_RECORDS = 10_000  # records kept per test cell; a cell making more is cut off
@@ -81,16 +84,24 @@ def mode():
     return _state["mode"]
 
 
-def begin(new_mode, filename):
-    """Start a graded test cell compiled as `filename`; returns the list records go to."""
+def begin(new_mode, filename, seal=None):
+    """Start a graded test cell compiled as `filename`; returns the list records go to.
+    `seal`, when given, is called with each record's text (`record_text`) as the record
+    is made: the grading kernel keeps a digest of them where the records' readers cannot
+    rewind it, and compares it with the records the cell ends with."""
     records = []
-    _state.update(mode=new_mode, records=records, filename=filename)
+    _state.update(mode=new_mode, records=records, filename=filename, seal=seal)
     return records
 
 
 def end():
     """Back to the check mode, after a graded test cell."""
-    _state.update(mode=CHECK, records=None, filename=None)
+    _state.update(mode=CHECK, records=None, filename=None, seal=None)
+
+
+def record_text(record):
+    """A record as the bytes its seal takes."""
+    return _DUMPS(record, default=str, sort_keys=True).encode("utf-8", "backslashreplace")
 
 
 def _line():
@@ -111,6 +122,9 @@ def _append(record):
     if len(records) >= MAX_RECORDS:
         raise CheckFailed(f"this test cell made more than {MAX_RECORDS} checks")
     records.append(record)
+    seal = _state.get("seal")
+    if seal is not None:
+        seal(record_text(record))
 
 
 def settle(kind, observed, make_expected, params, result=None):

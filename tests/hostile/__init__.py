@@ -292,7 +292,7 @@ def build_class(folder, context):
     # forging what the kernel reports, reading what it must not show
     add("finalizer-forge", "a finalizer rewrites the records a check has just made; task 1.1 "
         "wrong", answer(stub, "task1_1_residual_stack", FINALIZER_FORGE), 0, 0,
-        reason=["withheld for review"], withheld=True)
+        reason=["withheld for review", "the records of its checks"], withheld=True)
     add("print-hidden", "prints the running test cell's source, hidden checks included, "
         "from linecache; task 1.1 wrong", answer(stub, "task1_1_residual_stack", PRINT_HIDDEN),
         0, 0, reason=["reaches into the interpreter"], withheld=True)

@@ -92,6 +92,32 @@ def test_the_hidden_lines_are_not_in_the_text_the_kernel_holds_of_its_test_cell(
     assert "hidden input 7" in runner.shell.user_ns["seen"]
 
 
+HONEST_CHECK = ("from autograder.kernel import witness\n"
+                "witness.settle('number', {'number': 2.0}, None, {})\n")
+
+
+def test_a_record_changed_after_its_check_made_it_fails_the_cell():
+    """The records are sealed as they are made: changing, removing or replacing one
+    afterwards (what a finalizer that runs inside the test could do) fails the cell as
+    tampered with, whoever did it. An honest cell's records go back as made."""
+    header = {"grade_id": "t", "mode": "witness", "nonce": "n"}
+    runner = _runner()
+    honest = runner.run(header, HONEST_CHECK, True)
+    assert honest["status"] == "ok", honest
+    assert [r["observed"] for r in honest[policy.REPORT_KEY]["records"]] == [{"number": 2.0}]
+    for forgery in (
+        "witness._state['records'][0]['observed'] = {'number': 6.7275}\n",
+        "witness._state['records'].clear()\n",
+        "witness._state['records'][0] = dict(witness._state['records'][0], line=99)\n",
+        "witness._state['seal'] = None\nwitness.settle('number', {'number': 3.0}, None, {})\n",
+    ):
+        reply = _runner().run(header, HONEST_CHECK + forgery, True)
+        assert reply["status"] == "error" and reply["ename"] == "TamperingDetected", forgery
+        assert "the records of its checks" in reply["evalue"], forgery
+        assert "the records of its checks, after the checks made them" in \
+            reply[policy.REPORT_KEY]["changed"], forgery
+
+
 def test_the_report_is_made_with_json_as_it_was_before_any_student_code():
     """A cell that replaced json's serialisation before a test cannot write the report:
     json is put back (and the change reported) before the test runs."""
