@@ -24,7 +24,7 @@ training uses, and the answer to Task 6.1 only when given a `states` list).
 import ast
 from pathlib import Path
 
-from autograder.kernel.policy import SWITCHED_OFF
+from autograder.kernel.policy import SWITCHED_OFF, answer_label
 
 __all__ = ["strip_answers", "write_answerless", "NEEDED", "CONDITION"]
 
@@ -42,10 +42,6 @@ NEEDED = {
 }
 # label -> the condition under which a guard refuses (else the function runs as it is)
 CONDITION = {"microgpt.model.GPT.step": "states is not None"}
-
-
-def _label(module, owner, name):
-    return f"{module}.{owner + '.' if owner else ''}{name}"
 
 
 def _find(tree, owner, name):
@@ -74,28 +70,28 @@ def strip_answers(source, module, assignment):
     edits = []  # (first line index, last line index exclusive, new lines)
     for owner, name, task, instead in entries:
         node = _find(tree, owner, name)
-        label = _label(module, owner, name)
+        named = answer_label(module, owner, name)
         if node is None:
-            raise LookupError(f"{label} is not in {module}'s source")
+            raise LookupError(f"{named} is not in {module}'s source")
         body = node.body
         if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
                 and isinstance(body[0].value.value, str)):
             body = body[1:]  # the docstring stays
         if not body:
-            raise LookupError(f"{label} has no body to take out")
+            raise LookupError(f"{named} has no body to take out")
         first = body[0].lineno - 1
         indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())]
-        if label in NEEDED:
-            args = [label, task, instead]
+        if named in NEEDED:
+            args = [named, task, instead]
             call = f"refuse_unless_library({', '.join(map(repr, args))}"
             call += f", {node.args.args[0].arg})" if owner else ")"
             stub = [f"{indent}from autograder.kernel.policy import refuse_unless_library\n",
                     f"{indent}{call}\n"]
-            if label in CONDITION:
-                stub = [f"{indent}if {CONDITION[label]}:\n"] + ["    " + x for x in stub]
+            if named in CONDITION:
+                stub = [f"{indent}if {CONDITION[named]}:\n"] + ["    " + x for x in stub]
             edits.append((first, first, stub))  # the guard first, the body kept
             continue
-        message = (f"{label} is the model answer to {task}, and grading runs without it; "
+        message = (f"{named} is the model answer to {task}, and grading runs without it; "
                    f"{instead}")
         stub = [f"{indent}from autograder.kernel.policy import AnswerSwitchedOff\n",
                 f"{indent}raise AnswerSwitchedOff({message!r})\n"]
@@ -109,15 +105,9 @@ def strip_answers(source, module, assignment):
 
 def write_answerless(library, assignment):
     """Rewrite, in place, the modules of the library folder `library` (which holds
-    `microgpt/`, `torchtrack/`, ... as copies) that hold answers of `assignment`. Returns
-    the labels taken out; a package that is not in the folder is skipped (torch not
-    installed: no torchtrack)."""
-    done = []
+    `microgpt/`, `torchtrack/`, ... as copies) that hold answers of `assignment`; a
+    package that is not in the folder is skipped (torch not installed: no torchtrack)."""
     for module in sorted({e[0] for e in SWITCHED_OFF.get(assignment, [])}):
         path = Path(library, *module.split(".")).with_suffix(".py")
-        if not path.parent.is_dir():
-            continue
-        text = path.read_text()
-        path.write_text(strip_answers(text, module, assignment))
-        done += [_label(m, o, n) for m, o, n, *_ in SWITCHED_OFF[assignment] if m == module]
-    return done
+        if path.parent.is_dir():
+            path.write_text(strip_answers(path.read_text(), module, assignment))

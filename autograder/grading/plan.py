@@ -195,11 +195,11 @@ class Sandbox:
             self.answerless[assignment] = str(folder)
         # compiled once here: a kernel cannot write bytecode (its library is read-only),
         # so a module without an up-to-date .pyc would be compiled again by every kernel
-        made = [lib.parent, *map(Path, self.answerless.values())]
-        for folder in [lib, *others.values(), *made[1:]]:
+        answerless = [Path(folder) for folder in self.answerless.values()]
+        for folder in [lib, *others.values(), *answerless]:
             with contextlib.suppress(OSError):
                 compileall.compile_dir(folder, quiet=2, maxlevels=10)
-        for top in made:
+        for top in [lib.parent, *answerless]:
             for p in [top, *top.rglob("*")]:
                 os.chmod(p, 0o755 if p.is_dir() else 0o644)
         self.lib = str(lib)

@@ -36,8 +36,9 @@ import json
 import os
 import sys
 
-from autograder.kernel import crash, policy, witness
+from autograder.kernel import crash, policy
 from autograder.kernel.snapshot import ASSIGNMENT, MISSING, Snapshot, private_import
+from autograder.kernel.witness import record_text
 
 MARKER = policy.MARKER  # + a JSON header + newline, then the cell's source
 REPORT_KEY = policy.REPORT_KEY  # our entry in the execute_reply of a graded test cell
@@ -53,7 +54,7 @@ _DUMPS, _LOADS = json.dumps, json.loads
 # the feedback page shows a crash as the Lab does, the student's lines and a hint
 _FRAMES, _RENDER, _SLIP = crash.frames_of, crash.render, crash.slip_hint
 # how a record is sealed, taken before any student code (the witness's own function)
-_RECORD_TEXT = witness.record_text
+_RECORD_TEXT = record_text
 
 
 def _kernel_class():

@@ -165,21 +165,26 @@ def _library_call(frame, library, transparent):
     return False
 
 
-def _guard(original, label, task, instead, owner, folders):
-    library, transparent = folders
-
-    def guard(*args, **kwargs):
-        # a method called on an object of a class the library did not define (a student's
-        # subclass that inherits the answer) is refused whoever calls it
-        if owner is not None and args and not type(args[0]).__module__.startswith(CLASSES):
-            allowed = False
-        else:
-            allowed = _library_call(sys._getframe(1), library, transparent)
-        if allowed:
-            return original(*args, **kwargs)
+def _refuse(label, task, instead, owner_object, frame, folders):
+    """Raise `AnswerSwitchedOff` unless the answer `label` was called by the library
+    (`frame`: its caller's frame). A method called on an object of a class the library did
+    not define (`owner_object`: a student's subclass that inherits the answer) is refused
+    whoever calls it."""
+    if owner_object is not None and not type(owner_object).__module__.startswith(CLASSES):
+        allowed = False
+    else:
+        allowed = _library_call(frame, *folders)
+    if not allowed:
         raise AnswerSwitchedOff(
             f"{label} is the model answer to {task}, so it is switched off while this "
             f"assignment is graded; {instead}")
+
+
+def _guard(original, label, task, instead, owner, folders):
+    def guard(*args, **kwargs):
+        _refuse(label, task, instead, args[0] if owner is not None and args else None,
+                sys._getframe(1), folders)
+        return original(*args, **kwargs)
 
     guard.__name__ = original.__name__
     guard.__qualname__ = original.__qualname__
@@ -193,15 +198,12 @@ def refuse_unless_library(label, task, instead, owner_object=None):
     `autograder.grading.answerless`): called as the first line of the answer's body, it
     raises `AnswerSwitchedOff` unless the answer was called by the library, by the rule of
     `_guard`. Being in the source, it is in every copy of the module, however loaded."""
-    if owner_object is not None and not type(owner_object).__module__.startswith(CLASSES):
-        allowed = False
-    else:
-        library, transparent = _folders()
-        allowed = _library_call(sys._getframe(2), library, transparent)
-    if not allowed:
-        raise AnswerSwitchedOff(
-            f"{label} is the model answer to {task}, so it is switched off while this "
-            f"assignment is graded; {instead}")
+    _refuse(label, task, instead, owner_object, sys._getframe(2), _folders())
+
+
+def answer_label(module, owner, name):
+    """How a switched-off answer is named: module.Class.name, or module.name."""
+    return f"{module}.{owner + '.' if owner else ''}{name}"
 
 
 def _replace_references(module, original, guard):
@@ -244,9 +246,9 @@ def switch_off(assignment):
         owner = getattr(module, owner_name) if owner_name else None
         home = owner if owner is not None else module
         original = vars(home)[name]
-        label = f"{module_name}.{owner_name + '.' if owner_name else ''}{name}"
-        guard = _guard(original, label, task, instead, owner, folders)
+        named = answer_label(module_name, owner_name, name)
+        guard = _guard(original, named, task, instead, owner, folders)
         setattr(home, name, guard)
         _replace_references(module, original, guard)
-        done.append(label)
+        done.append(named)
     return done
