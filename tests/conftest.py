@@ -1,10 +1,10 @@
 """Shared fixtures: the names to train on, and the textbook baseline engine."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 import strategies  # noqa: F401  (registers and loads the hypothesis profile)
+from benchmarkparts import load_benchmark
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # the canonical names list: in CI a copy of shared/ lies beside the clone
@@ -42,11 +42,7 @@ def canonical_names():
 @pytest.fixture(scope="session")
 def textbook():
     """`benchmarks/textbook.py`, the one-node-per-operation baseline, loaded by path."""
-    path = REPO_ROOT / "benchmarks" / "textbook.py"
-    spec = importlib.util.spec_from_file_location("textbook", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("textbook")
 
 
 

@@ -7,34 +7,24 @@ the course, and by `residual-pack grade --cluster local` (Dask), with
 "needs manual grade" marks included.
 """
 
-import importlib.util
-from pathlib import Path
 
 import pytest
+from benchmarkparts import load_benchmark
 from clusterparts import require_dask
 from isolation import require_isolation
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 STUDENTS = ["honest-full", "honest-partial", "deleted-cells", "duplicated-cells",
             "patched-checks", "tamper-during-test",
             # issue #26's kinds: a forged record, the hidden source printed, output metadata
             "finalizer-forge", "print-hidden", "metadata-output"]
 
 
-def _benchmark():
-    spec = importlib.util.spec_from_file_location("grade_paths",
-                                                  ROOT / "benchmarks" / "grade_paths.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_three_grading_paths_agree(tmp_path):
     require_isolation()
     require_dask()
-    found = _benchmark().grade_both(tmp_path, STUDENTS, jobs=1, dask=True)
+    found = load_benchmark("grade_paths").grade_both(tmp_path, STUDENTS, jobs=1, dask=True)
     _, batch, batch_level = found["batch"]
     _, plain, plain_level = found["plain"]
     # both paths isolate the same way: bubblewrap, each kernel a fresh uid

@@ -1,6 +1,5 @@
 """`python -m microgpt` and the train-step benchmark run end to end (as subprocesses)."""
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -8,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from benchmarkparts import load_benchmark
 
 REPO = Path(__file__).resolve().parents[2]
 SPEEDUP_LINE = re.compile(r"^speedup \(train step, vs textbook engine\): \d+\.\dx$")
@@ -51,9 +51,7 @@ def test_benchmark_runs_and_the_engines_agree():
 
 def test_benchmark_exits_non_zero_when_the_losses_disagree(monkeypatch, capsys):
     monkeypatch.setattr(sys, "path", list(sys.path))  # the script adds benchmarks/ to it
-    spec = importlib.util.spec_from_file_location("train_step", REPO / "benchmarks/train_step.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("train_step")
     monkeypatch.setattr(bench, "LOSS_TOLERANCE", 0.0)  # no difference is small enough
     assert bench.main(["--steps", "1", "--memory-steps", "1", "--data", "census"]) == 1
     out, err = capsys.readouterr()
@@ -126,12 +124,7 @@ for step in range(50):
 
 
 def _script_bench():
-    spec = importlib.util.spec_from_file_location(
-        "microgpt_script", REPO / "benchmarks/microgpt_script.py"
-    )
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
+    return load_benchmark("microgpt_script")
 
 
 def test_the_swap_replaces_the_value_class_and_nothing_else():

@@ -13,7 +13,6 @@ pyenv under /root), the non-root run sees it through a private mount namespace, 
 exchange tests do (`exchangeparts.Workflow.python_view`); the host is not changed.
 """
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from benchmarkparts import load_benchmark
 from bwrap_support import NOBODY, require_sandbox
 from exchangeparts import Workflow
 
@@ -33,19 +33,11 @@ STUDENTS = ["honest-full", "honest-partial", "deleted-cells", "duplicated-cells"
             "metadata-output"]
 
 
-def _benchmark():
-    spec = importlib.util.spec_from_file_location("grade_paths",
-                                                  ROOT / "benchmarks" / "grade_paths.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_non_root_grader_gives_the_class_the_same_scores():
     require_sandbox()
     if os.geteuid() != 0 or not shutil.which("setpriv") or not shutil.which("unshare"):
         pytest.skip("needs root, setpriv and unshare to act as uid 65534")
-    paths = _benchmark()
+    paths = load_benchmark("grade_paths")
     place = Path(tempfile.mkdtemp(prefix="nonroot-class-"))
     try:
         os.chmod(place, 0o755)
