@@ -307,6 +307,10 @@ INTERPRETER = {
     "__del__", "weakref", "finalize",
     # the source of the running cell (the hidden checks) and frames reached without sys
     "linecache", "getlines", "tb_frame", "gi_frame", "cr_frame", "ag_frame",
+    # torch's hooks change a gradient inside backward(), where the checks read it; no task
+    # asks for one
+    "register_hook", "register_backward_hook", "register_full_backward_hook",
+    "register_full_backward_pre_hook", "register_prehook", "register_post_accumulate_grad_hook",
 }
 # words of a test's verdict, in a string of the student's code (a printed fake success)
 SUCCESS_WORDS = re.compile(r"\b(passed|all (tests|checks)|tests? ok|success)\b", re.IGNORECASE)

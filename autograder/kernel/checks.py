@@ -21,6 +21,7 @@ from autograder.kernel import crash
 from autograder.kernel.compare import MAX_ITEMS, encode, short_repr
 from autograder.kernel.diagnosis import diagnose_raised
 from autograder.kernel.witness import CheckFailed, Expected, NotAnswered, expected, resolve, settle
+from microgpt import engine as _engine
 from microgpt.engine import Value
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "central_gradients",
     "observe_number",
     "observe_numbers",
+    "backward_alone",
 ]
 
 
@@ -295,6 +297,89 @@ def _with_detached_hint(observed, out, leaves, inputs):
     return observed
 
 
+# What a gradient check's own backward() trusts, taken when the checks are imported, before
+# any code of the student's runs: the engine's node classes and its backward. A student's
+# subclass (a `grad` or `_local_grads` that is a property, say) would run the student's code
+# in the middle of that backward, and a `.grad` written by the student's function would be
+# read as if backward() had put it there.
+_ENGINE_NODES = (Value, _engine._Op, _engine._Linear)
+_BACKWARD = Value.backward
+_NUMBERS = (int, float, bool)
+
+
+def _number(x):
+    """A plain number, of a type no student code can define (numpy's scalars included)."""
+    t = type(x)
+    return t in _NUMBERS or (t.__module__ == "numpy" and isinstance(x, numbers.Real))
+
+
+def _graph_problem(out):
+    """Why the engine's backward cannot be run on `out`'s graph without running code of
+    the student's, or None: every node must be one of the engine's own classes, its
+    inputs in a tuple or list, its local gradients and its grad plain numbers."""
+    op = _engine._Op
+    stack, seen = [out], set()
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        kind = type(v)
+        if kind is op:
+            one = v._b is None
+            children = (v._a,) if one else (v._a, v._b)
+            local = (v._da,) if one else (v._da, v._db)
+        elif kind in _ENGINE_NODES:
+            children, local = v._children, v._local_grads
+            inner = v._inner
+            if type(children) not in (tuple, list) or type(local) not in (tuple, list) or \
+                    (inner is not None and type(inner) not in (tuple, list)):
+                return ("a node of the graph keeps its inputs or its local gradients in a "
+                        f"{type(children).__name__}, not in a tuple")
+        else:
+            return (f"a node of the graph is a {kind.__name__}, not the engine's Value: "
+                    "build the graph with Value's own operations")
+        if not _number(v.grad) or not all(_number(g) for g in local):
+            return "a node of the graph holds a gradient that is not a plain number"
+        stack.extend(children)
+    return None
+
+
+def backward_alone(out, leaves):
+    """Run the engine's own backward() from `out`, after setting the `.grad` of each of
+    `leaves` (the inputs whose gradients a check reads) to 0; a problem message when the
+    graph has a part that is not the engine's (then nothing is run), else None.
+
+    The `.grad` a check then reads comes from backward() alone: not from a function of the
+    student's that wrote into it, nor from code of theirs run inside backward."""
+    problem = _graph_problem(out)
+    if problem is not None:
+        return problem
+    for leaf in leaves:
+        leaf.grad = 0
+    _BACKWARD(out)
+    return None
+
+
+WROTE_GRAD_HINT = ("The input's .grad was already {before} when the function returned: it "
+                   "wrote into .grad (or ran backward()) itself. The check sets .grad to 0 "
+                   "and runs backward() alone: the gradient must come from the graph.")
+
+
+def _written(grad):
+    """What an input's .grad held when the function returned, for a message ("" for 0)."""
+    if not _number(grad):  # an object of the student's: its repr is their code, not run
+        return f"a {type(grad).__name__}"
+    return "" if grad == 0 else f"{float(grad):.5g}"
+
+
+def _with_written_hint(observed, before):
+    """Say so (first) when an input's .grad was not 0 before the check's backward()."""
+    if before and isinstance(observed, dict) and "problem" not in observed:
+        said = WROTE_GRAD_HINT.format(before=before)
+        observed["hint"] = f"{said} {observed['hint']}" if observed.get("hint") else said
+
+
 def check_gradient(f, x, what, h=1e-6, rtol=1e-5, atol=1e-8):
     """Fail unless `.grad` of the input after `f(Value(x)).backward()` matches central differences.
 
@@ -309,11 +394,16 @@ def check_gradient(f, x, what, h=1e-6, rtol=1e-5, atol=1e-8):
     if not isinstance(out, Value):
         observed = _no_graph(what, out)
     else:
-        out.backward()
-        grad = leaf.grad
-        observed = observe_number(grad, f"{what} (the input's .grad)")
-        if grad == 0:
-            observed = _with_detached_hint(observed, out, [leaf], "the input")
+        before = _written(leaf.grad)
+        problem = backward_alone(out, [leaf])
+        if problem is not None:
+            observed = {"problem": f"{what}: {problem}"}
+        else:
+            grad = leaf.grad
+            observed = observe_number(grad, f"{what} (the input's .grad)")
+            if grad == 0:
+                observed = _with_detached_hint(observed, out, [leaf], "the input")
+            _with_written_hint(observed, before)
     params = {"what": what, "h": h, "rtol": rtol, "atol": atol}
     return settle("gradient", observed,
                   lambda: {"number": encode(central_difference(lambda t: f(Value(t)), x, h))},
@@ -350,11 +440,16 @@ def check_gradients(f, xs, what, names=None, reference=None, reference_text="",
     if not isinstance(out, Value):
         observed = _no_graph(what, out, "the inputs")
     else:
-        out.backward()
-        grads = [leaf.grad for leaf in leaves]
-        observed = observe_numbers(grads, what)
-        if not any(grads):
-            observed = _with_detached_hint(observed, out, leaves, "the inputs")
+        before = next((w for w in map(_written, (leaf.grad for leaf in leaves)) if w), "")
+        problem = backward_alone(out, leaves)
+        if problem is not None:
+            observed = {"problem": f"{what}: {problem}"}
+        else:
+            grads = [leaf.grad for leaf in leaves]
+            observed = observe_numbers(grads, what)
+            if not any(grads):
+                observed = _with_detached_hint(observed, out, leaves, "the inputs")
+            _with_written_hint(observed, before)
 
     def central():
         if expected is not None:

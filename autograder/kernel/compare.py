@@ -330,7 +330,7 @@ KINDS = {
 }
 
 
-MAX_HINT = 400  # characters of a hint the checks add to an observation
+MAX_HINT = 700  # characters of a hint the checks add to an observation
 
 
 def compare(kind, observed, expected, params, passed=None):

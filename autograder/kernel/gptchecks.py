@@ -22,7 +22,13 @@ import random
 import types
 from dataclasses import dataclass
 
-from autograder.kernel.checks import CheckFailed, check_numbers, check_value, expected
+from autograder.kernel.checks import (
+    CheckFailed,
+    backward_alone,
+    check_numbers,
+    check_value,
+    expected,
+)
 from microgpt import GPT, CharTokenizer, Value, census_names, cross_entropy, train
 
 __all__ = [
@@ -156,12 +162,21 @@ def _block_gradients(block, model, inputs, layer, weights):
     leaves = [[Value(v.data) for v in x] for x in inputs]
     outs = run_block(block, model, leaves, layer)
     terms = [w * o for ws, os in zip(weights, outs) for w, o in zip(ws, os)]
-    Value.sum(terms).backward()
+    mats = [mat for name, mat in model.state_dict.items() if name.startswith(f"layer{layer}.")]
+    _backward(Value.sum(terms), [v for x in leaves for v in x]
+              + [p for mat in mats for row in mat for p in row])
     grads = [[v.grad for x in leaves for v in x]]
-    for name, mat in model.state_dict.items():
-        if name.startswith(f"layer{layer}."):
-            grads.append([p.grad for row in mat for p in row])
+    for mat in mats:
+        grads.append([p.grad for row in mat for p in row])
     return grads
+
+
+def _backward(out, leaves):
+    """The engine's backward from `out`, the `.grad` of `leaves` set to 0 first
+    (`backward_alone`); a graph with parts of the student's own fails the check."""
+    problem = backward_alone(out, leaves)
+    if problem is not None:
+        raise CheckFailed(f"the gradient check could not run backward(): {problem}")
 
 
 def check_block_gradients(block, layout, n_layer=1, layer=0, n_embd=16, n_head=4, n_pos=3,
@@ -216,7 +231,7 @@ def _stream_observation(states, model, coeffs):
     seen = [states]
     if coeffs is not None:
         terms = [v for position in states for state in position for v in state]
-        Value.sum([c * v for c, v in zip(coeffs, terms)]).backward()
+        _backward(Value.sum([c * v for c, v in zip(coeffs, terms)]), model.parameters())
         seen.append(_weight_grads(model))
     return seen
 
@@ -257,7 +272,8 @@ def _lens_observation(lens, model, states, tokens, gradients):
     if gradients and isinstance(losses, (list, tuple)) and losses \
             and all(isinstance(v, Value) for v in losses):
         for k in sorted({0, len(losses) // 2, len(losses) - 1}):
-            losses[k].backward()
+            _backward(losses[k], [v for position in states for state in position
+                                  for v in state] + list(model.parameters()))
             seen.append([v.grad for position in states for state in position for v in state])
             for position in states:
                 for state in position:

@@ -64,6 +64,10 @@ def module_observation(module, inputs, what):
         return {"problem": f"{what}: the output is not connected to the input and the "
                            f"weights (no graph to backpropagate through)"}
     weights = torch.randn(y.shape, generator=torch.Generator().manual_seed(7), dtype=y.dtype)
+    # the gradients read below come from this backward() alone, not from a forward pass
+    # that wrote into .grad (hooks that change a gradient are flagged for review at intake)
+    x.grad = None
+    module.zero_grad(set_to_none=True)
     (y * weights).sum().backward()
     if x.grad is None:
         return {"problem": f"{what}: no gradient reached the input"}

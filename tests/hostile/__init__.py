@@ -33,6 +33,7 @@ from .attacks import (
     DISK_FILLER,
     FAKE_SUCCESS,
     FINALIZER_FORGE,
+    FORGED_GRAD,
     FORK_BOMB,
     FRAME_WALK,
     GC_HELPERS,
@@ -293,6 +294,9 @@ def build_class(folder, context):
     add("finalizer-forge", "a finalizer rewrites the records a check has just made; task 1.1 "
         "wrong", answer(stub, "task1_1_residual_stack", FINALIZER_FORGE), 0, 0,
         reason=["withheld for review", "the records of its checks"], withheld=True)
+    add("forged-grad", "the right output from a graph cut off from x, and x.grad written by "
+        "hand with central differences", answer(solution, "task1_1_residual_stack",
+                                                 FORGED_GRAD), FULL - 2, FULL - 2)
     add("print-hidden", "prints the running test cell's source, hidden checks included, "
         "from linecache; task 1.1 wrong", answer(stub, "task1_1_residual_stack", PRINT_HIDDEN),
         0, 0, reason=["reaches into the interpreter"], withheld=True)

@@ -346,3 +346,16 @@ PRINT_HIDDEN = '''def residual_stack(x, depth=20):
 METADATA_OUTPUT = '''from IPython.display import display
 display({"text/plain": "small"}, raw=True, metadata={"pad": "y" * (12 << 20)})
 '''
+
+FORGED_GRAD = '''def residual_stack(x, depth=20):
+    # the right output, computed on plain numbers: the graph is cut off from x
+    def forward(t):
+        for _ in range(depth):
+            t = t + layer(Value(t)).data
+        return t
+
+    # then the gradient the checks want, by central differences, written into x.grad
+    h = 1e-6
+    x.grad = (forward(x.data + h) - forward(x.data - h)) / (2 * h)
+    return Value(forward(x.data))
+'''

@@ -17,8 +17,9 @@ pytestmark = pytest.mark.slow
 
 STUDENTS = ["honest-full", "honest-partial", "deleted-cells", "duplicated-cells",
             "patched-checks", "tamper-during-test",
-            # issue #26's kinds: a forged record, the hidden source printed, output metadata
-            "finalizer-forge", "print-hidden", "metadata-output"]
+            # issue #26's kinds: a forged record, the hidden source printed, output metadata,
+            # a gradient written into .grad by hand
+            "finalizer-forge", "print-hidden", "metadata-output", "forged-grad"]
 
 
 def test_the_three_grading_paths_agree(tmp_path):
@@ -47,3 +48,4 @@ def test_the_three_grading_paths_agree(tmp_path):
         assert sum(v[0] for v in scores["finalizer-forge"].values()) == 0.0
         assert sum(v[0] for v in scores["print-hidden"].values()) == 0.0
         assert sum(v[0] for v in scores["metadata-output"].values()) == 6.0
+        assert sum(v[0] for v in scores["forged-grad"].values()) == 4.0  # the output only

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 STUDENTS = ["honest-full", "honest-partial", "deleted-cells", "duplicated-cells",
             "patched-checks", "tamper-during-test", "finalizer-forge", "print-hidden",
-            "metadata-output"]
+            "metadata-output", "forged-grad"]
 
 
 def test_a_non_root_grader_gives_the_class_the_same_scores():
@@ -77,3 +77,4 @@ def test_a_non_root_grader_gives_the_class_the_same_scores():
     assert differ == [], {s: (as_root.get(s), as_nobody.get(s)) for s in differ}
     assert sum(v[0] for v in as_nobody["honest-full"].values()) == 6.0
     assert sum(v[0] for v in as_nobody["finalizer-forge"].values()) == 0.0
+    assert sum(v[0] for v in as_nobody["forged-grad"].values()) == 4.0

@@ -11,6 +11,7 @@ from autograder.answers import mutants as mutant_registry
 from autograder.kernel.checks import (
     CheckFailed,
     NotAnswered,
+    backward_alone,
     central_difference,
     check_gradient,
     check_gradients,
@@ -210,6 +211,92 @@ def test_check_gradient_fails_when_no_value_comes_back():
         "Does the function end with `return`?"
     ):
         check_gradient(lambda x: None, 1.0, what="d f/dx")
+
+
+def _forged(x, depth=20):
+    """The right output on floats (no graph back to x), and x.grad written by hand."""
+    def forward(t):
+        for _ in range(depth):
+            t = t + max(0.0, 0.1 * t)
+        return t
+
+    x.grad = (forward(x.data + 1e-6) - forward(x.data - 1e-6)) / 2e-6
+    return Value(forward(x.data))
+
+
+def test_a_grad_written_by_the_function_is_not_read_as_backwards():
+    # the attack: it would pass if the check read .grad as the function left it
+    assert _forged(Value(1.0)).data == pytest.approx(1.1**20)
+    with pytest.raises(CheckFailed, match=r"got 0 \(the input's \.grad after backward\)\. "
+                                          r"The input's \.grad was already 6\.7275"):
+        check_gradient(_forged, 1.0, what="d residual_stack(x, depth=20)/dx at x = 1.0")
+    with pytest.raises(CheckFailed, match=r"was already 6\.7275.*it wrote into \.grad"):
+        check_gradients(lambda vs: _forged(vs[0]), [1.0], what="f")
+
+
+def test_a_function_that_runs_backward_itself_still_gets_its_gradient_once():
+    def eager(x):
+        out = residual(x, 3)
+        out.backward()  # the old check would have added a second 1.1**3 to x.grad
+        return out
+
+    assert check_gradient(eager, 1.0, what="f") == pytest.approx(1.1**3, rel=1e-12)
+
+
+class _Sneaky(Value):
+    """A node whose local gradients run code when backward() reads them."""
+
+    __slots__ = ("_kept",)
+
+    @property
+    def _local_grads(self):
+        self._children[0].grad = 99.0
+        return self._kept
+
+    @_local_grads.setter
+    def _local_grads(self, local):
+        self._kept = local
+
+
+class _Number(float):
+    """A float of the student's: its arithmetic is their code."""
+
+    def __mul__(self, other):
+        return 99.0
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda x: _Sneaky(x.data, (x,), (0.0,)), "a node of the graph is a _Sneaky, not the engine's"),
+    (lambda x: Value(x.data, (x,), (_Number(1.0),)),
+     "holds a gradient that is not a plain number"),
+    (lambda x: Value(x.data, _Tuple((x,)), (1.0,)), "in a _Tuple, not in a tuple"),
+    (lambda x: x + _leaf_with_grad(_Number(0.0)), "holds a gradient that is not a plain number"),
+])
+def test_a_graph_with_parts_of_the_students_own_fails_before_backward_runs(make, says):
+    with pytest.raises(CheckFailed, match=re.escape(says)):
+        check_gradient(make, 1.0, what="f")
+    with pytest.raises(CheckFailed, match=re.escape(says)):
+        check_gradients(lambda vs: make(vs[0]), [1.0], what="f")
+
+
+class _Tuple(tuple):
+    pass
+
+
+def _leaf_with_grad(grad):
+    leaf = Value(2.0)
+    leaf.grad = grad
+    return leaf
+
+
+def test_backward_alone_leaves_an_honest_graph_as_backward_would():
+    x, w = Value(0.5), Value(-1.5)
+    out = (x * w).tanh() + Value.sum([x, w, x * x])
+    assert backward_alone(out, [x]) is None
+    got = (x.grad, w.grad)
+    x2, w2 = Value(0.5), Value(-1.5)
+    ((x2 * w2).tanh() + Value.sum([x2, w2, x2 * x2])).backward()
+    assert got == (x2.grad, w2.grad)
 
 
 # ---- task: missing and unfinished answers ----

@@ -98,6 +98,9 @@ def test_the_red_teams_kinds_of_reach_are_withheld_for_review():
         "import weakref\nweakref.finalize(object(), print)",
         "import linecache\nprint(linecache.cache)",
         "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    f = e.__traceback__.tb_frame",
+        # a torch hook changes a gradient inside backward(), where a check reads it
+        "def forward(self, x):\n    x.register_hook(lambda g: g * 0 + 1)\n    return x",
+        "model.register_full_backward_hook(lambda m, gi, go: gi)",
     ]
     release = _release()
     for code in attacks:
