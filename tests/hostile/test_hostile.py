@@ -1,6 +1,6 @@
 """Hostile and broken submissions, graded for real, as one class.
 
-The class (`tests/hostile`: 36 bad submissions and 3 honest ones, made from the released
+The class (`tests/hostile`: 54 bad submissions and 3 honest ones, made from the released
 notebook) is graded by `residual-pack grade` with parallel workers and sandboxed kernels.
 The first run is killed (SIGKILL to its process group) once some students are done; the
 second run resumes it. Then, for every submission: the class finished, it scored no more
