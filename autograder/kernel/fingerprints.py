@@ -379,7 +379,7 @@ TABLES = {
         },
     },
     "09_torch_transformer": {
-        "digest": "4a0c381988f5ebd1",
+        "digest": "8c28084a3b6fc9f1",
         "hints": [
             "every depth gets the same loss: each state must be decoded, not only the last one.",
             "every layout seems to run the pre-norm block: look at block.layout.",
