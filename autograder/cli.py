@@ -162,7 +162,7 @@ def cmd_grade(args, course):
     where = f"on the Dask cluster {args.cluster}" if args.cluster else "in local processes"
     _say(f"grading {args.submissions} for {assignment} in {out} ({args.jobs} at a time, "
          f"{where})")
-    # read once, then gone from the environment that workers and launchers inherit
+    # read once, then gone from the environment that workers and kernels inherit
     from_env = os.environ.pop(DB_URL_VARIABLE, None)
     db_url = args.db_url or from_env or None
     start = time.perf_counter()

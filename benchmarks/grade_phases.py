@@ -8,14 +8,14 @@ student at a time, in this process, twice:
 1. **ours**: a grading session with the sandbox (`Grader` with `SandboxedExecute`),
    as `residual-pack grade -j 1` grades;
 2. **stock**: the same `Grader` without a sandbox, so nbgrader's own `Execute` runs
-   the notebook in nbgrader's own kernel (ipykernel's, no launcher, no namespaces, no
-   hardened test runner), its steps wrapped here to note the same phases.
+   the notebook in nbgrader's own kernel (ipykernel's, no bubblewrap, no hardened test
+   runner), its steps wrapped here to note the same phases.
 
 Each graded submission keeps a timing record (`StudentResult.phases` and each
-notebook's `NotebookRun.phases`: [name, wall time], see `sandbox.channel.stamp`; the
-launcher adds its own). This prints, per phase, the median seconds over the class (the
-first student is left out: it warms the grading process's caches) and the cells that took
-longest. `grade_class.py --timings` prints the same table for a parallel run.
+notebook's `NotebookRun.phases`: [name, wall time], see `grading.channel.stamp`). This
+prints, per phase, the median seconds over the class (the first student is left out: it
+warms the grading process's caches) and the cells that took longest. `grade_class.py
+--timings` prints the same table for a parallel run.
 """
 
 import argparse
@@ -38,13 +38,10 @@ ORDER = [
     ("taken in", "intake: the notebook read and repaired against the release"),
     ("autograde", "nbgrader's API object (made once per process)"),
     ("execute step", "nbgrader before execution: gradebook, sanitize steps, converter"),
-    ("planned", "sandbox plan: folders, sockets' tmpfs, launch config"),
+    ("planned", "sandbox plan: the kernel's folder and spec"),
     ("launch", "nbclient: kernel manager, connection file"),
-    ("launcher started", "launcher process: fork/exec, Python start, its imports"),
-    ("namespaces", "unshare (pid, mount, net, ipc), fork the namespace's init"),
-    ("root built", "the kernel's root: tmpfs, binds, /dev, /proc, pivot_root"),
-    ("kernel exec", "drop to the kernel's uid, limits, exec"),
-    ("kernel ready", "kernel start: Python, its imports; IPKernelApp, kernel_info"),
+    ("kernel ready", "bubblewrap (uid, cgroups, tmpfs, namespaces, binds) and the kernel's "
+                     "start: Python, its imports; IPKernelApp, kernel_info"),
     ("first cell", "kernel_info for the notebook's language"),
     ("cells done", "the notebook's cells (rows below)"),
     ("kernel stopped", "kernel shutdown (nbclient)"),

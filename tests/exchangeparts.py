@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from autograder.sandbox.limits import FULL, isolation_available
+from isolation import sandbox_level
 
 BIN = Path(sys.executable).parent
 
@@ -28,9 +27,9 @@ def require_exchange():
     elif not (shutil.which("useradd") and shutil.which("userdel") and shutil.which("runuser")):
         why = "useradd, userdel and runuser are needed to make and act as the students"
     else:
-        level, reason = isolation_available()
-        if level != FULL:
-            why = f"the sandbox cannot isolate kernels here: {reason}"
+        level = sandbox_level()
+        if not level.root:
+            why = f"the sandbox cannot isolate kernels here: {level.message}"
     if why:
         if os.environ.get("EXCHANGE_TEST_REQUIRED"):
             pytest.fail(f"EXCHANGE_TEST_REQUIRED is set, but {why}")

@@ -2,22 +2,29 @@
 (skip where the machine cannot isolate kernels, fail instead under SANDBOX_REQUIRED, as in
 CI), the processes a sandbox uid still runs, and the grading command line."""
 
+import functools
 import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from autograder.sandbox.limits import FULL, isolation_available
+from autograder.sandbox import bubblewrap
+
+
+@functools.cache
+def sandbox_level():
+    """This machine's `bubblewrap.Level` (probed once per test process)."""
+    return bubblewrap.probe()
 
 
 def require_isolation():
-    """Kernels must run in the sandbox's full isolation (root, namespaces): without it a
-    kernel can read the course's files, and the attacks on them would succeed. Skip with
-    the reason, or fail when SANDBOX_REQUIRED is set (CI)."""
-    level, why = isolation_available()
-    if level != FULL:
-        message = f"the sandbox cannot isolate kernels here: {why}"
+    """Kernels must run in the sandbox's full isolation (bubblewrap as root, a fresh uid
+    per kernel): without it a kernel can read the course's files, and the attacks on them
+    would succeed. Skip with the reason, or fail when SANDBOX_REQUIRED is set (CI)."""
+    level = sandbox_level()
+    if not level.root:
+        message = f"the sandbox cannot isolate kernels here: {level.message}"
         if os.environ.get("SANDBOX_REQUIRED"):
             pytest.fail(message)
         pytest.skip(message)

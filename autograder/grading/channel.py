@@ -11,8 +11,7 @@ nbgrader's own commands, with no driver, use the one channel of their process
 import dataclasses
 import time
 
-from autograder.sandbox.launcher import FULL
-from autograder.sandbox.limits import SandboxError, process_uid
+from autograder.sandbox.limits import SandboxError
 
 __all__ = ["CellRun", "NotebookRun", "Channel", "stamp"]
 
@@ -48,8 +47,7 @@ class NotebookRun:
     ended: str = ""  # why the kernel stopped early, in words ("" when it did not)
     level: str = ""
     seconds: float = 0.0
-    # [name, wall time] as the notebook went through the Execute step, the launcher's
-    # own (read from its phases file) merged in: see `stamp`
+    # [name, wall time] as the notebook went through the Execute step: see `stamp`
     phases: list = dataclasses.field(default_factory=list)
     # the course's code cells that grading left out (`cells.left_out_when_grading`)
     left_out: int = 0
@@ -79,13 +77,10 @@ class Channel:
         return self
 
     def current(self):
-        """(sandbox, uid) to grade with: uid is this process's slot under full isolation."""
+        """The sandbox to grade with (each kernel gets a fresh uid from it, as root)."""
         if self.sandbox is None:
             raise SandboxError("no sandbox in use")
-        # the launcher's uid is this process's slot; bubblewrap takes a fresh one per kernel
-        launcher = getattr(self.sandbox, "engine", "launcher") == "launcher"
-        uid = process_uid() if self.sandbox.level == FULL and launcher else None
-        return self.sandbox, uid
+        return self.sandbox
 
     def record(self, student, notebook, run):
         self.runs[(student, notebook)] = run

@@ -5,7 +5,7 @@ options it inherits), which `course.WorkCourse.config` puts in place of `Execute
 autograde when grading is sandboxed, and the course's `nbgrader_config.py` for nbgrader's
 own autograde (then `nbgrader_steps.CourseExecute` sets up its sandbox itself).
 It runs in the grading worker. For each notebook it asks the sandbox for a kernel plan
-(`plan.Sandbox.plan`), starts the kernel through the launcher (`SandboxKernelManager`),
+(`plan.Sandbox.plan`), starts the kernel in it (`SandboxKernelManager`, `bubblewrap.start`),
 sends each graded test cell in its witness version and judges what the kernel observed
 against the reference run (`judge`), and turns every failure of the student's code (a
 time limit, a dead or stuck kernel, a flood of output) into an error in the cell it
@@ -20,7 +20,6 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
 import time
 from queue import Empty
 
@@ -41,7 +40,6 @@ from autograder.grading.report import describe_end
 from autograder.grading.testsource import GradedCellError, prepare, sending
 from autograder.kernel.policy import OUTPUT_NOTE, REPORT_KEY, test_cell_code
 from autograder.sandbox import bubblewrap
-from autograder.sandbox.launcher import launch_command
 from autograder.sandbox.limits import SandboxError, size_words
 
 __all__ = ["LEFT_OUT", "SandboxKernelClient", "SandboxKernelManager", "SandboxedExecute"]
@@ -89,8 +87,8 @@ class SandboxKernelClient(AsyncKernelClient):
 
 
 class SandboxKernelManager(AsyncKernelManager):
-    """Starts the kernel through the sandbox launcher, over IPC sockets in the
-    kernel's own folder, and refuses messages above the size limit."""
+    """Starts the kernel in its sandbox (`bubblewrap.start`, the plan's spec), over IPC
+    sockets in the kernel's own folder, and refuses messages above the size limit."""
 
     def __init__(self, plan=None, limits=None, **kwargs):
         super().__init__(**kwargs)
@@ -119,27 +117,18 @@ class SandboxKernelManager(AsyncKernelManager):
             context.destroy(linger=0)
 
     def format_kernel_cmd(self, extra_arguments=None):
-        if self.plan.bwrap is not None:
-            return self._bwrap_kernel_cmd(extra_arguments)
-        kernel = [sys.executable, "-m", "autograder.kernel.gradekernel", "-f",
-                  self.connection_file, *(extra_arguments or [])]
-        return launch_command(self.plan.config, kernel)
-
-    # ---- the engine "bubblewrap" (`plan.Sandbox(engine="bubblewrap")`)
-
-    def _bwrap_kernel_cmd(self, extra_arguments):
-        """The kernel's command as the sandbox sees it, and its connection file: the
-        same ports and key, the sockets at the writable folder's inside path."""
+        """The kernel's command as the kernel sees it, and its connection file: the same
+        ports and key, the sockets at the writable folder's path as the kernel sees it."""
+        spec, _, level = self.plan.bwrap
+        python, run = bubblewrap.kernel_paths(spec, level)
         info = json.loads(open(self.connection_file).read())  # noqa: SIM115
-        info["ip"] = f"{bubblewrap.RUN}/k"
+        info["ip"] = f"{run}/k"
         with open(self.plan.conn / "kernel-in.json", "w") as f:
             json.dump(info, f)
-        return [bubblewrap.PYTHON, "-m", "autograder.kernel.gradekernel", "-f",
-                f"{bubblewrap.RUN}/kernel-in.json", *(extra_arguments or [])]
+        return [python, "-m", "autograder.kernel.gradekernel", "-f",
+                f"{run}/kernel-in.json", *(extra_arguments or [])]
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
-        if self.plan.bwrap is None:
-            return await super()._async_launch_kernel(kernel_cmd, **kw)
         spec, limits, level = self.plan.bwrap
         # nothing of the kernel reaches the grader's terminal or log but its messages
         process = bubblewrap.start(
@@ -158,7 +147,7 @@ class SandboxKernelManager(AsyncKernelManager):
     async def _async_interrupt_kernel(self):
         # a signal to the launch chain's group does not reach a kernel in bwrap's pid
         # namespace and session: ask the kernel itself (ipykernel signals its own process)
-        if self.plan.bwrap is not None and self.kernel_spec is not None:
+        if self.kernel_spec is not None:
             self.kernel_spec.interrupt_mode = "message"
         await super()._async_interrupt_kernel()
 
@@ -188,14 +177,14 @@ class SandboxedExecute(Execute):
         assignment = info.get("assignment", "")
         if self.channel is None or self.channel.sandbox is None:
             self.set_up(assignment)
-        sandbox, uid = self.channel.current()
+        sandbox = self.channel.current()
         self._run = NotebookRun(level=sandbox.level)
         stamp(self._run.phases, "execute step")
         self._limits = sandbox.limits
         reference = sandbox.references.get(assignment, {}).get(key[1], {})
         self._expected = reference.get("tests", {})
         self._passed = set()  # checks whose latest run passed: for the messages (`judge`)
-        self._plan = sandbox.plan(uid, f"{key[0]}/{key[1]}", assignment)
+        self._plan = sandbox.plan(f"{key[0]}/{key[1]}", assignment)
         stamp(self._run.phases, "planned")
         self._deadline = time.monotonic() + sandbox.limits.notebook_timeout
         # the course's cells that cannot change a score are left out (`cells.
@@ -215,7 +204,6 @@ class SandboxedExecute(Execute):
             self._kill_kernel()
             with contextlib.suppress(Exception):
                 self.km.close_client_context()
-            self._run.phases += self._plan.launcher_phases()
             self._plan.remove()
             stamp(self._run.phases, "sandbox removed")
             self._run.phases.sort(key=lambda phase: phase[1])
@@ -257,9 +245,8 @@ class SandboxedExecute(Execute):
         provisioner = getattr(km, "provisioner", None)
         process = getattr(provisioner, "process", None)
         if process is not None and process.poll() is None:
-            # the launcher's process group (its own session): the launcher and, without
-            # namespaces, the kernel it forked; with them, the kernel's pid namespace
-            # ends with the launcher
+            # the launch chain's process group (its own session): bwrap and, with it, the
+            # kernel's pid namespace; at the level "limits", the kernel and what it started
             group = getattr(provisioner, "pgid", None)
             if group and group != os.getpgid(0):
                 with contextlib.suppress(OSError):

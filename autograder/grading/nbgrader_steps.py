@@ -102,9 +102,9 @@ def course_sandbox(preprocessor):
     """Make sure this process's channel holds a sandbox (made once, from the course's
     limits, closed at exit) and says in nbgrader's log how kernels are isolated; a second
     call does nothing. Raises `SandboxError` (every time) when the machine must not run
-    student code (root without namespaces)."""
+    student code (root without bubblewrap)."""
+    from autograder.grading.plan import LIMITS
     from autograder.grading.session import new_sandbox
-    from autograder.sandbox.launcher import FULL
     from autograder.sandbox.limits import SandboxError
 
     channel = process_channel()
@@ -122,21 +122,21 @@ def course_sandbox(preprocessor):
         raise
     atexit.register(sandbox.close)
     channel.sandbox = sandbox
-    if sandbox.level in (FULL, "userns"):
+    if sandbox.level != LIMITS:
         say.info("residual-pack: student kernels run in the sandbox: %s", sandbox.describe())
     else:
         say.warning(
-            "residual-pack: FALLING BACK to a weaker sandbox: %s. The kernel runs as this "
-            "user and can read what this user can (the hidden tests, the solutions, the "
-            "gradebook); scores are still the grader's verdict. Grade as root on Linux "
-            "for the full sandbox.", sandbox.describe())
+            "residual-pack: FALLING BACK to no sandbox: %s. Scores are still the grader's "
+            "verdict. Install bubblewrap (scripts/install-bubblewrap) where unprivileged "
+            "user namespaces are allowed, or grade as root, for the sandbox.",
+            sandbox.describe())
     return sandbox
 
 
 def prepare_assignment(preprocessor, sandbox, assignment):
     """Give `sandbox` what it needs to grade `assignment` when nbgrader (not our `Grader`)
     drives: the reference run's records (cached in the course's `.grading/`, run again
-    when the source changed) and the files released with it."""
+    when the source changed)."""
     from autograder.grading.reference_run import reference_records
 
     coursedir = coursedir_of(preprocessor)
@@ -145,8 +145,6 @@ def prepare_assignment(preprocessor, sandbox, assignment):
     sandbox.references[assignment] = reference_records(
         source, assignment, cache, timeout=sandbox.limits.cell_timeout,
         say=lambda text: _logger(preprocessor).info("residual-pack: %s", text))
-    sandbox.add_release(assignment, coursedir.format_path(
-        coursedir.release_directory, ".", assignment))
 
 
 # ---------------------------------------------------------------- intake

@@ -49,7 +49,7 @@ def _signal_name(number):
 
 
 def describe_end(ended, limits):
-    """How a kernel ended, in words, from the launcher's exit record."""
+    """How a kernel ended, in words, from `KernelPlan.ended`."""
     if not ended:
         return "the kernel died"
     if ended.get("message"):  # the sandbox's own words (bubblewrap: a cgroup limit hit)

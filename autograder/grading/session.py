@@ -3,7 +3,7 @@
 A session is, in this order: the limits (from the course config, `course_limits`); the
 leftovers of killed runs cleared; the sandbox; private Jupyter and IPython folders; the
 work course; a `Grader` per assignment. Leaving the session closes the sandbox (its
-launchers, kernels, mounts and files) whatever happened inside.
+kernels, mounts and files) whatever happened inside.
 
     with grading_session(course, out, [assignment]) as session:
         grader = session.grader(assignment)

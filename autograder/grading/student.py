@@ -72,7 +72,7 @@ class StudentResult:
     runs: dict = field(default_factory=dict)  # notebook -> sandbox.channel.NotebookRun as a dict
     graded_by: str = ""  # the Dask worker (host:pid) that graded it, on a cluster
     # [name, wall time] as the grader went through this student (`channel.stamp`); each
-    # notebook's run has its own, from the Execute step and the launcher
+    # notebook's run has its own, from the Execute step
     phases: list = field(default_factory=list)
 
     def score(self, autograded_only=True):
@@ -124,8 +124,6 @@ class Grader:
         if generate:
             work.generate_assignment(assignment)
         self.release = work.path(EXERCISES, assignment)
-        if sandbox is not None:
-            sandbox.add_release(assignment, self.release)
         self.notebooks = [p.stem for p in notebook_paths(self.release)]
         self.autograded = {}  # (notebook, grade_id) -> True for autograder test cells
         self.order = []  # (notebook, grade_id) of graded cells in notebook order

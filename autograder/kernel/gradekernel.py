@@ -28,7 +28,7 @@ and tolerances taken out). This kernel runs those cells its own way:
   than checks).
 - Printed output is capped (`OUTPUT_VARIABLE`), and the report is capped at `MAX_REPORT`.
 
-Run as `python -m autograder.kernel.gradekernel -f CONNECTION_FILE` (the sandbox launcher does).
+Run as `python -m autograder.kernel.gradekernel -f CONNECTION_FILE` (the sandbox starts it so).
 """
 
 import hashlib

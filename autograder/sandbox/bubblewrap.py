@@ -40,6 +40,17 @@ namespaces) the same bwrap and seccomp filter run as that user, with rlimits for
 the cgroups would have done and memfd_create and shmget refused; `probe()` says in a
 sentence what is lost. `remove_stale` clears what a grader killed before its cleanup
 left behind (cgroups, mounts, stage folders).
+
+Where bubblewrap cannot run at all and the grader is not root, the level "limits"
+(`limits_level`) is no sandbox, and says so: the kernel runs as the grading user, with
+host paths, under prlimit's rlimits (memory as address space, processes, file size, open
+files, no core), in a clean environment (coreutils' `env -i`) whose HOME and temporary
+folders are the kernel's own throwaway folder:
+
+    prlimit <rlimits> -- setpriv --pdeathsig SIGKILL -- env -i -C <folder>/tmp K=V...
+        <python> -m ... <host paths>
+
+As root it is refused (`start`): a kernel without a uid of its own would run as root.
 """
 
 import contextlib
@@ -100,6 +111,11 @@ class Level:
     def usable(self):
         return self.kind != "none"
 
+    @property
+    def sandboxed(self):
+        """A sandbox around the kernel (not the level "limits", which has none)."""
+        return self.kind in ("root", "userns")
+
 
 ROOT_MESSAGE = (
     "sandbox: bubblewrap as a fresh uid per kernel, all namespaces new (no network), "
@@ -126,6 +142,20 @@ USERNS_CGROUP_MESSAGE = (
     "namespaces new (no network), seccomp, a read-only view of the Python installation "
     "only, and limits in a delegated cgroup {version} subtree; every kernel runs as the "
     "same uid (they cannot see each other: each has its own pid namespace and filesystem)")
+
+
+LIMITS_MESSAGE = (
+    "limits only ({why}): no sandbox: the kernel runs as the grading user and can read "
+    "whatever that user can, the hidden tests and the model answers included, and reach "
+    "the network; it gets rlimits (memory as the address space of each process, "
+    "processes counted over every process of the user, file size, open files), a clean "
+    "environment and a throwaway HOME and working folder")
+
+
+def limits_level(why):
+    """The level "limits": no sandbox, only what prlimit and a clean environment give
+    (see the module's docstring); `why` says why, in the sentence for the log."""
+    return Level("limits", LIMITS_MESSAGE.format(why=why))
 
 
 def _bwrap():
@@ -323,11 +353,61 @@ def _root_links():
     return args
 
 
+def kernel_paths(spec, level):
+    """(the kernel's Python, its writable folder) as the kernel sees them: inside the
+    sandbox, the fixed paths; at the level "limits", this Python and the host's folder."""
+    if level.sandboxed:
+        return PYTHON, RUN
+    return sys.executable, str(spec.writable)
+
+
+def host_environment(spec):
+    """The kernel's environment at the level "limits": `environment`'s, with the
+    sandbox's fixed paths made host paths under the writable folder."""
+    folder, python = str(spec.writable), sys.executable
+    env = {}
+    for key, value in environment(spec).items():
+        for inside, host in ((RUN, folder), ("/tmp", folder + "/tmp"), (LIBRARY,
+                             str(spec.library or LIBRARY))):
+            if value == inside or value.startswith(inside + "/"):
+                value = host + value[len(inside):]
+                break
+        env[key] = value
+    env["PATH"] = f"{Path(python).parent}:/usr/bin:/bin"
+    env.pop("LD_LIBRARY_PATH", None)
+    return env
+
+
+def _limits_command(spec, limits, level, resources):
+    """The level "limits": prlimit, setpriv for the parent's death (and a uid, with
+    `run_as`), a clean environment, the kernel with host paths."""
+    folder = str(spec.writable)
+    argv = [folder + a[len(RUN):] if a == RUN or a.startswith(RUN + "/") else
+            sys.executable if a == PYTHON else a for a in spec.argv]
+    workdir = spec.workdir
+    if workdir == "/tmp" or workdir.startswith("/tmp/"):
+        workdir = folder + workdir
+    tail = ["prlimit", *_rlimits(limits, level), "--", "setpriv"]
+    if resources.parent is not None:
+        tail += ["--pdeathsig", "SIGKILL"]
+    if resources.uid is not None:
+        tail += [f"--reuid={resources.uid}", f"--regid={resources.uid}", "--clear-groups",
+                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+    tail += ["--"]
+    if resources.parent is not None:
+        tail += ["/bin/sh", "-c",
+                 f'[ "$PPID" = {int(resources.parent)} ] || exit 125; exec "$@"', "sh"]
+    env = [f"{key}={value}" for key, value in sorted(host_environment(spec).items())]
+    return [*tail, "env", "-i", "-C", workdir, *env, *argv]
+
+
 def command(spec, limits, level, resources):
     """The argument list that runs `spec` in the sandbox (see the module's docstring).
     Pure: `start` opens what `resources` names and runs it."""
     if not level.usable:
         raise SandboxError(level.message)
+    if not level.sandboxed:
+        return _limits_command(spec, limits, level, resources)
     binds, version = python_binds(spec)
     sources = [src for src, _ in binds] + [Path(spec.writable)]
     if resources.stage is not None:  # bound in a private mount namespace, see docstring
@@ -630,6 +710,8 @@ def start(spec, limits, level, *, run_as=None, **popen):
                 level.cgroup, level.parents, limits.memory_mib * MiB, limits.processes,
                 limits.cpus)
         writable = Path(spec.writable)
+        if not level.sandboxed:  # its HOME and temporary folders, on the host
+            (writable / "tmp").mkdir(mode=0o700, exist_ok=True)
         if level.root and run_as is None:
             _mount_writable(writable, uid, limits.run_mib * MiB)
             run_mount = writable
@@ -637,27 +719,29 @@ def start(spec, limits, level, *, run_as=None, **popen):
             os.chown(writable, uid, uid)
             for path in writable.rglob("*"):
                 os.chown(path, uid, uid, follow_symlinks=False)
-        if root and uid is not None:
+        if root and uid is not None and level.sandboxed:
             binds, _ = python_binds(spec)
             stage = _make_stage([src for src, _ in binds] + [writable])
         effective = level if kernel_cgroups is not None else \
             dataclasses.replace(level, cgroup=None)
-        seccomp_file = seccomp.bpf_file(deny_uncounted_memory=kernel_cgroups is None)
-        venv_file = tempfile.TemporaryFile()  # noqa: SIM115 (closed below)
-        venv_file.write(venv_config(spec).encode())
-        venv_file.flush()
-        venv_file.seek(0)
+        fds = ()
+        if level.sandboxed:
+            seccomp_file = seccomp.bpf_file(deny_uncounted_memory=kernel_cgroups is None)
+            venv_file = tempfile.TemporaryFile()  # noqa: SIM115 (closed below)
+            venv_file.write(venv_config(spec).encode())
+            venv_file.flush()
+            venv_file.seek(0)
+            fds = (seccomp_file.fileno(), venv_file.fileno())
         resources = Resources(
-            seccomp_fd=seccomp_file.fileno(), venv_cfg_fd=venv_file.fileno(), uid=uid,
-            cgroup_procs=tuple(kernel_cgroups.procs_files) if kernel_cgroups else (),
+            seccomp_fd=fds[0] if fds else None, venv_cfg_fd=fds[1] if fds else None,
+            uid=uid, cgroup_procs=tuple(kernel_cgroups.procs_files) if kernel_cgroups else (),
             stage=stage, parent=os.getpid())
         argv = command(spec, limits, effective, resources)
         # the launch chain (and bwrap's own pid 1, whose /proc/1/environ the kernel can
         # read) gets a bare environment, never the caller's: the kernel's is set by
         # --setenv after --clearenv
         popen.setdefault("env", {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"})
-        process = SandboxProcess(argv, pass_fds=(seccomp_file.fileno(), venv_file.fileno()),
-                                 start_new_session=True, **popen)
+        process = SandboxProcess(argv, pass_fds=fds, start_new_session=True, **popen)
     except BaseException:
         if run_mount is not None:
             subprocess.run(["umount", "--lazy", str(run_mount)], check=False)

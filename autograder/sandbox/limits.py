@@ -1,24 +1,13 @@
-"""What one notebook may use while it is graded, how many this machine grades at a time
-(`default_jobs`), whether it can isolate a kernel, and the uid slots that keep kernels
-running at the same time apart.
+"""What one notebook may use while it is graded, and how many this machine grades at a
+time (`default_jobs`). Whether and how it can isolate a kernel is `bubblewrap.probe`'s.
 
-Standard library only (plus the launcher, for the isolation probe's command).
+Standard library only.
 """
 
-import contextlib
 import dataclasses
-import fcntl
-import functools
 import os
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
-from autograder.sandbox.launcher import FULL, LIMITS, probe_command
-
-__all__ = ["MiB", "GiB", "FULL", "LIMITS", "SandboxError", "Limits", "default_jobs",
-           "size_words", "isolation_available", "acquire_uid", "process_uid"]
+__all__ = ["MiB", "GiB", "SandboxError", "Limits", "default_jobs", "size_words"]
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -72,79 +61,3 @@ def size_words(n):
         if n >= size:
             return f"{n / size:g} {unit}"
     return f"{n} bytes"
-
-
-# ---------------------------------------------------------------- can we isolate?
-
-
-def _uid_range():
-    text = os.environ.get("RESIDUAL_PACK_SANDBOX_UIDS", "64000-64999")
-    lo, _, hi = text.partition("-")
-    return int(lo), int(hi or lo)
-
-
-@functools.cache
-def isolation_available():
-    """(level, why not full): `namespaces` when a probe kernel launcher could unshare,
-    mount and change uid; else `limits` and the reason."""
-    forced = os.environ.get("RESIDUAL_PACK_ISOLATION", "")
-    if forced == LIMITS:
-        return LIMITS, "RESIDUAL_PACK_ISOLATION=limits"
-    if not sys.platform.startswith("linux"):
-        return LIMITS, "namespaces need Linux"
-    if os.geteuid() != 0:
-        return LIMITS, "the grading process is not root (own uid and namespaces need root)"
-    lo, _ = _uid_range()
-    try:
-        run = subprocess.run(probe_command(lo), capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return LIMITS, f"the namespace probe failed ({exc})"
-    if run.returncode != 0:
-        lines = (run.stderr or run.stdout).strip().splitlines() or ["no output"]
-        return LIMITS, f"the namespace probe failed: {lines[-1]}"
-    return FULL, ""
-
-
-# ---------------------------------------------------------------- uid slots
-
-
-_HELD_UIDS = []  # open lock files: a uid stays ours while its file is locked
-_PROCESS_UID = {}  # pid -> the uid slot that process's kernels run as
-
-
-def acquire_uid():
-    """A uid no other sandboxed kernel uses now (held until this process exits)."""
-    lo, hi = _uid_range()
-    locks = Path(tempfile.gettempdir()) / "residual-pack-uids"
-    locks.mkdir(mode=0o700, exist_ok=True)
-    busy = _uids_in_use()
-    for uid in range(lo, hi + 1):
-        if uid in busy:
-            continue
-        f = open(locks / f"{uid}.lock", "a+")  # noqa: SIM115 (kept open: it is the lock)
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            f.close()
-            continue
-        _HELD_UIDS.append(f)
-        return uid
-    raise SandboxError(f"no free sandbox uid in {lo}-{hi}")
-
-
-def process_uid():
-    """This process's uid slot for its sandboxed kernels: taken on first use, kept until
-    the process exits (a forked child takes its own)."""
-    pid = os.getpid()
-    if pid not in _PROCESS_UID:
-        _PROCESS_UID[pid] = acquire_uid()
-    return _PROCESS_UID[pid]
-
-
-def _uids_in_use():
-    uids = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                uids.add(entry.stat().st_uid)
-    return uids

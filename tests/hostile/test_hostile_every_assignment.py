@@ -132,7 +132,7 @@ def test_attacks_on_the_verdict_earn_nothing(name, tmp_path):
     submissions, out = tmp_path / "submissions", tmp_path / "graded"
     _class(name, submissions)
     uid_base = 63000 + 50 * (os.getpid() % 19)
-    env = dict(os.environ, RESIDUAL_PACK_SANDBOX_UIDS=f"{uid_base}-{uid_base + 49}")
+    env = dict(os.environ, SANDBOX_UIDS=f"{uid_base}-{uid_base + 49}")
     done = subprocess.run([*cli(), "grade", name, str(submissions), "--out", str(out),
                            "-j", "2"], cwd=COURSE, capture_output=True, text=True, env=env,
                           timeout=1800)
@@ -221,7 +221,7 @@ def test_a_task_handed_to_the_library_run_anew_earns_nothing(name, tmp_path):
     path.parent.mkdir(parents=True)
     nbformat.write(with_answer(honest, cell, answer), str(path))
     uid_base = 63000 + 50 * (os.getpid() % 19)
-    env = dict(os.environ, RESIDUAL_PACK_SANDBOX_UIDS=f"{uid_base}-{uid_base + 49}")
+    env = dict(os.environ, SANDBOX_UIDS=f"{uid_base}-{uid_base + 49}")
     done = subprocess.run([*cli(), "grade", name, str(submissions), "--out", str(out)],
                           cwd=COURSE, capture_output=True, text=True, env=env, timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

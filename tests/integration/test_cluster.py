@@ -29,7 +29,6 @@ from clusterparts import (
 
 from autograder.grading.course import EXERCISES
 from autograder.sandbox import bubblewrap
-from autograder.sandbox.launcher import MODULE as LAUNCHER
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not (COURSE / EXERCISES / ASSIGNMENT).is_dir(),
@@ -40,8 +39,8 @@ CLASS["s09"] = "empty"
 
 
 def _grading_on(cluster, name):
-    """The student a worker is grading now (from its kernel's plan: the launcher's config,
-    or the label bubblewrap's plan folder keeps), or None."""
+    """The student a worker is grading now (from the label its kernel's plan folder
+    keeps), or None."""
     worker = cluster.workers[name].pid
     family = {str(p) for p in [worker, *children(worker)]}
     # bubblewrap: the kernel's writable folder is a tmpfs named after the grading process
@@ -52,15 +51,6 @@ def _grading_on(cluster, name):
             try:
                 return (Path(target).parent / "label").read_text().split("/")[0]
             except OSError:
-                continue
-    for pid in children(worker):
-        args = [a.decode(errors="replace") for a in cmdline(pid)]
-        if LAUNCHER in args and "launch" in args:
-            config = args[args.index("launch") + 1]
-            try:
-                with open(config) as f:
-                    return json.load(f)["label"].split("/")[0]
-            except (OSError, ValueError, KeyError):
                 continue
     return None
 

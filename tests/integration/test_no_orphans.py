@@ -1,8 +1,7 @@
 """A grading run killed with SIGKILL leaves no process behind, whenever it is killed.
 
 `residual-pack grade` starts, in turn: the reference run (a kernel of the instructor's
-solution), worker processes, and per student a kernel in bubblewrap (or, where bubblewrap
-cannot run, a sandbox launcher that starts one in namespaces of its own). Each of them
+solution), worker processes, and per student a kernel in bubblewrap. Each of them
 must notice when the process above it dies, even if that happened before it started: the
 run is killed here (the coordinating process alone, the worst case: its children are not
 signalled) at several moments, and every process the run started must be gone a few
@@ -23,7 +22,6 @@ from hostile import ASSIGNMENT, Context, build_class  # noqa: F401 (the class's 
 from autograder.authoring.madeup import filled_in
 from autograder.grading.course import EXERCISES, SOURCE, read_notebook
 from autograder.sandbox import bubblewrap
-from autograder.sandbox.launcher import MODULE as LAUNCHER
 
 COURSE = Path(__file__).resolve().parents[2]
 VENV = str(Path(sys.executable).parent)  # this checkout's Python: its processes only
@@ -36,7 +34,7 @@ pytestmark = [pytest.mark.slow,
 
 
 def _ours(before):
-    """Processes of the pack's grading (kernels, launchers, workers) not running before."""
+    """Processes of the pack's grading (kernels, workers) not running before."""
     found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) in before:
@@ -58,9 +56,8 @@ def _ours(before):
 
 
 def _kernels(before):
-    """Kernels being started or running: the launcher's, or bubblewrap's."""
-    return _processes(f"{LAUNCHER} launch", before) + _processes(
-        f"{INSIDE} -m autograder.kernel.gradekernel", before)
+    """Kernels being started or running in bubblewrap."""
+    return _processes(f"{INSIDE} -m autograder.kernel.gradekernel", before)
 
 
 def _wait_for(predicate, within):
@@ -134,17 +131,14 @@ def test_a_new_run_clears_what_a_killed_one_left(tmp_path):
     from autograder.grading.plan import Sandbox, remove_stale_roots
 
     require_isolation()
-    # a run whose grading process is gone: its root, with a socket folder still mounted
+    # a run whose grading process is gone: its root, with a kernel's folder in it (the
+    # mounts and cgroups of its kernels: tests/sandbox/test_bwrap_lifetime.py)
     helper = subprocess.run([sys.executable, "-c", (
-        "from autograder.sandbox.limits import acquire_uid; "
-        "from autograder.grading.plan import Sandbox; b = Sandbox(engine='launcher'); "
-        "b.plan(acquire_uid(), 'x'); print(b.root)")], capture_output=True, text=True,
+        "from autograder.grading.plan import Sandbox; b = Sandbox(); "
+        "b.plan('x'); print(b.root)")], capture_output=True, text=True,
         timeout=120, cwd=COURSE)
     root = Path(helper.stdout.strip().splitlines()[-1])
-    assert root.is_dir(), helper.stderr
-    mounts = Path("/proc/self/mounts").read_text()
-    assert str(root) in mounts
+    assert root.is_dir() and list(root.glob("b-*/c")), helper.stderr
     remove_stale_roots()
     assert not root.exists()
-    assert str(root) not in Path("/proc/self/mounts").read_text()
     del Sandbox

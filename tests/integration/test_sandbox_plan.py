@@ -1,22 +1,29 @@
-"""autograder/grading/plan.py: the run's sandbox and one kernel's launch config."""
+"""autograder/grading/plan.py: the run's sandbox and one kernel's plan."""
 
-import json
 import os
 
 import pytest
 
 from autograder.grading import plan as plan_module
-from autograder.grading.plan import Sandbox, end_run, leftover_launchers
+from autograder.grading.plan import FULL, LIMITS, Sandbox, end_run
 from autograder.kernel import policy
-from autograder.sandbox.limits import FULL, LIMITS, Limits, SandboxError
+from autograder.sandbox import bubblewrap
+from autograder.sandbox.limits import Limits, SandboxError
 
 ROOT_USER = hasattr(os, "geteuid") and os.geteuid() == 0
+SANDBOX_HERE = bubblewrap.probe().usable
 
 
 @pytest.mark.skipif(not ROOT_USER, reason="the refusal is for a grading process run as root")
-def test_root_without_namespaces_refuses_to_run_student_code():
+def test_root_without_the_sandbox_refuses_to_run_student_code(monkeypatch):
+    monkeypatch.setenv(plan_module.ENGINE_VARIABLE, "limits")
     with pytest.raises(SandboxError, match="refusing to run student code as root"):
-        Sandbox(level=LIMITS)
+        Sandbox()
+    # and where bubblewrap is missing, as root: no falling back to limits only
+    monkeypatch.delenv(plan_module.ENGINE_VARIABLE)
+    monkeypatch.setattr(bubblewrap, "probe", lambda: bubblewrap.Level("none", "no sandbox: x"))
+    with pytest.raises(SandboxError, match="as root, grading refuses"):
+        Sandbox()
 
 
 def test_an_unknown_engine_is_refused_by_name(monkeypatch):
@@ -25,85 +32,66 @@ def test_an_unknown_engine_is_refused_by_name(monkeypatch):
         Sandbox()
 
 
-@pytest.mark.skipif(not ROOT_USER, reason="bubblewrap's full sandbox needs root here")
-def test_the_bubblewrap_library_holds_the_kernel_side_and_our_engine_only():
+def test_without_bubblewrap_a_non_root_grader_gets_limits_only_and_is_told(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(bubblewrap, "probe", lambda: bubblewrap.Level(
+        "none", "no sandbox: bubblewrap is not installed"))
+    made = Sandbox()
+    try:
+        assert made.level == LIMITS
+        words = made.describe()
+        assert words.startswith("limits only (bubblewrap is not installed): no sandbox")
+        assert "the hidden tests and the model answers included" in words
+        spec, _, level = made.plan("s/n", "01_residual_stack").bwrap
+        assert not level.sandboxed
+    finally:
+        made.close()
+    # asking for bubblewrap by name fails instead of falling back
+    monkeypatch.setenv(plan_module.ENGINE_VARIABLE, "bubblewrap")
+    with pytest.raises(SandboxError, match="bubblewrap is not installed"):
+        Sandbox()
+
+
+@pytest.mark.skipif(not (ROOT_USER and SANDBOX_HERE), reason="bubblewrap as root needed here")
+def test_the_library_holds_the_kernel_side_and_our_engine_only():
     made = Sandbox(Limits(), engine="bubblewrap")
     try:
+        assert made.level == FULL
         lib = made.root / "lib"
         assert {p.name for p in lib.iterdir()} >= {"autograder", "microgpt"}
         assert not (lib / "autograder" / "answers").exists()
         assert not list(lib.rglob("*reference*.py"))
-        spec, limits, _ = made.plan(None, "s/n", "01_residual_stack").bwrap
+        copied = {".".join(p.relative_to(lib).with_suffix("").parts).removesuffix(".__init__")
+                  for p in (lib / "autograder").rglob("*.py")}
+        assert copied and all(policy.kernel_side(name) for name in copied), copied
+        assert "autograder.kernel.checks" in copied
+        plan = made.plan("s/n", "01_residual_stack")
+        spec, limits, _ = plan.bwrap
         assert spec.library == lib and limits.run_mib == 1
+        assert spec.writable == plan.conn and spec.env[policy.ASSIGNMENT_VARIABLE] == \
+            "01_residual_stack"
+        assert spec.env["PYTHONSAFEPATH"] == "1" and "PATH" not in spec.env
+        assert plan.ended() == {}  # not started
         # an assignment whose tasks the library answers gets a library without them
-        spec, _, _ = made.plan(None, "s/n", "05_gpt_residual_adds").bwrap
+        spec, _, _ = made.plan("s/n", "05_gpt_residual_adds").bwrap
         assert spec.library == made.root / "lib-05_gpt_residual_adds"
         model = (spec.library / "microgpt" / "model.py").read_text()
         assert "zip(x, a)" not in model and "grading runs without it" in model
         assert "zip(x, a)" in (lib / "microgpt" / "model.py").read_text()
         assert {p.name for p in spec.library.iterdir()} == {p.name for p in lib.iterdir()}
+        plan.remove()
+        assert not plan.folder.exists()
     finally:
         made.close()
+    assert not made.root.exists()
 
 
-@pytest.fixture(scope="module")
-def box():
-    level = FULL if ROOT_USER else LIMITS
-    made = Sandbox(Limits(cell_timeout=7), level=level)
-    yield made
-    made.close()
-
-
-def test_only_kernel_side_modules_are_copied(box):
-    lib = box.root / "lib"
-    copied = {".".join(p.relative_to(lib).with_suffix("").parts).removesuffix(".__init__")
-              for p in lib.rglob("*.py")}
-    assert copied and all(policy.kernel_side(name) for name in copied), copied
-    assert "autograder.kernel.checks" in copied
-    assert [box.lib, box.autograder_dir] in box.binds
-
-
-def test_a_kernel_plan(box, tmp_path):
-    release = tmp_path / "release"
-    (release / "data").mkdir(parents=True)
-    (release / "nb.ipynb").write_text("{}")
-    (release / "data" / "table.csv").write_text("1,2")
-    box.add_release("hw", release)
-    box.add_release("hw", tmp_path)  # once per assignment: the first release stays
-    plan = box.plan(64999 if box.level == FULL else None, "ann/nb", "hw")
-    try:
-        config = json.loads(plan.config.read_text())
-        assert config["label"] == "ann/nb" and config["level"] == box.level
-        assert config["support"] == [[str(release / "data" / "table.csv"), "data/table.csv"]]
-        assert config["limits"]["cell_timeout"] == 7
-        env = config["env"]
-        assert env[policy.ASSIGNMENT_VARIABLE] == "hw" and env["PYTHONSAFEPATH"] == "1"
-        assert env["HOME"] == config["home"]
-        assert oct(plan.config.stat().st_mode & 0o777) == "0o600"
-        assert plan.ended() == {}
-        plan.exit_file.write_text('{"code": 0}')
-        assert plan.ended() == {"code": 0}
-        assert box.plan(None, "x", "other").config.read_text().count('"support": []') == 1
-        # the launcher binds our engine from the copy without the assignment's answers
-        binds = json.loads(box.plan(None, "y", "05_gpt_residual_adds").config.read_text())
-        engine = [src for src, _ in binds["binds"] if src.endswith("/microgpt")]
-        assert set(engine) == {os.path.join(box.answerless["05_gpt_residual_adds"], "microgpt")}
-        assert "grading runs without it" in open(os.path.join(engine[0], "model.py")).read()
-        assert box.packages["microgpt"] in [src for src, _ in config["binds"]]  # not for "hw"
-    finally:
-        plan.remove()
-    assert not plan.folder.exists()
-    assert str(plan.conn) not in open("/proc/self/mounts").read()
-
-
-def test_a_run_ends_with_nothing_left(tmp_path):
-    level = FULL if ROOT_USER else LIMITS
+def test_a_run_ends_with_nothing_left(tmp_path, monkeypatch):
+    if not (ROOT_USER and SANDBOX_HERE):
+        monkeypatch.setenv(plan_module.ENGINE_VARIABLE, "limits")
+        monkeypatch.setattr(os, "geteuid", lambda: 1000)
     (tmp_path / "rp-test").mkdir()
-    made = Sandbox(level=level, root=tmp_path / "rp-test")
-    made.plan(None, "x")
-    # planning starts no process: a launcher starts only with its kernel
-    assert leftover_launchers(made.root) == []
+    made = Sandbox(root=tmp_path / "rp-test")
+    made.plan("x")
     end_run(made.root)
     assert not made.root.exists()
-    laptop = type("S", (), {"level": LIMITS, "why": "a laptop", "limits": Limits()})()
-    assert "limits only" in Sandbox._launcher_words(laptop)

@@ -1,13 +1,10 @@
 """The package layout: imports run one way, each folder imports only the folders its layer
-allows (`LAYERS`), a student's kernel gets one package, the sandbox launcher needs only the
-standard library.
+allows (`LAYERS`), a student's kernel gets one package.
 
     python tests/unit/test_layout.py    prints the import graph of autograder/
 """
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -170,17 +167,6 @@ def test_a_student_kernel_gets_one_package():
         {"autograder"} | {m for m in kernel if m.startswith(policy.KERNEL_PACKAGE)})
     body = ast.parse((ROOT / "autograder" / "__init__.py").read_text()).body
     assert len(body) == 1 and isinstance(body[0], ast.Expr)  # its docstring, no import
-
-
-def test_the_launcher_needs_only_the_standard_library():
-    code = ("import sys, autograder.sandbox.launcher\n"
-            "print('\\n'.join(m for m in sys.modules if m.split('.')[0] not in "
-            "sys.stdlib_module_names))")
-    run = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
-                         cwd=ROOT, check=True)
-    ours = {m for m in run.stdout.split() if not m.startswith(("_", "__"))}
-    assert ours == {"autograder", "autograder.sandbox", "autograder.sandbox.launcher",
-                    "autograder.sandbox.syscalls"}
 
 
 @pytest.mark.parametrize("module", ["autograder.answers.reference", "autograder.cells"])

@@ -270,8 +270,7 @@ def test_a_bubblewrap_kernels_end_reaches_the_words_of_its_kind(tmp_path):
             return self._outcome
 
     def words(outcome):
-        plan = KernelPlan(tmp_path, tmp_path / "c", tmp_path / "k", tmp_path / "e",
-                          process=Ended(outcome))
+        plan = KernelPlan(tmp_path, tmp_path / "c", process=Ended(outcome))
         return describe_end(plan.ended(), LIMITS)
 
     assert words(Outcome("out of memory", "out of memory: more than 2048 MiB", -9,
