@@ -305,6 +305,9 @@ def _with_detached_hint(observed, out, leaves, inputs):
 _ENGINE_NODES = (Value, _engine._Op, _engine._Linear)
 _BACKWARD = Value.backward
 _NUMBERS = (int, float, bool)
+_PLAIN = frozenset(_NUMBERS)
+_SEQUENCES = frozenset((tuple, list))
+_NOT_A_NUMBER = "a node of the graph holds a gradient that is not a plain number"
 
 
 def _number(x):
@@ -316,31 +319,44 @@ def _number(x):
 def _graph_problem(out):
     """Why the engine's backward cannot be run on `out`'s graph without running code of
     the student's, or None: every node must be one of the engine's own classes, its
-    inputs in a tuple or list, its local gradients and its grad plain numbers."""
-    op = _engine._Op
+    inputs in a tuple or list, its local gradients plain numbers, and a leaf's grad a
+    plain number (backward adds to it). An inner node's grad is not read: backward's
+    sort sets it to 0 first. One pass over the graph, about as long as backward's own."""
+    op, nodes, plain = _engine._Op, _ENGINE_NODES, _PLAIN
     stack, seen = [out], set()
+    push, pop, see = stack.append, stack.pop, seen.add
     while stack:
-        v = stack.pop()
-        if id(v) in seen:
+        v = pop()
+        key = id(v)
+        if key in seen:
             continue
-        seen.add(id(v))
+        see(key)
         kind = type(v)
         if kind is op:
-            one = v._b is None
-            children = (v._a,) if one else (v._a, v._b)
-            local = (v._da,) if one else (v._da, v._db)
-        elif kind in _ENGINE_NODES:
-            children, local = v._children, v._local_grads
-            inner = v._inner
-            if type(children) not in (tuple, list) or type(local) not in (tuple, list) or \
-                    (inner is not None and type(inner) not in (tuple, list)):
-                return ("a node of the graph keeps its inputs or its local gradients in a "
-                        f"{type(children).__name__}, not in a tuple")
-        else:
+            if type(v._da) not in plain and not _number(v._da):
+                return _NOT_A_NUMBER
+            push(v._a)
+            b = v._b
+            if b is not None:
+                if type(v._db) not in plain and not _number(v._db):
+                    return _NOT_A_NUMBER
+                push(b)
+            continue
+        if kind not in nodes:
             return (f"a node of the graph is a {kind.__name__}, not the engine's Value: "
                     "build the graph with Value's own operations")
-        if not _number(v.grad) or not all(_number(g) for g in local):
-            return "a node of the graph holds a gradient that is not a plain number"
+        children, local, inner = v._children, v._local_grads, v._inner
+        if type(children) not in _SEQUENCES or type(local) not in _SEQUENCES or \
+                (inner is not None and type(inner) not in _SEQUENCES):
+            return ("a node of the graph keeps its inputs or its local gradients in a "
+                    f"{type(children).__name__}, not in a tuple")
+        if not children:  # a leaf: backward adds to its grad
+            if type(v.grad) not in plain and not _number(v.grad):
+                return _NOT_A_NUMBER
+            continue
+        for g in local:
+            if type(g) not in plain and not _number(g):
+                return _NOT_A_NUMBER
         stack.extend(children)
     return None
 
