@@ -150,7 +150,7 @@ def _limits(args, course):
 
     return course_limits(course, cell_timeout=args.cell_timeout or None,
                          notebook_timeout=args.notebook_timeout, memory=args.memory << 20,
-                         processes=args.processes)
+                         processes=args.processes, cpus=args.cpus)
 
 
 def cmd_grade(args, course):
@@ -347,6 +347,9 @@ def parser():
                     help="memory per kernel process (default: %(default)s)")
     gr.add_argument("--processes", type=int, default=Limits.processes, metavar="N",
                     help="processes and threads per kernel (default: %(default)s)")
+    gr.add_argument("--cpus", type=float, default=Limits.cpus, metavar="N",
+                    help="CPU per kernel in cores, a cgroup quota where the sandbox can set "
+                         "one (as root; 0: none; default: %(default)s)")
     gr.add_argument("--no-feedback", action="store_true", help="skip the feedback pages")
     gr.add_argument("--cluster", metavar="local|ADDRESS",
                     help="grade on Dask distributed (the 'dask' extra): 'local' starts a "

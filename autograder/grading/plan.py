@@ -116,7 +116,9 @@ class Sandbox:
         self._prepare()
 
     def describe(self):
-        return self.bwrap_level.message + "; " + self.limits.describe()
+        cpu = self.limits.cpus and bubblewrap.cpu_quota(self.bwrap_level)
+        return (self.bwrap_level.message + "; " + self.limits.describe()
+                + (f", {self.limits.cpus:g} CPU per kernel" if cpu else ""))
 
     def _prepare(self):
         import autograder
@@ -161,7 +163,7 @@ class Sandbox:
         bwrap_limits = bubblewrap.Limits(
             memory_mib=max(1, limits.memory // mib), processes=limits.processes,
             tmpfs_mib=max(1, limits.disk // mib), file_size_mib=max(1, limits.file_size // mib),
-            run_mib=max(1, CONN_SPACE // mib))
+            run_mib=max(1, CONN_SPACE // mib), cpus=limits.cpus or None)
         site = Path(sysconfig.get_paths()["purelib"])
         base = bubblewrap.SandboxSpec(argv=(), writable=self.root, site_packages=site,
                                       library=Path(self.lib).parent)

@@ -158,6 +158,16 @@ def limits_level(why):
     return Level("limits", LIMITS_MESSAGE.format(why=why))
 
 
+def cpu_quota(level):
+    """Whether kernels at `level` get the CPU quota of their `Limits.cpus` (a cpu cgroup)."""
+    if level.cgroup == "v1":
+        return "cpu" in level.parents
+    if level.cgroup == "v2":
+        with contextlib.suppress(OSError):
+            return "cpu" in (Path(level.parents) / "cgroup.subtree_control").read_text().split()
+    return False
+
+
 def _bwrap():
     return shutil.which("bwrap")
 

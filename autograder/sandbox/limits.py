@@ -27,6 +27,10 @@ class Limits:
     notebook_timeout: int = 900  # seconds of wall time for the whole notebook
     memory: int = 2 * GiB  # address space of each process
     processes: int = 256  # processes and threads of the kernel's uid
+    # CPU per kernel, in cores: a quota in the kernel's cpu cgroup where the sandbox can
+    # make one (as root); 0: none. One core each, so that a kernel that keeps every core
+    # busy does not push its neighbours' honest cells past their time limits
+    cpus: float = 1.0
     file_size: int = 64 * MiB  # largest file it may write
     disk: int = 256 * MiB  # all it may write (HOME, working folder, /tmp), in memory
     output: int = 8 * MiB  # output kept per notebook; more is left out

@@ -66,8 +66,11 @@ def test_the_library_holds_the_kernel_side_and_our_engine_only():
         assert copied and all(policy.kernel_side(name) for name in copied), copied
         assert "autograder.kernel.checks" in copied
         plan = made.plan("s/n", "01_residual_stack")
-        spec, limits, _ = plan.bwrap
+        spec, limits, level = plan.bwrap
         assert spec.library == lib and limits.run_mib == 1
+        # a CPU quota of one core per kernel, where the machine has a cpu cgroup (ours does)
+        assert limits.cpus == 1.0
+        assert ("1 CPU per kernel" in made.describe()) == bubblewrap.cpu_quota(level)
         assert spec.writable == plan.conn and spec.env[policy.ASSIGNMENT_VARIABLE] == \
             "01_residual_stack"
         assert spec.env["PYTHONSAFEPATH"] == "1" and "PATH" not in spec.env
