@@ -49,9 +49,10 @@ def probe(model, seqs):
             for s in seqs:
                 cache = model.new_cache()
                 for pos, tok in enumerate(s[: c.block_size]):
-                    states = []
-                    logits = model.step(tok, pos, cache, states)
-                    x = states[-1]
+                    x = model.embed(tok, pos)
+                    for layer in range(c.n_layer):
+                        x = model.block(x, layer, cache[layer])
+                    logits = model.head(x)
                     x = rmsnorm(x) if c.final_norm else x
                     heads.append([v.data for v in x])
                     dists.append([p.data for p in softmax(logits)])

@@ -155,29 +155,25 @@ class GPT:
             x = rmsnorm(x)
         return self._linear(x, "lm_head")
 
-    def step(self, token_id, pos_id, cache, states=None):
-        """Logits for the next token after `token_id` at `pos_id`; appends to `cache`.
-
-        When `states` is a list, the stream after the embedding and after each block is
-        appended to it (n_layer + 1 lists of n_embd Values).
-        """
+    def step(self, token_id, pos_id, cache):
+        """Logits for the next token after `token_id` at `pos_id`; appends to `cache`."""
         x = self.embed(token_id, pos_id)
-        if states is not None:
-            states.append(x)
         for layer in range(self.config.n_layer):
             x = self.block(x, layer, cache[layer])
-            if states is not None:
-                states.append(x)
         return self.head(x)
 
     def stream_states(self, tokens):
-        """For each position, the stream after the embedding and after every block."""
+        """For each position, the stream after the embedding and after every block
+        (n_layer + 1 lists of n_embd Values per position)."""
         cache = self.new_cache()
         out = []
         with self._applying_fixed_weights():
             for pos, tok in enumerate(tokens[: self.config.block_size]):
-                states = []
-                self.step(tok, pos, cache, states)
+                x = self.embed(tok, pos)
+                states = [x]
+                for layer in range(self.config.n_layer):
+                    x = self.block(x, layer, cache[layer])
+                    states.append(x)
                 out.append(states)
         return out
 

@@ -16,9 +16,7 @@ library's version of an earlier task so that it does not depend on the student's
 source as its first line (`policy.refuse_unless_library`): called from a notebook, or on
 a student's subclass, they raise `AnswerSwitchedOff`; called by the library, they run.
 Being in the source, the guard is in every copy of the module however it is loaded
-(`runpy`, a loader), which a guard around an attribute is not. `CONDITION` narrows a
-guard to the use that answers the task (`GPT.step` is the model's forward step, which
-training uses, and the answer to Task 6.1 only when given a `states` list).
+(`runpy`, a loader), which a guard around an attribute is not.
 """
 
 import ast
@@ -26,7 +24,7 @@ from pathlib import Path
 
 from autograder.kernel.policy import SWITCHED_OFF, answer_label
 
-__all__ = ["strip_answers", "write_answerless", "NEEDED", "CONDITION"]
+__all__ = ["strip_answers", "write_answerless", "NEEDED"]
 
 # label -> why a graded cell needs the library's own version (so it keeps its body)
 NEEDED = {
@@ -35,13 +33,9 @@ NEEDED = {
         "default), so that they do not depend on Task 2.2",
     "microgpt.model.GPT.stream_states":
         "Task 6.3's tests hand the student's lens the model's own states",
-    "microgpt.model.GPT.step":
-        "the model's forward step (training, GPT.loss); GPT.stream_states calls it",
     "torchtrack.transformer.Block.forward":
         "Task 9.2's tests run the library's models, so that they do not depend on Task 9.1",
 }
-# label -> the condition under which a guard refuses (else the function runs as it is)
-CONDITION = {"microgpt.model.GPT.step": "states is not None"}
 
 
 def _find(tree, owner, name):
@@ -87,8 +81,6 @@ def strip_answers(source, module, assignment):
             call += f", {node.args.args[0].arg})" if owner else ")"
             stub = [f"{indent}from autograder.kernel.policy import refuse_unless_library\n",
                     f"{indent}{call}\n"]
-            if named in CONDITION:
-                stub = [f"{indent}if {CONDITION[named]}:\n"] + ["    " + x for x in stub]
             edits.append((first, first, stub))  # the guard first, the body kept
             continue
         message = (f"{named} is the model answer to {task}, and grading runs without it; "

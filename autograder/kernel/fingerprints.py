@@ -267,7 +267,7 @@ TABLES = {
         },
     },
     "06_residual_stream": {
-        "digest": "4e4a0b92befe64b6",
+        "digest": "e2cccb059a2f7d8c",
         "hints": [
             "a small epsilon seems to be added inside the root: that is RMSNorm's guard, not part of the RMS.",
             "all layers seem to share one cache, so each layer's attention reads keys of other layers: each layer has its own.",

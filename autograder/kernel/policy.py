@@ -6,16 +6,16 @@ that is copied into a student's sandbox and loaded in a graded kernel. The rest 
 grader, the model answers, the report) never reach a student's kernel.
 
 The pack is open: `microgpt` and `torchtrack` hold working versions of what several tasks
-ask students to write (`GPT.block` is Task 5.1's answer, `GPT.stream_states` and the
-`GPT.step` that collects its states Task 6.1's, `torchtrack.transformer.Block.forward` and
-`logit_lens` Task 9.1's and 9.2's). While an assignment is graded, its kernel replaces
-each of them with a guard, before any student code runs: called from the library itself
-(a model's own `step`, a study's training loop) it works as before; called from a notebook
-cell, or from code a cell defined, it raises `AnswerSwitchedOff`, so an answer that hands
-the task to the library earns nothing. The guard looks through the interpreter's own
-frames (a thread pool, torch's module call) to the code that made the call, refuses a
-method called on a student's subclass whoever calls it, and replaces the answer wherever
-its module keeps it as a default (a dataclass field, a default argument).
+ask students to write (`GPT.block` is Task 5.1's answer, `GPT.stream_states` Task 6.1's,
+`torchtrack.transformer.Block.forward` and `logit_lens` Task 9.1's and 9.2's). While an
+assignment is graded, its kernel replaces each of them with a guard, before any student
+code runs: called from the library itself (a model's own `step`, a study's training loop)
+it works as before; called from a notebook cell, or from code a cell defined, it raises
+`AnswerSwitchedOff`, so an answer that hands the task to the library earns nothing. The
+guard looks through the interpreter's own frames (a thread pool, torch's module call) to
+the code that made the call, refuses a method called on a student's subclass whoever calls
+it, and replaces the answer wherever its module keeps it as a default (a dataclass field, a
+default argument).
 
 The guard alone leaves the answer's code in the kernel (in the guard's closure, and in the
 module's file, which a student could run anew). So the sandbox does not give these kernels
@@ -85,9 +85,6 @@ SWITCHED_OFF = {
     ],
     "06_residual_stream": [
         ("microgpt.model", "GPT", "stream_states", "Task 6.1",
-         "collect the states with model.embed and model.block"),
-        # step(..., states=[...]) collects a position's states: what stream_states calls
-        ("microgpt.model", "GPT", "step", "Task 6.1",
          "collect the states with model.embed and model.block"),
     ],
     "08_torch_mlp": [

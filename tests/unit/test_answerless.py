@@ -97,18 +97,16 @@ def _block_is_gone(folder):
     assert len(model.mlp(model.embed(1, 0), 0)) == len(model.embed(1, 0))
 
 
-def test_a_needed_answer_refuses_only_its_task(tmp_path, monkeypatch):
-    """GPT.step is the model's forward step (training needs it) and, given `states`, the
-    answer to Task 6.1: only that use is refused, and only when a notebook (here: this
-    test) calls it; the library's own calls go through."""
+def test_a_needed_answer_refuses_a_notebook_and_serves_the_library(tmp_path, monkeypatch):
+    """GPT.stream_states (Task 6.1's answer) keeps its body for Task 6.3's tests: called
+    from a notebook (here: this test) it refuses; GPT.step, the model's forward step that
+    training uses, collects no states and is no answer."""
     with answerless_microgpt(tmp_path, monkeypatch, "06_residual_stream"):
         from microgpt import GPT
 
         model = GPT(seed=0)
         assert len(model.step(1, 0, model.new_cache())) == 27  # logits, as before
         assert model.loss([0, 1, 2, 0]).data > 0  # training's own use
-        with pytest.raises(AnswerSwitchedOff, match="Task 6.1"):
-            model.step(1, 0, model.new_cache(), states=[])
         with pytest.raises(AnswerSwitchedOff, match="Task 6.1"):
             model.stream_states([0, 1, 2])
 

@@ -372,24 +372,6 @@ MUTANTS = [
         ),
     ),
     Mutant(
-        name="microgpt's own step collects the states (GPT.step(..., states))",
-        cell=STATES,
-        source=_SAME_GPT + "\n\n" + _states(
-            "    gpt = _same_gpt(model)\n"
-            "    cache = gpt.new_cache()\n"
-            "    out = []\n"
-            "    for pos, tok in enumerate(tokens[: gpt.config.block_size]):\n"
-            "        states = []\n"
-            "        gpt.step(tok, pos, cache, states)\n"
-            "        out.append(states)\n"
-            "    return out\n"),
-        loses=BOTH_6_1,
-        hint=(
-            "the answer lets microgpt's own step collect the states, which the graded run switches "
-            "off: collect them yourself."
-        ),
-    ),
-    Mutant(
         name="logit lens from microgpt's own loss of the first k blocks (GPT.loss)",
         cell=LENS,
         source=_SAME_GPT + "\n\n" + _lens(
