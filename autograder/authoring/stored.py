@@ -8,8 +8,16 @@ instructor), so a visible test cell cannot compute what is right from one: it re
 code. `residual-pack stored` writes the table; `residual-pack stored --check` (and
 `tests/unit/test_stored.py`) recompute it and fail when it and the answers part.
 Hidden tests, which never reach a student, still call the reference.
+
+The tiny-GPT checks of assignments 5 and 6 (`autograder.kernel.gptchecks`) take their
+expected numbers the same way, from `autograder/kernel/gptchecks.json`: an entry for each
+call of a check that a released notebook (`exercises/`) makes, computed by
+`autograder.answers.gpt` (`gpt_calls`, `compute_gpt`).
 """
 
+import ast
+import inspect
+import json
 import math
 from pathlib import Path
 
@@ -25,7 +33,8 @@ from autograder.kernel.probes import (
     probe_layer,
 )
 
-__all__ = ["RECIPES", "TABLE_FILE", "compute", "render", "differences", "regenerate"]
+__all__ = ["RECIPES", "TABLE_FILE", "compute", "render", "differences", "regenerate",
+           "GPT_CHECKS", "gpt_calls", "compute_gpt", "gpt_differences"]
 
 TABLE_FILE = Path(__file__).resolve().parent.parent / "kernel" / "stored.py"
 # how far a recomputed entry may move from the stored one: a training run's last digits
@@ -208,16 +217,121 @@ def differences(stored, computed):
                                 TRAINING_RTOL if RECIPES[n][0] else 0.0))
 
 
+# ---------------------------------------------------------------- the tiny-GPT checks
+
+# check -> (how many functions of the student's it takes first, the references it reads)
+GPT_CHECKS = {
+    "check_block_values": (1, ("block_values",)),
+    "check_block_gradients": (1, ("block_gradients",)),
+    "check_block_training": (1, ("block_training",)),
+    "check_stream_states": (1, ("stream_states",)),
+    "check_logit_lens": (1, ("logit_lens",)),
+    "check_lens_on_the_model_states": (1, ("model_states", "lens_on_the_model_states",
+                                           "lens_on_the_model_states_loss")),
+    "check_lens_ends_at_the_loss": (2, ("lens_ends_at_the_loss",)),
+}
+# a training run's numbers: their last digits may move from one machine to another
+GPT_TRAINING = ("block_training",)
+
+
+def _call_arguments(call):
+    """(check name, its arguments after the student's functions, defaults included) of an
+    ast.Call of a check with literal arguments."""
+    from autograder.kernel import gptchecks
+
+    name = call.func.id
+    fn = getattr(gptchecks, name)
+    args = [None] * GPT_CHECKS[name][0] + [ast.literal_eval(a) for a in
+                                            call.args[GPT_CHECKS[name][0]:]]
+    kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    out = {}
+    for i, (key, value) in enumerate(bound.arguments.items()):
+        if i < GPT_CHECKS[name][0] or key == "reference":
+            continue
+        if inspect.signature(fn).parameters[key].kind is inspect.Parameter.VAR_KEYWORD:
+            out.update(value)
+        else:
+            out[key] = value
+    return name, out
+
+
+def gpt_calls(root=None):
+    """{stored key: (reference name, its arguments)} for every call of a tiny-GPT check in
+    the code cells of the released notebooks (`exercises/`)."""
+    import nbformat
+
+    from autograder.kernel.gptchecks import stored_key
+
+    root = Path(root or TABLE_FILE.parents[2])
+    found = {}
+    for path in sorted((root / "exercises").glob("*/*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "code" or "check_" not in cell.source:
+                continue
+            for node in ast.walk(ast.parse(cell.source)):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                        and node.func.id in GPT_CHECKS:
+                    name, args = _call_arguments(node)
+                    for ref in GPT_CHECKS[name][1]:
+                        found[stored_key(ref, **args)] = (ref, args)
+    return found
+
+
+# the tiny-GPT entries keep 13 significant digits (the checks compare to 1e-9 at most):
+# a third less file than full precision
+GPT_DIGITS = 13
+GPT_RTOL = 1e-12
+
+
+def _rounded(x):
+    if isinstance(x, list):
+        return [_rounded(a) for a in x]
+    return float(f"{x:.{GPT_DIGITS}g}")
+
+
+def compute_gpt(root=None):
+    """{stored key: the expected observation computed by autograder.answers.gpt}."""
+    from autograder.answers import gpt
+
+    return {key: _rounded(_plain(getattr(gpt, ref)(**args)))
+            for key, (ref, args) in sorted(gpt_calls(root).items())}
+
+
+def _gpt_rtol(key):
+    return TRAINING_RTOL if key.startswith(GPT_TRAINING) else GPT_RTOL
+
+
+def gpt_differences(stored, computed):
+    """The keys whose stored entry is missing, extra or apart from the computed one."""
+    keys = set(stored) | set(computed)
+    return sorted(k for k in keys
+                  if k not in stored or k not in computed
+                  or not _close(stored[k], computed[k], _gpt_rtol(k)))
+
+
+def render_gpt(table):
+    """The JSON file: one entry per line, keys in order."""
+    lines = [f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in sorted(table.items())]
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
 def regenerate(write=True, say=print):
-    """Compute every entry; write the table (or, with `write` false, compare). Returns the
-    names that differ from the committed table."""
+    """Compute every entry of both tables; write them (or, with `write` false, compare).
+    Returns the names that differ from the committed tables."""
+    from autograder.kernel.gptchecks import STORED_FILE
     from autograder.kernel.stored import STORED
 
-    computed = compute()
-    apart = differences(STORED, computed)
+    computed, computed_gpt = compute(), compute_gpt()
+    committed_gpt = (json.loads(STORED_FILE.read_text(encoding="utf-8"))
+                     if STORED_FILE.exists() else {})
+    apart = differences(STORED, computed) + gpt_differences(committed_gpt, computed_gpt)
     if write:
         TABLE_FILE.write_text(render(computed), encoding="utf-8")
-        say(f"wrote {len(computed)} entries to {TABLE_FILE}")
+        STORED_FILE.write_text(render_gpt(computed_gpt), encoding="utf-8")
+        say(f"wrote {len(computed)} entries to {TABLE_FILE} and {len(computed_gpt)} to "
+            f"{STORED_FILE}")
         return []
     for name in apart:
         say(f"stored and computed differ: {name}")

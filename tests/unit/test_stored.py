@@ -77,3 +77,79 @@ def test_check_gradients_compares_with_stored_gradients():
     assert check_gradients(f, [2.0, 3.0], what="x * y", expected=[3.0, 2.0]) == [3.0, 2.0]
     with pytest.raises(CheckFailed, match="2.5"):
         check_gradients(f, [2.0, 3.0], what="x * y", expected=[3.0, 2.5])
+
+
+# ---------------------------------------------------------------- the tiny-GPT checks
+
+
+def _gpt_table():
+    import json
+
+    from autograder.kernel.gptchecks import STORED_FILE
+
+    return json.loads(STORED_FILE.read_text(encoding="utf-8"))
+
+
+def test_the_gpt_checks_stored_numbers_are_the_references_numbers():
+    # every call of a tiny-GPT check in a released notebook has its entry, and no other
+    assert authoring.gpt_differences(_gpt_table(), authoring.compute_gpt()) == []
+    assert set(_gpt_table()) == set(authoring.gpt_calls())
+    assert len(_gpt_table()) == 16
+
+
+def test_the_rendered_gpt_table_is_the_committed_one():
+    from autograder.kernel.gptchecks import STORED_FILE
+
+    assert authoring.render_gpt(_gpt_table()) == STORED_FILE.read_text(encoding="utf-8")
+
+
+def test_a_changed_gpt_entry_is_found():
+    table = _gpt_table()
+    key = next(k for k in table if k.startswith("block_values("))
+    changed = {**table, key: [[x * (1 + 1e-9) for x in row] for row in table[key]]}
+    assert authoring.gpt_differences(changed, table) == [key]
+    training = next(k for k in table if k.startswith("block_training("))
+    moved = {**table, training: [x * (1 + 1e-10) for x in table[training]]}
+    assert authoring.gpt_differences(moved, table) == []
+
+
+def test_every_hidden_gpt_check_hands_in_the_reference_and_no_visible_one_does():
+    import ast
+
+    hidden_calls = visible_calls = 0
+    for path, cell in _cells("source"):
+        if cell.cell_type != "code" or not is_autograded_test(cell):
+            continue
+        lines = cell.source.splitlines()
+        begin = next((i for i, x in enumerate(lines) if "BEGIN HIDDEN TESTS" in x), None)
+        end = next((i for i, x in enumerate(lines) if "END HIDDEN TESTS" in x), None)
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) \
+                    in authoring.GPT_CHECKS:
+                hidden = begin is not None and begin < node.lineno - 1 < end
+                has_reference = any(k.arg == "reference" for k in node.keywords)
+                assert has_reference == hidden, (path.name, node.lineno)
+                hidden_calls += hidden
+                visible_calls += not hidden
+    assert hidden_calls >= 20 and visible_calls >= 10
+
+
+def test_a_gpt_check_without_stored_numbers_or_a_reference_says_so():
+    from autograder.answers import gpt
+    from autograder.kernel.gptchecks import check_block_values
+
+    def pre_norm_block(model, x, layer, cache):  # the answer, as a student writes it
+        from microgpt import rmsnorm
+
+        a = model.attention(rmsnorm(x), layer, cache)
+        x = [xi + ai for xi, ai in zip(x, a)]
+        m = model.mlp(rmsnorm(x), layer)
+        return [xi + mi for xi, mi in zip(x, m)]
+
+    check_block_values(pre_norm_block, "pre")  # stored
+    check_block_values(pre_norm_block, "pre", n_layer=2, layer=1, n_embd=8, n_head=2,
+                       reference=gpt)  # computed
+    with pytest.raises(CheckFailed, match="no stored numbers for block_values"):
+        check_block_values(pre_norm_block, "pre", n_layer=2, layer=1, n_embd=8, n_head=2)
+    with pytest.raises(CheckFailed, match="expected"):
+        check_block_values(lambda model, x, layer, cache: x, "pre")  # no block at all
