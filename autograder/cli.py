@@ -256,7 +256,8 @@ def cmd_student_release(args, course):
     from autograder.authoring.release import build
 
     names = check_assignments(course, args.assignments)
-    build(course, args.folder, names, say=_say)
+    solved = check_assignments(course, args.solved) if args.solved else []
+    build(course, args.folder, names, say=_say, solved=solved)
     _say(f"student release in {args.folder}: hand out this folder (see its README.md)")
     return 0
 
@@ -434,6 +435,9 @@ def parser():
                     "anything of the instructor's ends up in it.")
     sr.add_argument("folder", metavar="DIR")
     sr.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    sr.add_argument("--solved", nargs="+", metavar="ASSIGNMENT", default=[],
+                    help="also a wheel of each ASSIGNMENT's answers that later notebooks "
+                         "build on (02, 05, 06), to hand out after its due date")
     sr.set_defaults(run=cmd_student_release)
     return p
 

@@ -10,13 +10,20 @@ solutions (`solutions/`) and the instructor notebooks with their hidden tests an
   nothing of the answers, the grader, the sandbox or the authoring tools; and the Jupyter
   config that keeps nbgrader's instructor tools (Formgrader, Create Assignment, the
   course list) out of the student's JupyterLab (`autograder/student/jupyter-config/`,
-  installed under the environment's `etc/jupyter/`);
+  installed under the environment's `etc/jupyter/`). Its `microgpt` holds no answer to a
+  task: `deepnet.logits`, `GPT.block` and `GPT.stream_states` call the released answer
+  instead (`withheld`);
+- with `solved=[ASSIGNMENT, ...]`, a wheel per assignment, `residual-pack-solved-<name>`,
+  with that assignment's answers that the library builds on (`microgpt/solved/a<name>.py`),
+  for the instructor to hand out after its due date (later notebooks train with them);
 - `assignments/<assignment>/`: the released notebooks (`exercises/`, visible tests only);
 - `nbgrader_config.py`: the student side of the course's config (Validate's limits);
 - `README.md`: how to install it and work.
 
-`build` checks what it made: a file of the wheel outside that list, or a notebook with
-a solution, a hidden test or a model answer's name in it, stops it.
+`build` checks what it made: a file of the wheel outside that list, an answer left in the
+student wheel, or a notebook with a solution, a hidden test or a model answer's name in
+it, stops it. (`torchtrack`'s answers, Tasks 8.1 to 9.2, are still in the student wheel:
+the torch notebooks' visible tests compute their expected values from them.)
 """
 
 import json
@@ -29,12 +36,18 @@ import textwrap
 import zipfile
 from pathlib import Path
 
+from autograder.authoring import withheld
 from autograder.grading.course import EXERCISES, CourseError, assignments, notebook_paths
+from autograder.kernel.policy import SWITCHED_OFF
 
-__all__ = ["PACKAGE", "WHEEL_PREFIXES", "STUDENT_CONFIG", "build", "problems"]
+__all__ = ["PACKAGE", "WHEEL_PREFIXES", "STUDENT_CONFIG", "WITHHELD", "build", "problems",
+           "solved_package"]
 
 PACKAGE = "residual-pack-student"
 VERSION = "0.1.0"
+# the packages whose answers the student wheel holds back (`withheld`); torchtrack's stay,
+# for the torch notebooks' visible tests compute their expected values from them
+WITHHELD = ("microgpt",)
 # the packages of the wheel: the engine, the torch track, and the kernel side of autograder
 COPIED = ("microgpt", "torchtrack", "autograder/kernel", "autograder/student")
 # and the modules `autograder.student.progress` needs (nbgrader's cell kinds, running a
@@ -45,7 +58,7 @@ COPIED_MODULES = ("autograder/__init__.py", "autograder/cells.py", "autograder/r
 # etc/jupyter, as data files of the wheel
 JUPYTER_CONFIG = "autograder/student/jupyter-config"
 WHEEL_PREFIXES = ("microgpt/", "torchtrack/", "autograder/kernel/", "autograder/student/",
-                  *COPIED_MODULES, "residual_pack_student-")
+                  *COPIED_MODULES, "residual_pack_student-", "residual_pack_solved_")
 # what a student's install needs (the project's dependencies without the grader's sandbox)
 DEPENDENCIES = [
     "tqdm>=4.66",
@@ -87,7 +100,12 @@ Install it once, in a folder of your own (Python 3.10 or later):
     .venv/bin/pip install wheels/*.whl
     .venv/bin/jupyter lab
 
-Then open `assignments/01_residual_stack/` and work through the notebooks in order. The
+Then open `assignments/01_residual_stack/` and work through the notebooks in order. Some
+notebooks build on an earlier assignment's answer (03 and 04 train deep nets with the
+forward pass of Assignment 2, 06 trains GPTs made of Assignment 5's blocks): your
+instructor hands out those answers after each due date, as a wheel of their own
+(`residual_pack_solved_<assignment>-...whl`; install it the same way, into the same
+`.venv`). Until then such a cell says which answer it is waiting for. The
 test cells under each task check your answer; Validate (in the Assignments menu, or
 `.venv/bin/nbgrader validate NOTEBOOK` from this folder, which cuts long lines at 90
 characters) runs them all, and `.venv/bin/residual-pack progress` lists every task as
@@ -98,14 +116,28 @@ smaller, see pytorch.org). Hand in the notebooks as your instructor says.
 """
 
 
+def _withheld_modules():
+    return sorted({e[0] for entries in SWITCHED_OFF.values() for e in entries
+                   if e[0].split(".")[0] in WITHHELD})
+
+
 def _stage(course, stage):
-    """The wheel's project in `stage`: the copied packages and a pyproject.toml."""
+    """The wheel's project in `stage`: the copied packages (their answers held back) and a
+    pyproject.toml."""
     course = Path(course)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     for name in COPIED:
         shutil.copytree(course / name, stage / name, ignore=ignore)
     for name in COPIED_MODULES:
         shutil.copy2(course / name, stage / name)
+    for module in _withheld_modules():
+        path = stage.joinpath(*module.split(".")).with_suffix(".py")
+        path.write_text(withheld.withhold(path.read_text(encoding="utf-8"), module),
+                        encoding="utf-8")
+    for package in WITHHELD:
+        folder = stage / package / withheld.SOLVED
+        folder.mkdir()
+        (folder / "__init__.py").write_text(withheld.SOLVED_INIT, encoding="utf-8")
     packages = sorted(
         str(p.parent.relative_to(stage)).replace(os.sep, ".")
         for p in stage.rglob("__init__.py"))
@@ -136,18 +168,59 @@ def _stage(course, stage):
         packages = {packages!r}
         include-package-data = false
 
+        [tool.setuptools.package-data]
+        "autograder.kernel" = ["*.json"]
+
         [tool.setuptools.data-files]
         """) + data, encoding="utf-8")
 
 
+def solved_package(assignment):
+    """The name of the wheel with `assignment`'s released answers."""
+    return f"residual-pack-solved-{assignment}"
+
+
+def _stage_solved(course, stage, assignment):
+    """The project of `assignment`'s released answers in `stage` (its modules only: the
+    package's `__init__.py` is the student wheel's)."""
+    packages = [p for p in WITHHELD if assignment in withheld.solved_assignments(p)]
+    if not packages:
+        raise CourseError(f"{assignment} has no answers that the library builds on: there "
+                          f"is nothing to release (those that have: "
+                          f"{', '.join(withheld.solved_assignments('microgpt'))})")
+    sources = {m: Path(course).joinpath(*m.split(".")).with_suffix(".py").read_text(
+        encoding="utf-8") for m in _withheld_modules()}
+    for package in packages:
+        path = stage / withheld.solved_path(package, assignment)
+        path.parent.mkdir(parents=True)
+        path.write_text(withheld.solved_module(sources, package, assignment), encoding="utf-8")
+    (stage / "pyproject.toml").write_text(textwrap.dedent(f"""\
+        [build-system]
+        requires = ["setuptools>=77"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "{solved_package(assignment)}"
+        version = "{VERSION}"
+        description = "Residual connections exercise pack: the released answers of {assignment}"
+        requires-python = ">=3.10"
+        dependencies = ["{PACKAGE}"]
+
+        [tool.setuptools]
+        py-modules = {[f"{p}.{withheld.SOLVED}.a{assignment}" for p in packages]!r}
+        include-package-data = false
+        """), encoding="utf-8")
+
+
 def _wheel(stage, out):
+    before = set(out.glob("*.whl")) if out.exists() else set()
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
          "--no-build-isolation", "--wheel-dir", str(out), str(stage)],
         check=True, cwd=stage, stdout=subprocess.DEVNULL)
-    made = sorted(out.glob("*.whl"))
+    made = sorted(set(out.glob("*.whl")) - before)
     if len(made) != 1:
-        raise CourseError(f"building the student wheel made {len(made)} wheels in {out}")
+        raise CourseError(f"building a wheel made {len(made)} wheels in {out}")
     return made[0]
 
 
@@ -160,6 +233,8 @@ def problems(target):
             for name in z.namelist():
                 if not name.startswith(WHEEL_PREFIXES):
                     found.append(f"{wheel.name}: {name} is not the engine or the kernel side")
+            if wheel.name.startswith("residual_pack_student-"):
+                found += [f"{wheel.name}: {p}" for p in _answers_left(z)]
     for path in sorted(target.rglob("*")):
         parts = set(path.relative_to(target).parts)
         if parts & {"answers", "solutions", "source"}:
@@ -171,9 +246,27 @@ def problems(target):
     return found
 
 
-def build(course, target, names=None, say=print):
+def _answers_left(wheel):
+    """What of the model answers the student wheel (an open ZipFile) still holds."""
+    names = set(wheel.namelist())
+    found = [f"{n} is a released answer" for n in sorted(names)
+             if n.startswith(tuple(f"{p}/{withheld.SOLVED}/a" for p in WITHHELD))]
+    for entries in SWITCHED_OFF.values():
+        for module, owner, name, _, _ in entries:
+            path = module.replace(".", "/") + ".py"
+            if module.split(".")[0] not in WITHHELD:
+                continue
+            if path not in names:
+                found.append(f"{path} is missing")
+            elif not withheld.is_stub(wheel.read(path).decode("utf-8"), module, owner, name):
+                found.append(f"{path} holds the answer {owner + '.' if owner else ''}{name}")
+    return found
+
+
+def build(course, target, names=None, say=print, solved=()):
     """Write the student release of `names` (every assignment when empty) into the folder
-    `target` (new or empty); returns the wheel's path."""
+    `target` (new or empty), with a wheel of released answers for each assignment in
+    `solved`; returns the student wheel's path."""
     course, target = Path(course), Path(target)
     if target.exists() and any(target.iterdir()):
         raise CourseError(f"{target} is not empty: the release goes into a new folder")
@@ -189,6 +282,12 @@ def build(course, target, names=None, say=print):
         stage.mkdir()
         _stage(course, stage)
         wheel = _wheel(stage, target / "wheels")
+        for assignment in solved:
+            stage = Path(tmp) / f"solved-{assignment}"
+            stage.mkdir()
+            _stage_solved(course, stage, assignment)
+            made = _wheel(stage, target / "wheels")
+            say(f"released answers of {assignment}: {made.relative_to(target)}")
     say(f"wheel: {wheel.relative_to(target)}")
     for name in names:
         shutil.copytree(released / name, target / "assignments" / name,

@@ -25,6 +25,9 @@ In torch (08, 09): tensors whose shapes do not fit (`shape_detail`), a math func
 number given a whole tensor, and an attribute misspelt on a module or an object
 (`attribute_like`, torch.sigmod for torch.sigmoid).
 
+An earlier assignment's answer that a student's install has not been given yet
+(`NotReleased`, see `authoring/withheld.py`) is said as it is, not as a mistake.
+
 A NameError raised in the student's own code is a mistake in it (a misspelt name, or a
 name from a cell not run), said with their line (`misnamed`); a missing answer whose cell
 does not compile says so, with the line (`broken_definition`).
@@ -226,6 +229,9 @@ def explain(exc, tb, headline=None, hints=None, first=", the test"):
     """Give `exc` (raised through `tb`) the rendering a notebook shows (`render`), with the
     hint of the known slip it fits. Returns the frames."""
     frames = frames_of(tb)
+    if getattr(exc, "not_yet_released", False):  # `<package>.solved.NotReleased` of a
+        # student's install: an earlier assignment's answer, not a mistake of theirs
+        headline, hints = f"{type(exc).__name__}: {exc}", []
     if hints is None:
         hints = [slip_hint(exc, frames)]
 

@@ -2,10 +2,14 @@
 wheel into a fresh virtual environment, and there
 
 - the model answers (`autograder.answers.reference`), every registered wrong answer
-  (`autograder.answers.mutants.*`) and the grader do not import;
+  (`autograder.answers.mutants.*`) and the grader do not import, and microgpt's answers
+  (`deepnet.logits`, `GPT.block`, `GPT.stream_states`) are not in its source: called, they
+  say which assignment's released answers they wait for;
 - nbgrader's Validate, run from the release folder with its config, passes a solved copy
   of a released notebook (its cells run in a real Jupyter kernel of that environment) and
-  fails the untouched one;
+  fails the untouched one; 05's visible tests pass on stored numbers, without microgpt's
+  blocks; 06, which trains GPTs of Assignment 5's blocks, waits for them, and passes once
+  the wheel of 05's released answers is installed;
 - `residual-pack progress` (the student's) runs there;
 - the student's JupyterLab there has nbgrader's Validate and assignment list, and not its
   instructor tools (Formgrader, Create Assignment, the course list).
@@ -32,7 +36,10 @@ from autograder.authoring.madeup import filled_in
 from autograder.authoring.release import build, problems
 
 ROOT = Path(__file__).resolve().parents[2]
-ASSIGNMENTS = ("01_residual_stack", "02_degradation")
+ASSIGNMENTS = ("01_residual_stack", "02_degradation", "05_gpt_residual_adds",
+               "06_residual_stream")
+WITHOUT_EARLIER = ASSIGNMENTS[:3]  # these run on the student's own answers alone
+SOLVED = "05_gpt_residual_adds"
 MUTANTS = sorted(p.stem for p in (ROOT / "autograder" / "answers" / "mutants").glob("*.py")
                  if p.stem != "__init__")
 FULL = os.environ.get("RESIDUAL_PACK_FULL_STUDENT_INSTALL") == "1"
@@ -53,7 +60,7 @@ def student(tmp_path_factory):
     """(release folder, the fresh environment's python, its environment variables)."""
     tmp = tmp_path_factory.mktemp("student")
     release = tmp / "release"
-    wheel = build(ROOT, release, list(ASSIGNMENTS), say=lambda *_: None)
+    wheel = build(ROOT, release, list(ASSIGNMENTS), say=lambda *_: None, solved=[SOLVED])
     env_dir = tmp / "venv"
     venv.EnvBuilder(with_pip=FULL, symlinks=True).create(env_dir)
     python = env_dir / "bin" / "python"
@@ -114,6 +121,27 @@ def test_the_engine_and_the_kernel_side_import_from_the_student_install(student)
         assert line.startswith(str(python.parent.parent)), line
 
 
+def test_microgpt_in_the_student_install_holds_no_answer(student):
+    release, python, env = student
+    done = _run([python, "-c", (
+        "import inspect\n"
+        "from microgpt import GPT, deepnet\n"
+        "from microgpt.solved import NotReleased\n"
+        "for fn in (GPT.block, GPT.stream_states, deepnet.logits):\n"
+        "    print(inspect.getsource(fn))\n"
+        "try:\n"
+        "    GPT(seed=0).loss([0, 1, 2])\n"
+        "except NotReleased as error:\n"
+        "    print('REFUSED', error)\n")], env, release)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "zip(x, a)" not in out and "rmsnorm(" not in out and "states.append" not in out
+    assert "layernorm(h)" not in out
+    assert out.count("released(") == 3, out
+    assert "REFUSED GPT.block (Tasks 5.1 to 5.3) is released after 05_gpt_residual_adds" in out
+    assert "residual_pack_solved_05_gpt_residual_adds" in out
+
+
 @pytest.mark.parametrize("module", [
     "autograder.answers", "autograder.answers.reference",
     *[f"autograder.answers.mutants.{m}" for m in MUTANTS],
@@ -129,13 +157,39 @@ def _validate(python, env, release, notebook, *flags):
     return _run([python, "-m", "nbgrader", "validate", *flags, notebook], env, cwd=release)
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_validate_passes_a_solved_copy_in_the_student_install(student, assignment, tmp_path):
-    release, python, env = student
+def _solved_copy(release, assignment, folder):
     notebook = release / "assignments" / assignment / f"{assignment}.ipynb"
     source = nbformat.read(ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
-    solved = tmp_path / f"{assignment}.ipynb"
+    solved = folder / f"{assignment}.ipynb"
     nbformat.write(filled_in(nbformat.read(notebook, as_version=4), source), str(solved))
+    return solved
+
+
+@pytest.mark.parametrize("assignment", WITHOUT_EARLIER)
+def test_validate_passes_a_solved_copy_in_the_student_install(student, assignment, tmp_path):
+    release, python, env = student
+    done = _validate(python, env, release, _solved_copy(release, assignment, tmp_path))
+    assert "Success! Your notebook passes all the tests." in done.stdout, (
+        done.stdout[-3000:] + done.stderr[-3000:])
+
+
+def test_06_waits_for_the_blocks_of_05_then_passes(student, tmp_path):
+    """Runs after the tests above (the file's order): it installs 05's released answers."""
+    release, python, env = student
+    solved = _solved_copy(release, "06_residual_stream", tmp_path)
+    done = _validate(python, env, release, solved)
+    out = done.stdout + done.stderr
+    assert "Success!" not in out
+    assert "NotReleased: GPT.block (Tasks 5.1 to 5.3)" in out, out[-3000:]
+    assert "in your answer" not in out
+    wheels = sorted((release / "wheels").glob("residual_pack_solved_05_*.whl"))
+    assert len(wheels) == 1
+    if FULL:
+        done = _run([python, "-m", "pip", "install", "-q", wheels[0]], env, tmp_path)
+    else:
+        done = _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix",
+                     python.parent.parent, wheels[0]], env, tmp_path)
+    assert done.returncode == 0, done.stderr
     done = _validate(python, env, release, solved)
     assert "Success! Your notebook passes all the tests." in done.stdout, (
         done.stdout[-3000:] + done.stderr[-3000:])

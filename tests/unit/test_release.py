@@ -91,3 +91,30 @@ def test_the_student_wheel_has_the_torch_extra(tmp_path):
     ours = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     extras = student["project"].get("optional-dependencies", {})
     assert extras.get("torch") == ours["project"]["optional-dependencies"]["torch"]
+
+
+def _student_wheel(tmp_path, files):
+    (tmp_path / "wheels").mkdir(parents=True)
+    with zipfile.ZipFile(tmp_path / "wheels" / "residual_pack_student-0.1.0-py3-none-any.whl",
+                         "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    return tmp_path
+
+
+def test_an_answer_left_in_microgpt_or_a_released_module_in_the_student_wheel_is_found(
+        tmp_path):
+    from autograder.authoring import withheld
+
+    sources = {m: (ROOT / f"{m.replace('.', '/')}.py").read_text(encoding="utf-8")
+               for m in ("microgpt.model", "microgpt.deepnet")}
+    stubbed = {f"{m.replace('.', '/')}.py": withheld.withhold(t, m) for m, t in sources.items()}
+    assert problems(_student_wheel(tmp_path / "a", stubbed)) == []
+    as_is = {f"{m.replace('.', '/')}.py": t for m, t in sources.items()}
+    found = "\n".join(problems(_student_wheel(tmp_path / "b", as_is)))
+    for answer in ("GPT.block", "GPT.stream_states", "logits"):
+        assert f"holds the answer {answer}" in found
+    released = {**stubbed, "microgpt/solved/a05_gpt_residual_adds.py": ""}
+    assert problems(_student_wheel(tmp_path / "c", released)) == [
+        "residual_pack_student-0.1.0-py3-none-any.whl: microgpt/solved/"
+        "a05_gpt_residual_adds.py is a released answer"]
