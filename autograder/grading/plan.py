@@ -98,11 +98,8 @@ class Sandbox:
                 "refusing to run student code as root without the sandbox "
                 f"({level.message}); install bubblewrap (scripts/install-bubblewrap) or "
                 "grade as an unprivileged user")
-        self.engine = "bubblewrap"
         self.bwrap_level = level
         bubblewrap.remove_stale(level)  # what killed runs left
-        self.level = FULL if level.root else USERNS if level.sandboxed else LIMITS
-        self.why = "" if level.sandboxed else level.message
         # {assignment: {notebook: {grade_id: {"records", "hidden"}}}}: the reference run's
         # expected observations, which the graded test cells are judged against
         self.references = {}
@@ -114,6 +111,12 @@ class Sandbox:
         os.chmod(self.root, 0o711)
         (self.root / "owner").write_text(str(os.getpid()))
         self._prepare()
+
+    @property
+    def level(self):
+        """FULL, USERNS or LIMITS: how this run's kernels are isolated (`bwrap_level`)."""
+        level = self.bwrap_level
+        return FULL if level.root else USERNS if level.sandboxed else LIMITS
 
     def describe(self):
         cpu = self.limits.cpus and bubblewrap.cpu_quota(self.bwrap_level)

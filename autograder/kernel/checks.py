@@ -396,6 +396,22 @@ def _with_written_hint(observed, before):
         observed["hint"] = f"{said} {observed['hint']}" if observed.get("hint") else said
 
 
+def _gradients_observed(out, leaves, what, observe, inputs):
+    """(observation, grads) of `leaves` after the check's own backward from `out`
+    (`backward_alone`); grads is None when the graph could not be run. `observe` turns
+    the list of grads into the observation; `inputs` names the leaves in a hint."""
+    before = next((w for w in map(_written, (leaf.grad for leaf in leaves)) if w), "")
+    problem = backward_alone(out, leaves)
+    if problem is not None:
+        return {"problem": f"{what}: {problem}"}, None
+    grads = [leaf.grad for leaf in leaves]
+    observed = observe(grads)
+    if not any(grads):
+        observed = _with_detached_hint(observed, out, leaves, inputs)
+    _with_written_hint(observed, before)
+    return observed, grads
+
+
 def check_gradient(f, x, what, h=1e-6, rtol=1e-5, atol=1e-8):
     """Fail unless `.grad` of the input after `f(Value(x)).backward()` matches central differences.
 
@@ -410,16 +426,10 @@ def check_gradient(f, x, what, h=1e-6, rtol=1e-5, atol=1e-8):
     if not isinstance(out, Value):
         observed = _no_graph(what, out)
     else:
-        before = _written(leaf.grad)
-        problem = backward_alone(out, [leaf])
-        if problem is not None:
-            observed = {"problem": f"{what}: {problem}"}
-        else:
-            grad = leaf.grad
-            observed = observe_number(grad, f"{what} (the input's .grad)")
-            if grad == 0:
-                observed = _with_detached_hint(observed, out, [leaf], "the input")
-            _with_written_hint(observed, before)
+        observed, grads = _gradients_observed(
+            out, [leaf], what, lambda g: observe_number(g[0], f"{what} (the input's .grad)"),
+            "the input")
+        grad = None if grads is None else grads[0]
     params = {"what": what, "h": h, "rtol": rtol, "atol": atol}
     return settle("gradient", observed,
                   lambda: {"number": encode(central_difference(lambda t: f(Value(t)), x, h))},
@@ -456,16 +466,8 @@ def check_gradients(f, xs, what, names=None, reference=None, reference_text="",
     if not isinstance(out, Value):
         observed = _no_graph(what, out, "the inputs")
     else:
-        before = next((w for w in map(_written, (leaf.grad for leaf in leaves)) if w), "")
-        problem = backward_alone(out, leaves)
-        if problem is not None:
-            observed = {"problem": f"{what}: {problem}"}
-        else:
-            grads = [leaf.grad for leaf in leaves]
-            observed = observe_numbers(grads, what)
-            if not any(grads):
-                observed = _with_detached_hint(observed, out, leaves, "the inputs")
-            _with_written_hint(observed, before)
+        observed, grads = _gradients_observed(
+            out, leaves, what, lambda g: observe_numbers(g, what), "the inputs")
 
     def central():
         if expected is not None:

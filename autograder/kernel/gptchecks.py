@@ -308,14 +308,11 @@ def _lens_observation(lens, model, states, tokens, gradients):
     seen = [losses]
     if gradients and isinstance(losses, (list, tuple)) and losses \
             and all(isinstance(v, Value) for v in losses):
+        flat = [v for position in states for state in position for v in state]
         for k in sorted({0, len(losses) // 2, len(losses) - 1}):
-            _backward(losses[k], [v for position in states for state in position
-                                  for v in state] + list(model.parameters()))
-            seen.append([v.grad for position in states for state in position for v in state])
-            for position in states:
-                for state in position:
-                    for v in state:
-                        v.grad = 0
+            # each backward starts from 0 in the states and the weights (`_backward`)
+            _backward(losses[k], flat + list(model.parameters()))
+            seen.append([v.grad for v in flat])
             seen.append(_weight_grads(model))
     return seen
 

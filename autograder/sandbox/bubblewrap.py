@@ -363,27 +363,55 @@ def _root_links():
     return args
 
 
+def _limits_and_uid(limits, level, resources):
+    """The head of every launch chain: prlimit's rlimits, then setpriv for the kernel's
+    uid and the parent's death signal, then a check that the parent is still there."""
+    head = ["prlimit", *_rlimits(limits, level), "--"]
+    if resources.uid is not None or resources.parent is not None:
+        head += ["setpriv"]
+        if resources.parent is not None:
+            head += ["--pdeathsig", "SIGKILL"]
+        if resources.uid is not None:
+            head += [f"--reuid={resources.uid}", f"--regid={resources.uid}",
+                     "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
+                     "--no-new-privs"]
+        head += ["--"]
+    if resources.parent is not None:
+        # bwrap's --die-with-parent, like setpriv's --pdeathsig (set after its change of
+        # uid, which clears it), only acts if the parent dies after it is set: a parent
+        # killed while the chain starts would leave the kernel running. So, once the
+        # signal is set, the chain goes on only if its parent is still the starter.
+        head += ["/bin/sh", "-c",
+                 f'[ "$PPID" = {int(resources.parent)} ] || exit 125; exec "$@"', "sh"]
+    return head
+
+
+def _on_host(spec, path):
+    """`path` as the sandbox names it (its Python, writable folder, /tmp, library), as
+    the host names it: what the level "limits" runs with. Other paths stay."""
+    folder = str(spec.writable)
+    if path == PYTHON:
+        return sys.executable
+    for inside, host in ((RUN, folder), ("/tmp", folder + "/tmp"),
+                         (LIBRARY, str(spec.library or LIBRARY))):
+        if path == inside or path.startswith(inside + "/"):
+            return host + path[len(inside):]
+    return path
+
+
 def kernel_paths(spec, level):
     """(the kernel's Python, its writable folder) as the kernel sees them: inside the
     sandbox, the fixed paths; at the level "limits", this Python and the host's folder."""
     if level.sandboxed:
         return PYTHON, RUN
-    return sys.executable, str(spec.writable)
+    return _on_host(spec, PYTHON), _on_host(spec, RUN)
 
 
 def host_environment(spec):
     """The kernel's environment at the level "limits": `environment`'s, with the
     sandbox's fixed paths made host paths under the writable folder."""
-    folder, python = str(spec.writable), sys.executable
-    env = {}
-    for key, value in environment(spec).items():
-        for inside, host in ((RUN, folder), ("/tmp", folder + "/tmp"), (LIBRARY,
-                             str(spec.library or LIBRARY))):
-            if value == inside or value.startswith(inside + "/"):
-                value = host + value[len(inside):]
-                break
-        env[key] = value
-    env["PATH"] = f"{Path(python).parent}:/usr/bin:/bin"
+    env = {key: _on_host(spec, value) for key, value in environment(spec).items()}
+    env["PATH"] = f"{Path(sys.executable).parent}:/usr/bin:/bin"
     env.pop("LD_LIBRARY_PATH", None)
     return env
 
@@ -391,24 +419,9 @@ def host_environment(spec):
 def _limits_command(spec, limits, level, resources):
     """The level "limits": prlimit, setpriv for the parent's death (and a uid, with
     `run_as`), a clean environment, the kernel with host paths."""
-    folder = str(spec.writable)
-    argv = [folder + a[len(RUN):] if a == RUN or a.startswith(RUN + "/") else
-            sys.executable if a == PYTHON else a for a in spec.argv]
-    workdir = spec.workdir
-    if workdir == "/tmp" or workdir.startswith("/tmp/"):
-        workdir = folder + workdir
-    tail = ["prlimit", *_rlimits(limits, level), "--", "setpriv"]
-    if resources.parent is not None:
-        tail += ["--pdeathsig", "SIGKILL"]
-    if resources.uid is not None:
-        tail += [f"--reuid={resources.uid}", f"--regid={resources.uid}", "--clear-groups",
-                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
-    tail += ["--"]
-    if resources.parent is not None:
-        tail += ["/bin/sh", "-c",
-                 f'[ "$PPID" = {int(resources.parent)} ] || exit 125; exec "$@"', "sh"]
     env = [f"{key}={value}" for key, value in sorted(host_environment(spec).items())]
-    return [*tail, "env", "-i", "-C", workdir, *env, *argv]
+    return [*_limits_and_uid(limits, level, resources), "env", "-i", "-C",
+            _on_host(spec, spec.workdir), *env, *(_on_host(spec, a) for a in spec.argv)]
 
 
 def command(spec, limits, level, resources):
@@ -448,24 +461,7 @@ def command(spec, limits, level, resources):
         bwrap += ["--setenv", key, value]
     bwrap += ["--chdir", spec.workdir, "--seccomp", str(resources.seccomp_fd),
               "--", *spec.argv]
-    tail = ["prlimit", *_rlimits(limits, level), "--"]
-    if resources.uid is not None or resources.parent is not None:
-        tail += ["setpriv"]
-        if resources.parent is not None:
-            tail += ["--pdeathsig", "SIGKILL"]
-        if resources.uid is not None:
-            tail += [f"--reuid={resources.uid}", f"--regid={resources.uid}",
-                     "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
-                     "--no-new-privs"]
-        tail += ["--"]
-    if resources.parent is not None:
-        # bwrap's --die-with-parent, like setpriv's --pdeathsig (set after its change of
-        # uid, which clears it), only acts if the parent dies after it is set: a parent
-        # killed while the chain starts would leave the kernel running. So, once the
-        # signal is set, the chain goes on only if its parent is still the starter.
-        tail += ["/bin/sh", "-c",
-                 f'[ "$PPID" = {int(resources.parent)} ] || exit 125; exec "$@"', "sh"]
-    tail += bwrap
+    tail = _limits_and_uid(limits, level, resources) + bwrap
     if resources.stage is None and not resources.cgroup_procs:
         return tail
     if resources.stage is not None:

@@ -82,7 +82,7 @@ class WorkerCourse:
         if sandbox is not None:
             if sandbox.level != level:
                 raise PackMismatch(
-                    f"this worker isolates at level {sandbox.level!r} ({sandbox.why}); the "
+                    f"this worker isolates at level {sandbox.level!r} ({sandbox.describe()}); the "
                     f"coordinator graded the reference at {level!r}")
             # judge with the coordinator's reference, not a rerun
             references = course / REFERENCES
