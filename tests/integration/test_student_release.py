@@ -9,7 +9,7 @@ wheel into a fresh virtual environment, and there
   of a released notebook (its cells run in a real Jupyter kernel of that environment) and
   fails the untouched one; 05's visible tests pass on stored numbers, without microgpt's
   blocks; 06, which trains GPTs of Assignment 5's blocks, waits for them, and passes once
-  the wheel of 05's released answers is installed;
+  the wheel of 05's released answers is installed; so do 03 and 04 with 02's;
 - `residual-pack progress` (the student's) runs there;
 - the student's JupyterLab there has nbgrader's Validate and assignment list, and not its
   instructor tools (Formgrader, Create Assignment, the course list).
@@ -36,10 +36,11 @@ from autograder.authoring.madeup import filled_in
 from autograder.authoring.release import build, problems
 
 ROOT = Path(__file__).resolve().parents[2]
-ASSIGNMENTS = ("01_residual_stack", "02_degradation", "05_gpt_residual_adds",
-               "06_residual_stream")
-WITHOUT_EARLIER = ASSIGNMENTS[:3]  # these run on the student's own answers alone
-SOLVED = "05_gpt_residual_adds"
+ASSIGNMENTS = ("01_residual_stack", "02_degradation", "03_highway", "04_identity_shortcut",
+               "05_gpt_residual_adds", "06_residual_stream")
+# these run on the student's own answers alone
+WITHOUT_EARLIER = ("01_residual_stack", "02_degradation", "05_gpt_residual_adds")
+SOLVED = ["02_degradation", "05_gpt_residual_adds"]
 MUTANTS = sorted(p.stem for p in (ROOT / "autograder" / "answers" / "mutants").glob("*.py")
                  if p.stem != "__init__")
 FULL = os.environ.get("RESIDUAL_PACK_FULL_STUDENT_INSTALL") == "1"
@@ -60,7 +61,7 @@ def student(tmp_path_factory):
     """(release folder, the fresh environment's python, its environment variables)."""
     tmp = tmp_path_factory.mktemp("student")
     release = tmp / "release"
-    wheel = build(ROOT, release, list(ASSIGNMENTS), say=lambda *_: None, solved=[SOLVED])
+    wheel = build(ROOT, release, list(ASSIGNMENTS), say=lambda *_: None, solved=SOLVED)
     env_dir = tmp / "venv"
     venv.EnvBuilder(with_pip=FULL, symlinks=True).create(env_dir)
     python = env_dir / "bin" / "python"
@@ -173,16 +174,23 @@ def test_validate_passes_a_solved_copy_in_the_student_install(student, assignmen
         done.stdout[-3000:] + done.stderr[-3000:])
 
 
-def test_06_waits_for_the_blocks_of_05_then_passes(student, tmp_path):
-    """Runs after the tests above (the file's order): it installs 05's released answers."""
+@pytest.mark.parametrize("later, earlier, waiting", [
+    (("06_residual_stream",), "05_gpt_residual_adds",
+     "NotReleased: GPT.block (Tasks 5.1 to 5.3)"),
+    (("03_highway", "04_identity_shortcut"), "02_degradation",
+     "NotReleased: deepnet.logits (Task 2.2)"),
+])
+def test_a_later_notebook_waits_for_the_earlier_answers_then_passes(student, tmp_path, later,
+                                                                   earlier, waiting):
+    """Runs after the tests above (the file's order): it installs released answers."""
     release, python, env = student
-    solved = _solved_copy(release, "06_residual_stream", tmp_path)
-    done = _validate(python, env, release, solved)
+    solved = [_solved_copy(release, name, tmp_path) for name in later]
+    done = _validate(python, env, release, solved[0])
     out = done.stdout + done.stderr
     assert "Success!" not in out
-    assert "NotReleased: GPT.block (Tasks 5.1 to 5.3)" in out, out[-3000:]
+    assert waiting in out, out[-3000:]
     assert "in your answer" not in out
-    wheels = sorted((release / "wheels").glob("residual_pack_solved_05_*.whl"))
+    wheels = sorted((release / "wheels").glob(f"residual_pack_solved_{earlier}-*.whl"))
     assert len(wheels) == 1
     if FULL:
         done = _run([python, "-m", "pip", "install", "-q", wheels[0]], env, tmp_path)
@@ -190,9 +198,10 @@ def test_06_waits_for_the_blocks_of_05_then_passes(student, tmp_path):
         done = _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix",
                      python.parent.parent, wheels[0]], env, tmp_path)
     assert done.returncode == 0, done.stderr
-    done = _validate(python, env, release, solved)
-    assert "Success! Your notebook passes all the tests." in done.stdout, (
-        done.stdout[-3000:] + done.stderr[-3000:])
+    for notebook in solved:
+        done = _validate(python, env, release, notebook)
+        assert "Success! Your notebook passes all the tests." in done.stdout, (
+            notebook.name, done.stdout[-3000:] + done.stderr[-3000:])
 
 
 def test_validate_fails_the_untouched_release_without_an_import_error(student):
