@@ -184,8 +184,8 @@ def released(assignment, label, task, name):
             raise
         raise NotReleased(
             f"{label} ({task}) is released after {assignment}'s due date: your "
-            f"instructor hands out the wheel residual_pack_solved_{assignment}, to pip "
-            f"install into this environment. Until then, this needs your own answer to "
-            f"{task}.") from None
+            f"instructor then hands out the wheel residual_pack_solved_{assignment}, to pip "
+            f"install into this environment. Until then, the cells that use it cannot "
+            f"run.") from None
     return getattr(found, name)
 '''
