@@ -420,8 +420,13 @@ def _limits_command(spec, limits, level, resources):
     """The level "limits": prlimit, setpriv for the parent's death (and a uid, with
     `run_as`), a clean environment, the kernel with host paths."""
     env = [f"{key}={value}" for key, value in sorted(host_environment(spec).items())]
+    # the kernel's arguments name the sandbox's Python and folder (RUN), and files the
+    # grader made on the host (its connection file, under the host's /tmp): only the
+    # first two are the sandbox's paths
+    argv = [_on_host(spec, a) if a == PYTHON or a == RUN or a.startswith(RUN + "/") else a
+            for a in spec.argv]
     return [*_limits_and_uid(limits, level, resources), "env", "-i", "-C",
-            _on_host(spec, spec.workdir), *env, *(_on_host(spec, a) for a in spec.argv)]
+            _on_host(spec, spec.workdir), *env, *argv]
 
 
 def command(spec, limits, level, resources):

@@ -1,6 +1,7 @@
 """autograder/sandbox: the argument list, the seccomp filter and the probe, without
 running anything (no root, no bwrap needed)."""
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,20 @@ def test_a_v2_kernel_cgroup_is_written_and_read(tmp_path):
     report = group.report()
     assert report["oom_kills"] == 1 and report["pids_refused"] == 2
     assert group.procs_files == [str(folder / "cgroup.procs")]
+
+
+def test_with_limits_only_the_sandbox_paths_become_host_paths_and_the_rest_stays(tmp_path):
+    """The kernel's Python and folder are named as the sandbox names them; the grader's
+    connection file is a host path under /tmp already, and must stay as it is (a kernel
+    told the wrong file never connects: each student then waited out the start timeout)."""
+    spec = bubblewrap.SandboxSpec(
+        argv=(bubblewrap.PYTHON, "-m", "k", "-f", "/tmp/rp-1/c/kernel.json",
+              bubblewrap.RUN + "/x.py"),
+        writable=tmp_path, site_packages=tmp_path, library=tmp_path, env={"A": "1"},
+        workdir="/tmp")
+    argv = bubblewrap.command(spec, bubblewrap.Limits(), bubblewrap.limits_level("test"),
+                              bubblewrap.Resources(seccomp_fd=None, parent=4242))
+    tail = argv[-6:]
+    assert tail == [sys.executable, "-m", "k", "-f", "/tmp/rp-1/c/kernel.json",
+                    f"{tmp_path}/x.py"]
+    assert argv[argv.index("-C") + 1] == f"{tmp_path}/tmp"
