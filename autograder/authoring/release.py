@@ -116,6 +116,21 @@ smaller, see pytorch.org). Hand in the notebooks as your instructor says.
 """
 
 
+def _project(name, what):
+    """The head of a wheel's pyproject.toml, up to its [project] table's dependencies."""
+    return textwrap.dedent(f"""\
+        [build-system]
+        requires = ["setuptools>=77"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "{name}"
+        version = "{VERSION}"
+        description = "Residual connections exercise pack: {what}"
+        requires-python = ">=3.10"
+        """)
+
+
 def _withheld_modules():
     return sorted({e[0] for entries in SWITCHED_OFF.values() for e in entries
                    if e[0].split(".")[0] in WITHHELD})
@@ -149,18 +164,9 @@ def _stage(course, stage):
         folder = "etc/jupyter/" + path.parent.relative_to(config).as_posix()
         data_files.setdefault(folder, []).append(path.relative_to(stage).as_posix())
     data = "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in data_files.items())
-    (stage / "pyproject.toml").write_text(textwrap.dedent(f"""\
-        [build-system]
-        requires = ["setuptools>=77"]
-        build-backend = "setuptools.build_meta"
-
-        [project]
-        name = "{PACKAGE}"
-        version = "{VERSION}"
-        description = "Residual connections exercise pack: the engine and the checks"
-        requires-python = ">=3.10"
-        dependencies = [
-        """) + deps + "]\n\n[project.optional-dependencies]\n" + extras + textwrap.dedent(f"""
+    (stage / "pyproject.toml").write_text(
+        _project(PACKAGE, "the engine and the checks") + "dependencies = [\n" + deps
+        + "]\n\n[project.optional-dependencies]\n" + extras + textwrap.dedent(f"""
         [project.scripts]
         residual-pack = "autograder.student.__main__:main"
 
@@ -194,16 +200,9 @@ def _stage_solved(course, stage, assignment):
         path = stage / withheld.solved_path(package, assignment)
         path.parent.mkdir(parents=True)
         path.write_text(withheld.solved_module(sources, package, assignment), encoding="utf-8")
-    (stage / "pyproject.toml").write_text(textwrap.dedent(f"""\
-        [build-system]
-        requires = ["setuptools>=77"]
-        build-backend = "setuptools.build_meta"
-
-        [project]
-        name = "{solved_package(assignment)}"
-        version = "{VERSION}"
-        description = "Residual connections exercise pack: the released answers of {assignment}"
-        requires-python = ">=3.10"
+    (stage / "pyproject.toml").write_text(
+        _project(solved_package(assignment), f"the released answers of {assignment}")
+        + textwrap.dedent(f"""\
         dependencies = ["{PACKAGE}"]
 
         [tool.setuptools]

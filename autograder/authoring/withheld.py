@@ -19,6 +19,7 @@ library module they come from, so their bodies run unchanged.
 import ast
 import textwrap
 
+from autograder.grading.answerless import find_function
 from autograder.kernel.policy import SWITCHED_OFF, answer_label
 
 __all__ = ["SOLVED", "withhold", "solved_module", "solved_path", "solved_assignments",
@@ -50,24 +51,19 @@ def _function_name(owner, name):
 
 
 def _find(tree, owner, name):
-    body = tree.body
-    if owner:
-        classes = [n for n in body if isinstance(n, ast.ClassDef) and n.name == owner]
-        body = classes[0].body if classes else []
-    found = [n for n in body
-             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
-    if not found:
+    node = find_function(tree, owner, name)
+    if node is None:
         raise LookupError(f"{owner + '.' if owner else ''}{name} is not in the source")
-    return found[0]
+    return node
 
 
-def _body_start(node):
-    """The index of the first line of `node`'s body after its docstring."""
+def _body(node):
+    """`node`'s statements after its docstring (a body of a docstring alone keeps it)."""
     body = node.body
     if (len(body) > 1 and isinstance(body[0], ast.Expr)
             and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
-        body = body[1:]
-    return body[0].lineno - 1
+        return body[1:]
+    return body
 
 
 def _call_arguments(node):
@@ -93,7 +89,7 @@ def withhold(source, module):
     edits = []
     for assignment, owner, name, task in entries:
         node = _find(tree, owner, name)
-        first = _body_start(node)
+        first = _body(node)[0].lineno - 1
         indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())]
         label = f"{owner or module.split('.')[-1]}.{name}"  # GPT.block, deepnet.logits
         call = f"released({assignment!r}, {label!r}, {task!r}, {_function_name(owner, name)!r})"
@@ -110,9 +106,7 @@ def withhold(source, module):
 
 def is_stub(source, module, owner, name):
     """Whether the function in `source` is the call `withhold` writes (and nothing more)."""
-    node = _find(ast.parse(source), owner, name)
-    body = node.body[1:] if (isinstance(node.body[0], ast.Expr)
-                             and isinstance(node.body[0].value, ast.Constant)) else node.body
+    body = _body(_find(ast.parse(source), owner, name))
     return (len(body) == 2 and isinstance(body[0], ast.ImportFrom)
             and body[0].module == f"{module.split('.')[0]}.{SOLVED}"
             and isinstance(body[1], ast.Return) and isinstance(body[1].value, ast.Call)

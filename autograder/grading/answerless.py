@@ -24,7 +24,7 @@ from pathlib import Path
 
 from autograder.kernel.policy import SWITCHED_OFF, answer_label
 
-__all__ = ["strip_answers", "write_answerless", "NEEDED"]
+__all__ = ["strip_answers", "write_answerless", "NEEDED", "find_function"]
 
 # label -> why a graded cell needs the library's own version (so it keeps its body)
 NEEDED = {
@@ -38,7 +38,9 @@ NEEDED = {
 }
 
 
-def _find(tree, owner, name):
+def find_function(tree, owner, name):
+    """The function `name` at the top of the module `tree` (or in its class `owner`), or
+    None."""
     body = tree.body
     if owner:
         classes = [n for n in body if isinstance(n, ast.ClassDef) and n.name == owner]
@@ -63,7 +65,7 @@ def strip_answers(source, module, assignment):
     lines = source.splitlines(keepends=True)
     edits = []  # (first line index, last line index exclusive, new lines)
     for owner, name, task, instead in entries:
-        node = _find(tree, owner, name)
+        node = find_function(tree, owner, name)
         named = answer_label(module, owner, name)
         if node is None:
             raise LookupError(f"{named} is not in {module}'s source")
