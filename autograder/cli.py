@@ -436,8 +436,9 @@ def parser():
     sr.add_argument("folder", metavar="DIR")
     sr.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
     sr.add_argument("--solved", nargs="+", metavar="ASSIGNMENT", default=[],
-                    help="also a wheel of each ASSIGNMENT's answers that later notebooks "
-                         "build on (02, 05, 06), to hand out after its due date")
+                    help="also a wheel of each ASSIGNMENT's answers held back from the "
+                         "engine (02, 05, 06, 08, 09), to hand out after its due date "
+                         "(03 and 04 build on 02's, 06 on 05's)")
     sr.set_defaults(run=cmd_student_release)
     return p
 

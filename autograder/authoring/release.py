@@ -10,20 +10,21 @@ solutions (`solutions/`) and the instructor notebooks with their hidden tests an
   nothing of the answers, the grader, the sandbox or the authoring tools; and the Jupyter
   config that keeps nbgrader's instructor tools (Formgrader, Create Assignment, the
   course list) out of the student's JupyterLab (`autograder/student/jupyter-config/`,
-  installed under the environment's `etc/jupyter/`). Its `microgpt` holds no answer to a
-  task: `deepnet.logits`, `GPT.block` and `GPT.stream_states` call the released answer
-  instead (`withheld`);
+  installed under the environment's `etc/jupyter/`). Its `microgpt` and `torchtrack` hold
+  no answer to a task: `deepnet.logits`, `GPT.block`, `GPT.stream_states`, the torch
+  layers' and `Block`'s `forward` and `logit_lens` call the released answer instead
+  (`withheld`);
 - with `solved=[ASSIGNMENT, ...]`, a wheel per assignment, `residual-pack-solved-<name>`,
-  with that assignment's answers that the library builds on (`microgpt/solved/a<name>.py`),
-  for the instructor to hand out after its due date (later notebooks train with them);
+  with that assignment's answers (`microgpt/solved/a<name>.py` or
+  `torchtrack/solved/a<name>.py`), for the instructor to hand out after its due date
+  (later notebooks train with those of 02 and 05);
 - `assignments/<assignment>/`: the released notebooks (`exercises/`, visible tests only);
 - `nbgrader_config.py`: the student side of the course's config (Validate's limits);
 - `README.md`: how to install it and work.
 
 `build` checks what it made: a file of the wheel outside that list, an answer left in the
 student wheel, or a notebook with a solution, a hidden test or a model answer's name in
-it, stops it. (`torchtrack`'s answers, Tasks 8.1 to 9.2, are still in the student wheel:
-the torch notebooks' visible tests compute their expected values from them.)
+it, stops it.
 """
 
 import json
@@ -45,9 +46,8 @@ __all__ = ["PACKAGE", "WHEEL_PREFIXES", "STUDENT_CONFIG", "WITHHELD", "build", "
 
 PACKAGE = "residual-pack-student"
 VERSION = "0.1.0"
-# the packages whose answers the student wheel holds back (`withheld`); torchtrack's stay,
-# for the torch notebooks' visible tests compute their expected values from them
-WITHHELD = ("microgpt",)
+# the packages whose answers the student wheel holds back (`withheld`)
+WITHHELD = ("microgpt", "torchtrack")
 # the packages of the wheel: the engine, the torch track, and the kernel side of autograder
 COPIED = ("microgpt", "torchtrack", "autograder/kernel", "autograder/student")
 # and the modules `autograder.student.progress` needs (nbgrader's cell kinds, running a

@@ -34,7 +34,8 @@ from autograder.kernel.probes import (
 )
 
 __all__ = ["RECIPES", "TABLE_FILE", "compute", "render", "differences", "regenerate",
-           "GPT_CHECKS", "gpt_calls", "compute_gpt", "gpt_differences"]
+           "GPT_CHECKS", "gpt_calls", "compute_gpt", "gpt_differences", "torch_recipes",
+           "compute_torch", "torch_differences"]
 
 TABLE_FILE = Path(__file__).resolve().parent.parent / "kernel" / "stored.py"
 # how far a recomputed entry may move from the stored one: a training run's last digits
@@ -317,21 +318,159 @@ def render_gpt(table):
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
+# ---------------------------------------------------------------- the torch track
+
+
+def _rows(seed, *shape, scale=1.0, shift=0.0):
+    """The inputs of the visible tests of 08 (their `rows`) and 09 (their `inputs`)."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    return scale * torch.randn(*shape, generator=g, dtype=torch.float64) + shift
+
+
+def _module(make, inputs, seed):
+    from autograder.kernel.torchchecks import module_observation, seeded
+
+    with seeded(seed):
+        built = make()
+    return module_observation(built, inputs, "the reference")
+
+
+def _mlp_final(layer, depth):
+    from torchtrack.mlp import MLPConfig, run_variant, teacher_task
+
+    short = MLPConfig(n=256, width=16, steps=30, batch=32)
+    Xs, Ys = teacher_task(256, seed=0)
+    return run_variant(layer, depth, 0, short, Xs, Ys)["final"]
+
+
+def _lm_val(layout):
+    from torchtrack import studies
+    from torchtrack.data import offline_text, split_ids
+
+    tiny = studies.LMConfig(dim=16, n_layers=2, n_heads=2, steps=12, batch_size=4,
+                            block_size=16, eval_every=12, eval_iters=2)
+    v, tr, va = split_ids(offline_text())
+    return studies.train_variant(tr, va, v.size, layout, 0, tiny)[1]["val"][-1]
+
+
+def _probe_lens():
+    import torch
+
+    from torchtrack import transformer
+    from torchtrack.data import get_batch, offline_text, split_ids
+
+    v, _, va = split_ids(offline_text())
+    xb, yb = get_batch(va, 4, 12, torch.Generator().manual_seed(0))
+    model = transformer.make_lm(v.size, "pre", dim=16, n_layers=3, n_heads=2, seed=21,
+                                block_cls=transformer.ProbeBlock).double()
+    return transformer.logit_lens(model, xb, yb)
+
+
+def _block(layout):
+    from autograder.kernel.torchchecks import with_moved_norms
+    from torchtrack.transformer import Block
+
+    return _module(lambda: with_moved_norms(Block(16, 4, layout).double(), 91),
+                   _rows(91, 2, 5, 16), 91)
+
+
+def _torch_recipes():
+    from torchtrack import mlp
+
+    return {
+        # 08_torch_mlp
+        "8.1 ResidualLayer(8) on 5 rows": (False, lambda: _module(
+            lambda: mlp.ResidualLayer(8).double(), _rows(81, 5, 8), 81)),
+        "8.1 final training loss, 10 residual layers, seed 0": (
+            True, lambda: _mlp_final(mlp.ResidualLayer, 10)),
+        "8.2 HighwayLayer(8) on 5 rows": (False, lambda: _module(
+            lambda: mlp.HighwayLayer(8).double(), _rows(91, 5, 8), 91)),
+        "8.2 final training loss, 10 highway layers, seed 0": (
+            True, lambda: _mlp_final(mlp.HighwayLayer, 10)),
+        # 09_torch_transformer
+        **{f'9.1 Block(16, 4, "{layout}") on 2 x 5 x 16': (False, lambda layout=layout:
+                                                             _block(layout))
+           for layout in ("pre", "post", "none")},
+        **{f"9.1 validation loss after 12 steps, {layout}-norm, seed 0": (
+            True, lambda layout=layout: _lm_val(layout)) for layout in ("pre", "post")},
+        "9.2 logit_lens, 3 probe blocks": (False, _probe_lens),
+    }
+
+
+# a float32 training run's numbers move more from one machine to another than the
+# engine's; float64 tensors by their last bits
+TORCH_TRAINING_RTOL = 1e-5
+TORCH_RTOL = 1e-12
+
+
+def torch_recipes():
+    """name -> (is it a training run's number, how to compute it from torchtrack's
+    answers); a function, so that torch is imported only when asked."""
+    return _torch_recipes()
+
+
+def compute_torch():
+    """{name: the torch track's entry computed from torchtrack's answers now}."""
+    return {name: recipe() for name, (_, recipe) in torch_recipes().items()}
+
+
+def _close_any(a, b, rtol):
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys()
+                and all(_close_any(a[k], b[k], rtol) for k in a))
+    if isinstance(a, list) or isinstance(b, list):
+        return (isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
+                and all(_close_any(x, y, rtol) for x, y in zip(a, b)))
+    if isinstance(a, str) or isinstance(b, str) or isinstance(a, int) and isinstance(b, int):
+        return a == b
+    return math.isclose(a, b, rel_tol=rtol, abs_tol=1e-15)
+
+
+def torch_differences(stored, computed):
+    recipes = torch_recipes()
+    names = set(stored) | set(computed)
+    return sorted(n for n in names
+                  if n not in stored or n not in computed
+                  or not _close_any(stored[n], computed[n],
+                                    TORCH_TRAINING_RTOL if recipes[n][0] else TORCH_RTOL))
+
+
+def _torch_installed():
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
 def regenerate(write=True, say=print):
-    """Compute every entry of both tables; write them (or, with `write` false, compare).
-    Returns the names that differ from the committed tables."""
+    """Compute every entry of the three tables; write them (or, with `write` false,
+    compare). Returns the names that differ from the committed tables. The torch track's
+    needs torch: without it, it is left as it is (and said so)."""
     from autograder.kernel.gptchecks import STORED_FILE
     from autograder.kernel.stored import STORED
+    from autograder.kernel.torchchecks import STORED_FILE as TORCH_FILE
 
     computed, computed_gpt = compute(), compute_gpt()
     committed_gpt = (json.loads(STORED_FILE.read_text(encoding="utf-8"))
                      if STORED_FILE.exists() else {})
     apart = differences(STORED, computed) + gpt_differences(committed_gpt, computed_gpt)
+    computed_torch = None
+    if _torch_installed():
+        computed_torch = compute_torch()
+        committed_torch = (json.loads(TORCH_FILE.read_text(encoding="utf-8"))
+                           if TORCH_FILE.exists() else {})
+        apart += torch_differences(committed_torch, computed_torch)
+    else:
+        say(f"torch is not installed: {TORCH_FILE} left as it is")
     if write:
         TABLE_FILE.write_text(render(computed), encoding="utf-8")
         STORED_FILE.write_text(render_gpt(computed_gpt), encoding="utf-8")
         say(f"wrote {len(computed)} entries to {TABLE_FILE} and {len(computed_gpt)} to "
             f"{STORED_FILE}")
+        if computed_torch is not None:
+            TORCH_FILE.write_text(render_gpt(computed_torch), encoding="utf-8")
+            say(f"wrote {len(computed_torch)} entries to {TORCH_FILE}")
         return []
     for name in apart:
         say(f"stored and computed differ: {name}")

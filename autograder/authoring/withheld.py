@@ -2,10 +2,11 @@
 
 `microgpt` and `torchtrack` hold working answers to some tasks (`policy.SWITCHED_OFF`:
 `deepnet.logits` answers Task 2.2, `GPT.block` Tasks 5.1 to 5.3, ...), because later
-notebooks build on them: 03 and 04 train nets with `logits`, 06 trains GPTs made of
-`GPT.block`. The student wheel (`release.build`) gets the library with each of those
-function bodies replaced by a call to `<package>.solved.released(...)`, which looks for the
-answer in `<package>/solved/a<assignment>.py`. That module is not in the student wheel:
+notebooks build on them (03 and 04 train nets with `logits`, 06 trains GPTs made of
+`GPT.block`) and the graded runs and studies of the torch track use them. The student
+wheel (`release.build`) gets the library with each of those function bodies replaced by a
+call to `<package>.solved.released(...)`, which looks for the answer in
+`<package>/solved/a<assignment>.py`. That module is not in the student wheel:
 it comes in a wheel of its own per assignment (`residual-pack student-release --solved
 ASSIGNMENT`), which the instructor hands out after that assignment's due date. Until then
 a call says so, naming the task (`NotReleased`), and the notebooks of the assignment
@@ -149,9 +150,10 @@ SOLVED_INIT = '''\
 """The model answers that the library builds on, released after each assignment's due date.
 
 This install's library holds no answer to a task. Where it uses one (the forward pass of
-a deep net from Assignment 2 in 03 and 04, the GPT blocks of Assignment 5 in 06, ...), it
-looks here, in `a<assignment>.py`: a wheel of its own for each assignment, which your
-instructor hands out after that assignment's due date. Until then the call says which.
+a deep net from Assignment 2 in 03 and 04, the GPT blocks of Assignment 5 in 06, the
+library's own layers and blocks in the torch track), it looks here, in `a<assignment>.py`:
+a wheel of its own for each assignment, which your instructor hands out after that
+assignment's due date. Until then the call says which.
 """
 
 import importlib

@@ -46,7 +46,7 @@ JUDGE_ARGUMENTS = {
     "check_range": ({1, 2}, {"low", "high", "expected_text"}),
     "check_same": ({1}, {"expected", "expected_text"}),
     "check_tensor": ({1}, {"expected", "rtol", "atol"}),
-    "check_module": (set(), {"reference", "rtol", "atol"}),
+    "check_module": (set(), {"reference", "rtol", "atol", "expected"}),
     # the tiny-GPT checks (`gptchecks`): a hidden test's reference computes what is right
     **{name: (set(), {"reference"}) for name in (
         "check_block_values", "check_block_gradients", "check_block_training",

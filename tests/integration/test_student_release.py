@@ -9,7 +9,8 @@ wheel into a fresh virtual environment, and there
   of a released notebook (its cells run in a real Jupyter kernel of that environment) and
   fails the untouched one; 05's visible tests pass on stored numbers, without microgpt's
   blocks; 06, which trains GPTs of Assignment 5's blocks, waits for them, and passes once
-  the wheel of 05's released answers is installed; so do 03 and 04 with 02's;
+  the wheel of 05's released answers is installed; so do 03 and 04 with 02's; torchtrack
+  holds no answer either, and Validate passes 08 and 09 there (when torch is installed);
 - `residual-pack progress` (the student's) runs there;
 - the student's JupyterLab there has nbgrader's Validate and assignment list, and not its
   instructor tools (Formgrader, Create Assignment, the course list).
@@ -37,9 +38,12 @@ from autograder.authoring.release import build, problems
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSIGNMENTS = ("01_residual_stack", "02_degradation", "03_highway", "04_identity_shortcut",
-               "05_gpt_residual_adds", "06_residual_stream")
+               "05_gpt_residual_adds", "06_residual_stream", "08_torch_mlp",
+               "09_torch_transformer")
 # these run on the student's own answers alone
-WITHOUT_EARLIER = ("01_residual_stack", "02_degradation", "05_gpt_residual_adds")
+WITHOUT_EARLIER = ("01_residual_stack", "02_degradation", "05_gpt_residual_adds",
+                   "08_torch_mlp", "09_torch_transformer")
+TORCH = ("08_torch_mlp", "09_torch_transformer")
 SOLVED = ["02_degradation", "05_gpt_residual_adds"]
 MUTANTS = sorted(p.stem for p in (ROOT / "autograder" / "answers" / "mutants").glob("*.py")
                  if p.stem != "__init__")
@@ -130,6 +134,9 @@ def test_microgpt_in_the_student_install_holds_no_answer(student):
         "from microgpt.solved import NotReleased\n"
         "for fn in (GPT.block, GPT.stream_states, deepnet.logits):\n"
         "    print(inspect.getsource(fn))\n"
+        "import importlib.util, pathlib\n"  # torchtrack's files, read without torch
+        "folder = pathlib.Path(importlib.util.find_spec('torchtrack').origin).parent\n"
+        "print((folder / 'mlp.py').read_text(), (folder / 'transformer.py').read_text())\n"
         "try:\n"
         "    GPT(seed=0).loss([0, 1, 2])\n"
         "except NotReleased as error:\n"
@@ -138,7 +145,9 @@ def test_microgpt_in_the_student_install_holds_no_answer(student):
     out = done.stdout
     assert "zip(x, a)" not in out and "rmsnorm(" not in out and "states.append" not in out
     assert "layernorm(h)" not in out
-    assert out.count("released(") == 3, out
+    assert out.count("released(") == 3 + 4, out
+    assert "h + self.branch(h)" not in out and "x + self.attn(self.norm1(x))" not in out
+    assert "torch.sigmoid(self.gate(h))" not in out and "model.decode(x)" not in out
     assert "REFUSED GPT.block (Tasks 5.1 to 5.3) is released after 05_gpt_residual_adds" in out
     assert "residual_pack_solved_05_gpt_residual_adds" in out
 
@@ -168,6 +177,8 @@ def _solved_copy(release, assignment, folder):
 
 @pytest.mark.parametrize("assignment", WITHOUT_EARLIER)
 def test_validate_passes_a_solved_copy_in_the_student_install(student, assignment, tmp_path):
+    if assignment in TORCH:
+        pytest.importorskip("torch")  # the torch extra, shared from this environment
     release, python, env = student
     done = _validate(python, env, release, _solved_copy(release, assignment, tmp_path))
     assert "Success! Your notebook passes all the tests." in done.stdout, (

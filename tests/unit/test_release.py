@@ -107,12 +107,14 @@ def test_an_answer_left_in_microgpt_or_a_released_module_in_the_student_wheel_is
     from autograder.authoring import withheld
 
     sources = {m: (ROOT / f"{m.replace('.', '/')}.py").read_text(encoding="utf-8")
-               for m in ("microgpt.model", "microgpt.deepnet")}
+               for m in ("microgpt.model", "microgpt.deepnet", "torchtrack.mlp",
+                         "torchtrack.transformer")}
     stubbed = {f"{m.replace('.', '/')}.py": withheld.withhold(t, m) for m, t in sources.items()}
     assert problems(_student_wheel(tmp_path / "a", stubbed)) == []
     as_is = {f"{m.replace('.', '/')}.py": t for m, t in sources.items()}
     found = "\n".join(problems(_student_wheel(tmp_path / "b", as_is)))
-    for answer in ("GPT.block", "GPT.stream_states", "logits"):
+    for answer in ("GPT.block", "GPT.stream_states", "logits", "ResidualLayer.forward",
+                   "HighwayLayer.forward", "Block.forward", "logit_lens"):
         assert f"holds the answer {answer}" in found
     released = {**stubbed, "microgpt/solved/a05_gpt_residual_adds.py": ""}
     assert problems(_student_wheel(tmp_path / "c", released)) == [

@@ -1,6 +1,7 @@
 """The stored numbers of the visible tests (`autograder/kernel/stored.py`): made from the
 model answers, used by the notebooks, and no visible test reaches for an answer."""
 
+import json
 import re
 from pathlib import Path
 
@@ -153,3 +154,47 @@ def test_a_gpt_check_without_stored_numbers_or_a_reference_says_so():
         check_block_values(pre_norm_block, "pre", n_layer=2, layer=1, n_embd=8, n_head=2)
     with pytest.raises(CheckFailed, match="expected"):
         check_block_values(lambda model, x, layer, cache: x, "pre")  # no block at all
+
+
+# ---------------------------------------------------------------- the torch track
+
+OBSERVATION = re.compile(r"""stored_observation\(f?(["'])(.+?)\1\)""")
+
+
+def _torch_table():
+    import json
+
+    from autograder.kernel.torchchecks import STORED_FILE
+
+    return json.loads(STORED_FILE.read_text(encoding="utf-8"))
+
+
+def test_every_torch_entry_the_notebooks_read_is_stored_and_every_entry_is_read():
+    pytest.importorskip("torch")
+    used = set()
+    for _, cell in _cells("source"):
+        for _, name in OBSERVATION.findall(cell.source):
+            used |= {name.replace("{layout}", layout) for layout in ("pre", "post", "none")}
+    table = _torch_table()
+    # 9.1's training reads pre and post only; the none-layout name is made but not read
+    used -= {n for n in used if n not in table and "none-norm" in n}
+    assert used == set(table) == set(authoring.torch_recipes())
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_the_torch_stored_numbers_are_torchtracks():
+    pytest.importorskip("torch")
+    assert authoring.torch_differences(_torch_table(), authoring.compute_torch()) == []
+
+
+def test_a_changed_torch_entry_is_found():
+    pytest.importorskip("torch")
+    table = _torch_table()
+    name = "9.2 logit_lens, 3 probe blocks"
+    changed = {**table, name: [x * (1 + 1e-9) for x in table[name]]}
+    assert authoring.torch_differences(changed, table) == [name]
+    observation = "8.1 ResidualLayer(8) on 5 rows"
+    moved = json.loads(json.dumps(table[observation]))
+    moved["tensors"][0][1]["data"][0] += 1e-6
+    assert authoring.torch_differences({**table, observation: moved}, table) == [observation]

@@ -110,3 +110,29 @@ def test_every_assignment_with_answers_in_microgpt_is_released():
         "02_degradation", "05_gpt_residual_adds", "06_residual_stream"]
     with pytest.raises(LookupError):
         withheld.solved_module({}, "microgpt", "01_residual_stack")
+
+
+def test_the_released_torch_functions_are_torchtracks_own():
+    torch = pytest.importorskip("torch")
+    from torchtrack import mlp, transformer
+
+    modules = ("torchtrack.mlp", "torchtrack.transformer")
+    sources = {m: _source(m) for m in modules}
+    for module in modules:
+        assert all(withheld.is_stub(withheld.withhold(sources[module], module), module, o, n)
+                   for es in SWITCHED_OFF.values() for m, o, n, _, _ in es if m == module)
+    released = {}
+    for assignment in withheld.solved_assignments("torchtrack"):
+        namespace = {}
+        exec(compile(withheld.solved_module(sources, "torchtrack", assignment), assignment,
+                     "exec"), namespace)
+        released.update(namespace)
+    x = torch.randn(3, 5, 8, generator=torch.Generator().manual_seed(0))
+    for cls in (mlp.ResidualLayer, mlp.HighwayLayer):
+        layer = cls(8)
+        assert torch.equal(released[f"{cls.__name__}_forward"](layer, x), layer(x))
+    block = transformer.Block(8, 2, "post")
+    assert torch.equal(released["Block_forward"](block, x), block(x))
+    model = transformer.make_lm(20, "pre", dim=8, n_layers=2, n_heads=2, seed=1)
+    idx = torch.randint(0, 20, (2, 6), generator=torch.Generator().manual_seed(1))
+    assert released["logit_lens"](model, idx, idx) == transformer.logit_lens(model, idx, idx)
