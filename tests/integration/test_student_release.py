@@ -136,6 +136,7 @@ def test_microgpt_in_the_student_install_holds_no_answer(student):
         "    print(inspect.getsource(fn))\n"
         "import importlib.util, pathlib\n"  # torchtrack's files, read without torch
         "folder = pathlib.Path(importlib.util.find_spec('torchtrack').origin).parent\n"
+        "print('=== torchtrack')\n"
         "print((folder / 'mlp.py').read_text(), (folder / 'transformer.py').read_text())\n"
         "try:\n"
         "    GPT(seed=0).loss([0, 1, 2])\n"
@@ -143,11 +144,15 @@ def test_microgpt_in_the_student_install_holds_no_answer(student):
         "    print('REFUSED', error)\n")], env, release)
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "zip(x, a)" not in out and "rmsnorm(" not in out and "states.append" not in out
-    assert "layernorm(h)" not in out
-    assert out.count("released(") == 3 + 4, out
-    assert "h + self.branch(h)" not in out and "x + self.attn(self.norm1(x))" not in out
-    assert "torch.sigmoid(self.gate(h))" not in out and "model.decode(x)" not in out
+    engine, torch_track = out.split("=== torchtrack")
+    assert "zip(x, a)" not in engine and "rmsnorm(" not in engine
+    assert "states.append" not in engine and "layernorm(h)" not in engine
+    assert engine.count("released(") == 3, engine
+    assert torch_track.count("released(") == 4, torch_track
+    assert "h + self.branch(h)" not in torch_track
+    assert "x + self.attn(self.norm1(x))" not in torch_track
+    assert "torch.sigmoid(self.gate(h))" not in torch_track
+    assert "losses.append(F.cross_entropy" not in torch_track
     assert "REFUSED GPT.block (Tasks 5.1 to 5.3) is released after 05_gpt_residual_adds" in out
     assert "residual_pack_solved_05_gpt_residual_adds" in out
 
