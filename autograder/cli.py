@@ -415,12 +415,14 @@ def parser():
     ce.set_defaults(run=cmd_check_exchange, needs_course=False)
 
     st = sub.add_parser(
-        "stored", help="write autograder/kernel/stored.py: the numbers the visible tests of "
-                       "assignments 2-4 compare with, computed from the model answers",
+        "stored", help="write the numbers the visible tests compare with "
+                       "(autograder/kernel/stored.py, gptchecks.json, torchchecks.json), "
+                       "computed from the model answers",
         description="A student's install holds no model answer, so the visible tests of "
-                    "assignments 2-4 compare with numbers computed once from "
-                    "autograder.answers.reference and stored kernel-side. Run it after "
-                    "changing a reference answer or a visible test's inputs.")
+                    "assignments 2-6, 8 and 9 compare with numbers computed once from the "
+                    "answers (autograder.answers, microgpt, torchtrack) and stored "
+                    "kernel-side. Run it after changing an answer or a visible test's "
+                    "inputs. Without torch, torchchecks.json is left as it is.")
     st.add_argument("--check", action="store_true",
                     help="write nothing; fail when the stored numbers and the answers part")
     st.set_defaults(run=cmd_stored, needs_course=False)

@@ -24,7 +24,7 @@ from autograder.kernel.compare import MAX_ITEMS, encode
 from autograder.kernel.witness import resolve, settle
 
 __all__ = ["check_tensor", "check_module", "module_observation", "with_moved_norms",
-           "stored_observation", "STORED_FILE"]
+           "stored_observation", "STORED_FILE", "in_float64"]
 
 # what the visible torch tests compare with (`residual-pack stored`)
 STORED_FILE = Path(__file__).resolve().with_name("torchchecks.json")
@@ -46,6 +46,19 @@ def seeded(seed):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield
+
+
+@contextlib.contextmanager
+def in_float64():
+    """Run the block with float64 as torch's default dtype, then restore the one before.
+    A stored training run is made and rerun this way: in float32 its last digits move
+    from one machine to another by more than the checks can allow."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
 
 
 def _tensor_data(t):
