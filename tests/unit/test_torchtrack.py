@@ -571,3 +571,17 @@ def test_the_lens_criteria_count_as_written():
                                 r["provenance"]["commit"]], cwd=root, capture_output=True)
         if check.returncode in (0, 1):
             assert check.returncode == 0, f"lens seed {r['seed']} ran before its criteria"
+
+
+def test_the_rounding_measurement_backs_the_training_checks_rtol():
+    """results/torchtrack/rounding.txt (`python -m experiments.torch_rounding`), from a
+    committed tree: in float64 rounding moved the stored runs far less than the checks'
+    rtol of 1e-6, and every wrong answer that moves them lands far outside it."""
+    text = (RESULTS / "rounding.txt").read_text()
+    moved = re.search(r"largest move from rounding: float32 (\S+), float64 (\S+)\n", text)
+    nearest = re.search(r"nearest wrong answer \(float64\): (\S+) away", text)
+    assert moved and nearest, "rounding.txt lacks its summary lines"
+    assert float(moved.group(2)) < 1e-6 / 1000 < 1e-6 * 100 < float(nearest.group(1))
+    provenance = text.strip().splitlines()[-1]
+    assert provenance.startswith("# `python -m experiments.torch_rounding` at ")
+    assert "uncommitted" not in provenance
