@@ -159,8 +159,8 @@ SLIPS = [
             ('task8_2_test_layer',
              'ValueError in your answer: only one element tensors can be converted to Python '
              'scalars\n'
-             'Cell In[@task8_2_test_layer], line 13, the test:\n'
-             '----> 13     check_module(lambda: HighwayLayer(8).double(), rows(91, 5, 8), '
+             'Cell In[@task8_2_test_layer], line 12, the test:\n'
+             '----> 12     check_module(lambda: HighwayLayer(8).double(), rows(91, 5, 8), '
              'seed=91,\n'
              'Cell In[@task8_2_highway_layer], line 9, in forward:\n'
              '      8     def forward(self, h):\n'
@@ -178,8 +178,8 @@ SLIPS = [
         shows=(
             ('task8_2_test_layer',
              "AttributeError in your answer: module 'torch' has no attribute 'sigmod'\n"
-             'Cell In[@task8_2_test_layer], line 13, the test:\n'
-             '----> 13     check_module(lambda: HighwayLayer(8).double(), rows(91, 5, 8), '
+             'Cell In[@task8_2_test_layer], line 12, the test:\n'
+             '----> 12     check_module(lambda: HighwayLayer(8).double(), rows(91, 5, 8), '
              'seed=91,\n'
              'Cell In[@task8_2_highway_layer], line 9, in forward:\n'
              '      8     def forward(self, h):\n'
