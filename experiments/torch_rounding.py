@@ -24,10 +24,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder.answers.mutants import load
+from autograder.authoring.stored import lm_training_run, mlp_training_run
 from autograder.kernel.torchchecks import in_float64, stored_observation
 from microgpt.provenance import describe, record
-from torchtrack import mlp, studies
-from torchtrack.data import offline_text, split_ids
+from torchtrack import mlp
 from torchtrack.transformer import Block
 
 __all__ = ["main"]
@@ -61,19 +61,6 @@ class ScaledBlock(Block):
         return Block.forward(self, x)
 
 
-def _mlp_run(layer):
-    short = mlp.MLPConfig(n=256, width=16, steps=30, batch=32)
-    Xs, Ys = mlp.teacher_task(256, seed=0)
-    return mlp.run_variant(layer, 10, 0, short, Xs, Ys)["final"]
-
-
-def _lm_run(block, layout):
-    tiny = studies.LMConfig(dim=16, n_layers=2, n_heads=2, steps=12, batch_size=4,
-                            block_size=16, eval_every=12, eval_iters=2)
-    v, tr, va = split_ids(offline_text())
-    return studies.train_variant(tr, va, v.size, layout, 0, tiny, block_cls=block)[1]["val"][-1]
-
-
 def _mutant_classes(assignment, test, name):
     """(mutant name, class) for each registered wrong answer that must lose `test`."""
     out = []
@@ -101,14 +88,16 @@ def _checks():
         number = "8.1" if kind == "residual" else "8.2"
         wrong = _mutant_classes("08_torch_mlp", test, name)
         out.append((f"{number} final training loss, 10 {kind} layers, seed 0",
-                    lambda layer=layer: _mlp_run(layer), lambda other=other: _mlp_run(other),
-                    [(n, lambda c=c: _mlp_run(c)) for n, c in wrong]))
+                    lambda layer=layer: mlp_training_run(layer),
+                    lambda other=other: mlp_training_run(other),
+                    [(n, lambda c=c: mlp_training_run(c)) for n, c in wrong]))
     wrong = _mutant_classes("09_torch_transformer", "task9_1_test_training", "MyBlock")
     for layout in ("pre", "post"):
         out.append((f"9.1 validation loss after 12 steps, {layout}-norm, seed 0",
-                    lambda layout=layout: _lm_run(Block, layout),
-                    lambda layout=layout: _lm_run(ScaledBlock, layout),
-                    [(n, lambda c=c, layout=layout: _lm_run(c, layout)) for n, c in wrong]))
+                    lambda layout=layout: lm_training_run(layout),
+                    lambda layout=layout: lm_training_run(layout, ScaledBlock),
+                    [(n, lambda c=c, layout=layout: lm_training_run(layout, c))
+                     for n, c in wrong]))
     return out
 
 

@@ -35,7 +35,7 @@ from autograder.kernel.probes import (
 
 __all__ = ["RECIPES", "TABLE_FILE", "compute", "render", "differences", "regenerate",
            "GPT_CHECKS", "gpt_calls", "compute_gpt", "gpt_differences", "torch_recipes",
-           "compute_torch", "torch_differences"]
+           "compute_torch", "torch_differences", "mlp_training_run", "lm_training_run"]
 
 TABLE_FILE = Path(__file__).resolve().parent.parent / "kernel" / "stored.py"
 # how far a recomputed entry may move from the stored one: a training run's last digits
@@ -344,26 +344,35 @@ def _module(make, inputs, seed):
     return module_observation(built, inputs, "the reference")
 
 
-def _mlp_final(layer, depth):
-    from autograder.kernel.torchchecks import in_float64
+def mlp_training_run(layer):
+    """The final loss of the run that Tasks 8.1's and 8.2's visible training checks make:
+    10 `layer`s, seed 0, in torch's default dtype when called (the stored entry: float64)."""
     from torchtrack.mlp import MLPConfig, run_variant, teacher_task
 
-    with in_float64():
-        short = MLPConfig(n=256, width=16, steps=30, batch=32)
-        Xs, Ys = teacher_task(256, seed=0)
-        return run_variant(layer, depth, 0, short, Xs, Ys)["final"]
+    short = MLPConfig(n=256, width=16, steps=30, batch=32)
+    Xs, Ys = teacher_task(256, seed=0)
+    return run_variant(layer, 10, 0, short, Xs, Ys)["final"]
 
 
-def _lm_val(layout):
-    from autograder.kernel.torchchecks import in_float64
+def lm_training_run(layout, block_cls=None):
+    """The validation loss of the run that Task 9.1's visible training check makes in
+    `layout` (with `block_cls`, the library's `Block` by default), in torch's default
+    dtype when called (the stored entry: float64)."""
     from torchtrack import studies
     from torchtrack.data import offline_text, split_ids
 
     tiny = studies.LMConfig(dim=16, n_layers=2, n_heads=2, steps=12, batch_size=4,
                             block_size=16, eval_every=12, eval_iters=2)
     v, tr, va = split_ids(offline_text())
+    return studies.train_variant(tr, va, v.size, layout, 0, tiny,
+                                 block_cls=block_cls)[1]["val"][-1]
+
+
+def _in_float64(run, *args):
+    from autograder.kernel.torchchecks import in_float64
+
     with in_float64():
-        return studies.train_variant(tr, va, v.size, layout, 0, tiny)[1]["val"][-1]
+        return run(*args)
 
 
 def _probe_lens():
@@ -395,17 +404,18 @@ def _torch_recipes():
         "8.1 ResidualLayer(8) on 5 rows": (False, lambda: _module(
             lambda: mlp.ResidualLayer(8).double(), _rows(81, 5, 8), 81)),
         "8.1 final training loss, 10 residual layers, seed 0": (
-            True, lambda: _mlp_final(mlp.ResidualLayer, 10)),
+            True, lambda: _in_float64(mlp_training_run, mlp.ResidualLayer)),
         "8.2 HighwayLayer(8) on 5 rows": (False, lambda: _module(
             lambda: mlp.HighwayLayer(8).double(), _rows(91, 5, 8), 91)),
         "8.2 final training loss, 10 highway layers, seed 0": (
-            True, lambda: _mlp_final(mlp.HighwayLayer, 10)),
+            True, lambda: _in_float64(mlp_training_run, mlp.HighwayLayer)),
         # 09_torch_transformer
         **{f'9.1 Block(16, 4, "{layout}") on 2 x 5 x 16': (False, lambda layout=layout:
                                                              _block(layout))
            for layout in ("pre", "post", "none")},
         **{f"9.1 validation loss after 12 steps, {layout}-norm, seed 0": (
-            True, lambda layout=layout: _lm_val(layout)) for layout in ("pre", "post")},
+            True, lambda layout=layout: _in_float64(lm_training_run, layout))
+           for layout in ("pre", "post")},
         "9.2 logit_lens, 3 probe blocks": (False, _probe_lens),
     }
 

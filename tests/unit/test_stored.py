@@ -162,8 +162,6 @@ OBSERVATION = re.compile(r"""stored_observation\(f?(["'])(.+?)\1\)""")
 
 
 def _torch_table():
-    import json
-
     from autograder.kernel.torchchecks import STORED_FILE
 
     return json.loads(STORED_FILE.read_text(encoding="utf-8"))
@@ -203,18 +201,14 @@ def test_a_changed_torch_entry_is_found():
 def test_every_stored_training_run_is_rerun_in_float64():
     # in float32 a run's last digits move from one machine to another by more than the
     # checks' rtol of 1e-6; each cell that reads a training entry reruns it in float64
-    training = {n for n, (is_run, _) in _torch_recipes_or_skip().items() if is_run}
+    pytest.importorskip("torch")
+    training = {n for n, (is_run, _) in authoring.torch_recipes().items() if is_run}
     readers = [cell.source for _, cell in _cells("source")
                if any(name.split(", ")[0] in cell.source for name in training)
                and "stored_observation" in cell.source]
     assert len(readers) == 3  # 8.1, 8.2 and 9.1's training cells
     for source in readers:
         assert "with in_float64():" in source and "rtol=1e-6" in source
-
-
-def _torch_recipes_or_skip():
-    pytest.importorskip("torch")
-    return authoring.torch_recipes()
 
 
 def test_in_float64_restores_the_dtype_before_even_on_an_error():
@@ -234,6 +228,7 @@ def test_a_float64_run_of_the_same_maths_with_other_rounding_stays_within_the_ch
     # what another machine's kernels do to a run: the same layer with its matmul written
     # out rounds differently (2e-16 apart here, where float32 moved by 1e-7)
     torch = pytest.importorskip("torch")
+    from autograder.kernel.torchchecks import in_float64
     from torchtrack import mlp
 
     class ByHand(mlp.PlainLayer):
@@ -241,6 +236,7 @@ def test_a_float64_run_of_the_same_maths_with_other_rounding_stays_within_the_ch
             return h + (self.norm(h) @ self.linear.weight.T + self.linear.bias).clamp(min=0)
 
     stored = _torch_table()["8.1 final training loss, 10 residual layers, seed 0"]
-    again = authoring._mlp_final(ByHand, 10)
+    with in_float64():
+        again = authoring.mlp_training_run(ByHand)
     assert again == pytest.approx(stored, rel=authoring.TORCH_TRAINING_RTOL, abs=0)
     assert torch.get_default_dtype() == torch.float32
