@@ -10,15 +10,16 @@
 - the shortcuts in colour: an arrow into an add from a `Value` that the add's other input
   was itself computed from, as `x` in `x + relu(0.1 * x)`. A plain stack has none.
 
-The engine keeps no record of which operation made a node, so the operations are
-*inferred* from each node's children, data and local derivatives: an add has local
+Each node names the operation that made it (`Value._op`, as micrograd's `_op`: the engine
+records it when it makes the node, the exponent of `**n` with it), and the drawing labels
+it so. A node made by hand (`Value(data, children, local_grads)`) records none: its
+operation is *inferred* from its children, data and local derivatives (an add has local
 derivatives (1, 1) and the children's sum as data; `a * b` has (b, a) and their product;
 `relu`, `exp`, `log`, `tanh`, `sigmoid` and `**n` from how data and derivative relate to
-the child's data; the engine's fused nodes (`dot`/`linear`, `Value.sum`) and nn's `rmsnorm`
-(`1/rms`), `softmax`, `log_softmax` and `cross_entropy` likewise; anything else shows as
-`f`. A constant is inferred too: a leaf that has no name and is used once, as the second
-operand of an add or a product, is where the engine put a number operand (name a `Value` to
-have it drawn as a box).
+the child's data; the fused nodes likewise), and anything else shows as `f`. A constant is
+inferred: a leaf that has no name and is used once, as the second operand of an add or a
+product, is where the engine put a number operand (name a `Value` to have it drawn as a
+box).
 
     x = Value(1.0)
     out = residual_stack(x, depth=3)
@@ -183,11 +184,20 @@ def _many_input_op(v, kids, g):
 
 
 def op_label(v):
-    """The operation that made `v`, inferred from its children, data and local derivatives
-    (the engine records no operation): "+", "*", "relu", "**2", "dot", ..., "f" when none
-    fits, "" for a leaf."""
+    """The operation that made `v`: "+", "*", "relu", "**2", "dot", "softmax", ..., as the
+    engine recorded it in the node (`Value._op`); for a node made by hand
+    (`Value(data, children, local_grads)`), which records none, the operation inferred from
+    its children, data and local derivatives, "f" when none fits; "" for a leaf."""
     if not v._children:
         return ""
+    op = getattr(v, "_op", "")
+    if op == "**":  # its exponent is kept in the node (see engine._Op)
+        try:
+            return f"**{_exponent(float(v._db) if not float(v._db).is_integer() else int(v._db))}"
+        except (TypeError, ValueError, OverflowError):
+            return "**"
+    if op:
+        return op
     try:
         kids = [float(c.data) for c in v._children]
         g = [float(local) for local in v._local_grads]

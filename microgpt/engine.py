@@ -25,7 +25,7 @@ import gc
 import math
 import operator
 
-__all__ = ["Value", "dot", "linear", "zero_grad", "cycle_collector_paused"]
+__all__ = ["Value", "dot", "fused", "linear", "zero_grad", "cycle_collector_paused"]
 
 # math.exp overflows a float just above this
 _EXP_MAX = 709.782712893384
@@ -42,6 +42,12 @@ class Value:
     # a fifth slot and a fourth argument make every node of a per-operation graph (the
     # way students write their code) a fifth slower to build
     _inner = None
+    # the operation that made the node, as micrograd's `_op`: "" for a leaf or a node made
+    # by hand (`Value(data, children, local_grads)`); "+", "*", "**", "log", "exp",
+    # "relu", "tanh", "sigmoid" for an operation (`_Op` keeps it in a slot of its own); a
+    # fused node's name ("sum", "dot", "mean", "softmax", ...) for the fused nodes
+    # (`_Fused`, `_Linear`). `microgpt.draw` labels nodes with it.
+    _op = ""
 
     def __init__(self, data, children=(), local_grads=()):
         self.data = data
@@ -74,6 +80,7 @@ class Value:
         out._a = self
         out._b = other
         out._da = out._db = 1
+        out._op = "+"
         return out
 
     def __mul__(self, other):
@@ -93,13 +100,14 @@ class Value:
         out._b = other
         out._da = b
         out._db = a
+        out._op = "*"
         return out
 
     def __pow__(self, other):
         """$f(a) = a^n$ for a number $n$ (the exponent gets no gradient)."""
         x = self.data
         if x > 0 and (type(other) is float or type(other) is int):  # the common case
-            return _unary(x**other, self, other * x ** (other - 1))
+            return _unary(x**other, self, other * x ** (other - 1), "**", other)
         if isinstance(other, Value) or not isinstance(other, (int, float)):
             kind = type(other).__name__
             raise TypeError(f"Value ** {kind}: the exponent must be an int or float")
@@ -108,30 +116,31 @@ class Value:
         if x == 0 and other < 1 and other != 0:
             raise ZeroDivisionError(f"power at zero: {x!r} ** {other!r} has no finite slope")
         local = other * x ** (other - 1) if other != 0 else 0.0
-        return _unary(x**other, self, local)
+        return _unary(x**other, self, local, "**", other)
 
     def log(self):
         """$f(a) = \\ln a$, defined for $a > 0$."""
         if self.data <= 0:
             raise ValueError(f"log of a non-positive number: log({self.data!r}) is undefined")
-        return _unary(math.log(self.data), self, 1 / self.data)
+        return _unary(math.log(self.data), self, 1 / self.data, "log")
 
     def exp(self):
         """$f(a) = e^a$"""
         if self.data > _EXP_MAX:
             raise OverflowError(f"exp overflows a float: exp({self.data!r}) is above 1.8e308")
         e = math.exp(self.data)
-        return _unary(e, self, e)
+        return _unary(e, self, e, "exp")
 
     def relu(self):
         """$f(a) = \\max(0, a)$"""
         x = self.data
-        return _unary(x, self, 1.0) if x > 0 else _unary(0, self, 0.0)  # max(0, x) as microgpt
+        # max(0, x) as microgpt
+        return _unary(x, self, 1.0, "relu") if x > 0 else _unary(0, self, 0.0, "relu")
 
     def tanh(self):
         """$f(a) = \\tanh a$, $f' = 1 - f^2$"""
         t = math.tanh(self.data)
-        return _unary(t, self, 1 - t * t)
+        return _unary(t, self, 1 - t * t, "tanh")
 
     def sigmoid(self):
         """$f(a) = 1 / (1 + e^{-a})$, $f' = f (1 - f)$"""
@@ -141,7 +150,7 @@ class Value:
         else:  # the same number, written so that exp cannot overflow
             e = math.exp(x)
             s = e / (1 + e)
-        return _unary(s, self, s * (1 - s))
+        return _unary(s, self, s * (1 - s), "sigmoid")
 
     # ---- derived operations: built from the primitives above, as in microgpt ----
 
@@ -178,7 +187,7 @@ class Value:
                 total += v.data
             else:
                 total += v
-        return Value(total, tuple(children), (1,) * len(children))
+        return _Fused(total, tuple(children), (1,) * len(children), "sum")
 
     # ---- the backward pass ----
 
@@ -219,7 +228,9 @@ class _Op(Value):
     training script takes. `_children` and `_local_grads` read as microgpt's tuples.
     """
 
-    __slots__ = ("_a", "_b", "_da", "_db")
+    __slots__ = ("_a", "_b", "_da", "_db", "_op")
+    # `_op` names the operation (see `Value._op`); for `**`, whose node has one child,
+    # `_db` holds the exponent, so the node says all it was made from
 
     @property
     def _children(self):
@@ -231,22 +242,48 @@ class _Op(Value):
 
     def __getstate__(self):  # copy and pickle: the slots that hold the node
         return None, {"data": self.data, "grad": self.grad, "_a": self._a, "_b": self._b,
-                      "_da": self._da, "_db": self._db}
+                      "_da": self._da, "_db": self._db, "_op": self._op}
 
 
 _Op.__name__ = "Value"  # its __qualname__ stays _Op: repr(type(node)) and pickle find it
 
 
-def _unary(data, child, local):
-    """A node of one child: $data = f(child)$, and $local = f'(child)$."""
+def _unary(data, child, local, op, exponent=None):
+    """A node of one child: $data = f(child)$, $local = f'(child)$, `op` the name of f
+    (and for `**` its exponent)."""
     out = _new(_Op)
     out.data = data
     out.grad = 0
     out._a = child
     out._b = None
     out._da = local
-    out._db = None
+    out._db = exponent
+    out._op = op
     return out
+
+
+class _Fused(Value):
+    """A node made by a fused operation (`Value.sum`, `dot`, the norms, softmax and
+    cross-entropy of `microgpt.nn`): a `Value` with many children that names its
+    operation in `_op`."""
+
+    __slots__ = ("_op",)
+
+    def __init__(self, data, children, local_grads, op):
+        self.data = data
+        self.grad = 0
+        self._children = children
+        self._local_grads = local_grads
+        self._op = op
+
+
+_Fused.__name__ = "Value"
+
+
+def fused(op, data, children, local_grads):
+    """A node of the fused operation `op` (its name, as `microgpt.draw` labels it): `data`,
+    its `children` and its local derivative with respect to each."""
+    return _Fused(data, children, local_grads, op)
 
 
 def _inner_nodes_in_topological_order(root):
@@ -320,6 +357,7 @@ class _Linear(Value):
     have children of their own, so backward's sort skips the weights."""
 
     __slots__ = ("_inner",)
+    _op = "dot"
 
     def __init__(self, data, children, local_grads, inner):
         self.data = data
@@ -338,7 +376,7 @@ def dot(ws, xs):
         xd = [x.data for x in xs]
     except AttributeError:
         return _dot_mixed(ws, xs)
-    return Value(sum(map(operator.mul, wd, xd)), (*ws, *xs), (*xd, *wd))
+    return _Fused(sum(map(operator.mul, wd, xd)), (*ws, *xs), (*xd, *wd), "dot")
 
 
 def _dot_mixed(ws, xs):
@@ -355,7 +393,7 @@ def _dot_mixed(ws, xs):
         if xv:
             children.append(x)
             local.append(wd)
-    return Value(total, tuple(children), tuple(local))
+    return _Fused(total, tuple(children), tuple(local), "dot")
 
 
 def linear(x, w, w_data=None, leaf_weights=False):
@@ -378,7 +416,7 @@ def linear(x, w, w_data=None, leaf_weights=False):
     if leaf_weights:
         node, extra = _Linear, (tuple([v for v in x if v._children]),)
     else:
-        node, extra = Value, ()
+        node, extra = _Fused, ("dot",)
     out = []
     for row, wd in zip(w, w_data):
         if len(row) != len(x):

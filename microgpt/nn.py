@@ -7,7 +7,7 @@ always comes from a seed or a `random.Random` passed in, never the global random
 import math
 import random
 
-from .engine import Value, dot, linear
+from .engine import Value, dot, fused, linear
 
 __all__ = [
     "make_rng",
@@ -42,7 +42,7 @@ def _inv_rms(x, eps):
     xd = [v.data for v in x]
     s = (sum(a * a for a in xd) / n + eps) ** -0.5
     c = -(s**3) / n
-    return Value(s, tuple(x), tuple(c * a for a in xd))
+    return fused("1/rms", s, tuple(x), tuple(c * a for a in xd))
 
 
 def rmsnorm(x, eps=1e-5):
@@ -54,7 +54,7 @@ def rmsnorm(x, eps=1e-5):
 def layernorm(x, eps=1e-5):
     """$y_i = (x_i - \\mu) / \\sqrt{\\sigma^2 + eps}$ (no gain or bias)."""
     n = len(x)
-    mu = Value(sum(v.data for v in x) / n, tuple(x), (1 / n,) * n)
+    mu = fused("mean", sum(v.data for v in x) / n, tuple(x), (1 / n,) * n)
     centred = [v - mu for v in x]
     s = _inv_rms(centred, eps)
     return [v * s for v in centred]
@@ -76,7 +76,7 @@ def softmax(logits):
     for i, p in enumerate(probs):
         local = [-p * q for q in probs]
         local[i] += p
-        out.append(Value(p, children, tuple(local)))
+        out.append(fused("softmax", p, children, tuple(local)))
     return out
 
 
@@ -96,7 +96,7 @@ def log_softmax(logits):
     for i, z in enumerate(zd):
         local = [-q for q in probs]
         local[i] += 1
-        out.append(Value(z - lse, children, tuple(local)))
+        out.append(fused("log_softmax", z - lse, children, tuple(local)))
     return out
 
 
@@ -109,7 +109,7 @@ def cross_entropy(logits, target):
     zd = [z.data for z in logits]
     lse, probs = _log_sum_exp(zd)
     probs[target] -= 1
-    return Value(lse - zd[target], tuple(logits), tuple(probs))
+    return fused("cross_entropy", lse - zd[target], tuple(logits), tuple(probs))
 
 
 class Adam:

@@ -302,7 +302,7 @@ def _with_detached_hint(observed, out, leaves, inputs):
 # subclass (a `grad` or `_local_grads` that is a property, say) would run the student's code
 # in the middle of that backward, and a `.grad` written by the student's function would be
 # read as if backward() had put it there.
-_ENGINE_NODES = (Value, _engine._Op, _engine._Linear)
+_ENGINE_NODES = (Value, _engine._Op, _engine._Fused, _engine._Linear)
 _BACKWARD = Value.backward
 _NUMBERS = (int, float, bool)
 _PLAIN = frozenset(_NUMBERS)

@@ -95,6 +95,17 @@ def test_every_operation_is_named_from_its_children_data_and_local_derivatives()
     assert op_label(Value(7.0, (a, b), (0.3, 0.3))) == "f"  # nothing the engine makes
 
 
+def test_an_operation_is_named_by_the_node_not_guessed_from_its_numbers():
+    """Where the numbers fit two operations, the node's own record decides: 0**2 and
+    relu(0) are both 0 with slope 0, and a sum of 1 and 1 is also their product's
+    neighbour in nothing but name."""
+    zero = Value(0.0)
+    assert op_label(zero**2) == "**2" and op_label(zero.relu()) == "relu"
+    assert op_label(Value(2.0) ** 3) == "**3" and op_label(Value(4.0) ** 0.5) == "**0.5"
+    # a hand-made node records nothing, so it is still inferred from its numbers
+    assert op_label(Value(0.0, (zero,), (0.0,))) == "relu"
+
+
 def test_the_drawing_labels_each_operation_and_the_relu_of_a_stack():
     x, out = built(2, residual=True)
     root = parsed(draw(out, names={x: "x", out: "out"}, backend="svg"))

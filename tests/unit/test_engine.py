@@ -695,3 +695,30 @@ def test_zero_grad_clears_every_parameter():
     assert all(p.grad == 0 for p in params)
     model.loss(tokens).backward()
     assert [p.grad for p in params] == first, "a backward after zero_grad repeats the first"
+
+
+# ---- each node records the operation that made it (micrograd's `_op`) ----
+
+
+def test_every_node_records_its_operation_and_a_power_its_exponent():
+    from microgpt.engine import fused
+    from microgpt.nn import cross_entropy, layernorm, log_softmax, rmsnorm, softmax
+
+    a, b = Value(1.5), Value(-0.5)
+    made = {
+        "+": a + b, "*": a * b, "relu": b.relu(), "exp": a.exp(), "log": a.log(),
+        "tanh": a.tanh(), "sigmoid": b.sigmoid(), "**": a**-2, "sum": Value.sum([a, b]),
+        "dot": dot([a, b], [b, a]), "softmax": softmax([a, b])[0],
+        "log_softmax": log_softmax([a, b])[1], "cross_entropy": cross_entropy([a, b], 0),
+        "1/rms": rmsnorm([a, b])[0]._children[1],
+        "mean": layernorm([a, b])[0]._children[0]._children[1]._children[0],
+    }
+    assert {op: v._op for op, v in made.items()} == {op: op for op in made}
+    assert made["**"]._db == -2 and made["**"]._local_grads == (-2 * 1.5**-3,)
+    assert linear([a, b], [[b, a]])[0]._op == "dot"
+    assert linear([a, b], [[b, a]], leaf_weights=True)[0]._op == "dot"
+    assert a._op == "" and Value(1.0, (a,), (2.0,))._op == ""  # a leaf, a node by hand
+    node = fused("mine", 3.0, (a, b), (1.0, 2.0))
+    node.backward()
+    assert node._op == "mine" and (a.grad, b.grad) == (1.0, 2.0)
+    assert type(node).__name__ == "Value" and isinstance(node, Value)
