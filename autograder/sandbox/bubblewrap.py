@@ -69,6 +69,7 @@ import time
 from pathlib import Path
 
 from . import cgroups, seccomp
+from .limits import SandboxError
 
 MiB = 1 << 20
 
@@ -82,10 +83,6 @@ RUN = "/run/kernel"  # the writable folder (ZeroMQ IPC sockets, connection file)
 UID_RANGE_VARIABLE = "SANDBOX_UIDS"  # "lo-hi": the uids kernels get when the grader is root
 DEFAULT_UIDS = (2_100_000_000, 2_100_999_999)  # far above login and subordinate uids
 LOCKS = Path(tempfile.gettempdir()) / "microgpt-sandbox-uids"
-
-
-class SandboxError(Exception):
-    """The sandbox cannot be set up here."""
 
 
 # ------------------------------------------------------------------ the machine
