@@ -47,8 +47,11 @@ __all__ = ["TaskStatus", "notebook_progress", "find_notebooks", "progress", "for
 
 PASSED, FAILING, NOT_STARTED, NOT_RUN = "passed", "failing", "not started", "not run"
 NEEDS_TORCH = "needs the torch extra"
+# a test that stopped on `<package>.solved.NotReleased`: it uses an earlier assignment's
+# answer, neither released yet nor handed over by the student (`microgpt.earlier`)
+WAITING = "waits for an earlier answer"
 TO_WRITE, WRITTEN = "to write, graded by hand", "written, graded by hand"
-STATUSES = (PASSED, FAILING, NOT_STARTED, NOT_RUN, NEEDS_TORCH)
+STATUSES = (PASSED, FAILING, NOT_STARTED, NOT_RUN, NEEDS_TORCH, WAITING)
 TORCH_HINT = "the optional torch track: pip install torch==2.13.0 to run it"
 TEXT_STUB = "_Write your answer here._"  # nbgrader_config.py's ClearSolutions.text_stub
 # the line a written answer's cell opens with (outside the solution, so a student has it:
@@ -79,6 +82,8 @@ def _status(cell):
             text = f"{out.get('ename', '')}: {out.get('evalue', '')}".strip(": ")
             if NotImplementedError.__name__ in text or STUB_WORDS in text:
                 return NOT_STARTED, ""
+            if out.get("ename") == "NotReleased":
+                return WAITING, _short(text)
             return FAILING, _short(text) if text else "the cell raised"
     return PASSED, ""
 

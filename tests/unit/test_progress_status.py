@@ -1,0 +1,22 @@
+"""`residual-pack progress`'s reading of one test cell's output (issue #41 item 2: a test
+that stops on an earlier assignment's unreleased answer is waiting, not failing)."""
+
+from autograder.student.progress import FAILING, NOT_STARTED, PASSED, WAITING, _status
+
+
+def _cell(ename, evalue):
+    return {"execution_count": 3, "outputs": [
+        {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": []}]}
+
+
+def test_an_unreleased_earlier_answer_is_waiting_not_failing():
+    status, message = _status(_cell(
+        "NotReleased", "deepnet.logits (Task 2.2) is released after 02_degradation's due "
+        "date: ... hand the library your own answer in this notebook's first cells"))
+    assert status == WAITING and "Task 2.2" in message
+
+
+def test_other_outcomes_are_as_before():
+    assert _status(_cell("NotAnswered", "Task 4.1 is not done yet"))[0] == NOT_STARTED
+    assert _status(_cell("CheckFailed", "expected 1.1, got 1.0"))[0] == FAILING
+    assert _status({"execution_count": 2, "outputs": []})[0] == PASSED
