@@ -153,18 +153,23 @@ def _heading(frame, role):
     return f"{place}, line {frame.lineno}{inside}{role}:"
 
 
-def _shown_frames(frames, first=", the test"):
+def _shown_frames(frames, first=", the test", recursion=False):
     """The frames a student sees: the notebook's; of the library, the last frame when it
-    raised there. Returns (frames, each one's role)."""
+    raised there. A recursion that never stopped (`recursion`): the frames down to the line
+    that calls itself, not where Python happened to give up. Returns (frames, each one's
+    role)."""
     test = _test_file(frames)
     # the test's first line, then the student's code (the test's lambdas are the test's)
     cells = [f for i, f in enumerate(frames)
              if f.where == "cell" and (f.filename != test or i == 0)
              and not _repeats_its_caller(frames, i)]
+    cells, looped = _once_per_recursion(cells)
+    last = frames[-1] if frames else None
+    if recursion and looped is not None:
+        cells, last = cells[: looped + 1], None
     if len(cells) > MAX_FRAMES:
         cells = cells[:2] + cells[-(MAX_FRAMES - 2):]
     chosen = list(cells)
-    last = frames[-1] if frames else None
     # a library's __getattr__ only says that the name looked up is not there: the lookup,
     # the student's line, is what to show (torch.sigmod, a module's misspelt submodule)
     if last is not None and last.where == "library" and last.name != "__getattr__":
@@ -177,6 +182,21 @@ def _shown_frames(frames, first=", the test"):
 
 
 _COMPREHENSIONS = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>")
+
+
+def _once_per_recursion(cells):
+    """A function that calls itself on the same line, again and again (a recursion that
+    never stops), shown once: its later calls add nothing to read. Returns (the frames, the
+    index in them of the first such line, or None)."""
+    kept, looped = [], None
+    for f in cells:
+        if kept and (f.filename, f.lineno, f.name) == (kept[-1].filename, kept[-1].lineno,
+                                                        kept[-1].name):
+            if looped is None:
+                looped = len(kept) - 1
+            continue
+        kept.append(f)
+    return kept, looped
 
 
 def _repeats_its_caller(frames, i):
@@ -215,7 +235,7 @@ def render(exc, frames, headline=None, hints=(), first=", the test"):
         headline = f"{kind} {where}: {exc}"
     lines = [headline]
     test = _test_file(frames)
-    shown, roles = _shown_frames(frames, first)
+    shown, roles = _shown_frames(frames, first, recursion=isinstance(exc, RecursionError))
     for frame, role in zip(shown, roles):
         lines.append(_heading(frame, role))
         context = CONTEXT if frame.where == "cell" and frame.filename != test else 0
@@ -273,6 +293,9 @@ WHOLE_TENSOR = ("a function of one number (math.exp, math.sqrt, float()) got a w
                 "use torch's own (torch.exp, torch.sigmoid, torch.sqrt), which work on every "
                 "element and keep the graph.")
 ATTRIBUTE_LIKE = "Did you mean '{close}'? There is no '{name}' in {what}."
+RECURSION = ("the function calls itself again and again and never stops (Python gives up "
+             "after about a thousand calls): the smallest case, depth=0 among them, must "
+             "return without calling itself.")
 TEST_USED = ("the error was raised by the test's own code, on what your code returned: "
              "check the type and the length of what it returns.")
 
@@ -376,6 +399,8 @@ def slip_hint(exc, frames=()):
         return LIST_ARITHMETIC
     if isinstance(exc, IndexError) and "out of range" in text:
         return INDEX
+    if isinstance(exc, RecursionError):
+        return RECURSION
     if frames and who_raised(frames) == "test":
         return TEST_USED
     return ""

@@ -236,6 +236,22 @@ MUTANTS = [
         ),
     ),
     Mutant(
+        name="the input Value made from a numpy array holding x",
+        cell=GRADIENT,
+        source=(
+            "import numpy as np\n\n\n"
+            + _gradient(
+                "    v = Value(np.array([float(x)]))\n"
+                "    stack(v, depth=depth).backward()\n    return float(v.grad)\n"
+            )
+        ),
+        loses=(INPUT_GRADIENT_TEST,),
+        hint=(
+            "the input Value holds an array (or a list) with x in it, not the number x: a "
+            "Value is one scalar, so make it from the number itself."
+        ),
+    ),
+    Mutant(
         name="abs() of the gradient (right whenever the slope is positive)",
         cell=GRADIENT,
         source=_gradient(
@@ -274,6 +290,24 @@ _MISSPELT_DEF = ("NotAnswered: Task 1.1: name 'residual_stack' is not defined, b
                  "'residual_stack'.")
 
 SLIPS = [
+    Slip(
+        name="recursion whose base case is depth == 1 (depth=0 never stops)",
+        cell=STACK,
+        source=_stack("    if depth == 1:\n        return x + layer(x)\n"
+                      "    return residual_stack(x + layer(x), depth - 1)\n"),
+        shows=((OUTPUT_TEST,
+                "RecursionError in your answer: maximum recursion depth exceeded while calling "
+                "a Python object\n"
+                "Cell In[@task1_1_test_output], line 13, the test:\n"
+                "----> 13     check_value(residual_stack(Value(1.5), depth=0), 1.5,\n"
+                "Cell In[@task1_1_residual_stack], line 4, in residual_stack:\n"
+                "      2     if depth == 1:\n"
+                "      3         return x + layer(x)\n"
+                "----> 4     return residual_stack(x + layer(x), depth - 1)\n"
+                "Hint: the function calls itself again and again and never stops (Python gives "
+                "up after about a thousand calls): the smallest case, depth=0 among them, must "
+                "return without calling itself."),),
+    ),
     Slip(
         name="the function's name misspelt in its def",
         cell=STACK,
