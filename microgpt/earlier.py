@@ -62,9 +62,9 @@ def _is_stub(function: Any) -> bool:
         and _STUB_TEXT in code.co_consts
 
 
-def use_my_answers(assignment: str, **functions: Callable[..., Any] | None) -> str:
+def use_my_answers(assignment: str, **functions: Callable[..., Any] | None) -> None:
     """Hand the library your own answers to `assignment` (keywords as in `WHAT`), to use
-    until its model answer is released. Returns, and prints, what the library will use."""
+    until its model answer is released. Prints what the library will use."""
     if assignment not in WHAT:
         raise ValueError(f"no later notebook builds on {assignment!r}: one of {sorted(WHAT)}")
     needed, kinds = WHAT[assignment]
@@ -103,7 +103,6 @@ def use_my_answers(assignment: str, **functions: Callable[..., Any] | None) -> s
             message = (f"The cells that use {needed} wait for your answer or the released "
                        f"one: {'; '.join(missing)}.")
     print(message)
-    return message
 
 
 def own_answer(assignment: str, name: str) -> Callable[..., Any] | None:

@@ -163,7 +163,7 @@ TABLES = {
         },
     },
     "04_identity_shortcut": {
-        "digest": "5efd03bcd65230a6",
+        "digest": "690f68dda0afac15",
         "hints": [
             "one number came back; the task asks for a list with one loss per deleted layer.",
             "the branch seems to skip its LayerNorm: f is the plain layer of Task 2.1.",
@@ -276,7 +276,7 @@ TABLES = {
         },
     },
     "06_residual_stream": {
-        "digest": "e2cccb059a2f7d8c",
+        "digest": "44d5208acf68722c",
         "hints": [
             "a small epsilon seems to be added inside the root: that is RMSNorm's guard, not part of the RMS.",
             "all layers seem to share one cache, so each layer's attention reads keys of other layers: each layer has its own.",

@@ -38,8 +38,8 @@ def test_the_students_own_forward_pass_stands_in_until_the_release(student_insta
         calls.append(len(x))
         return logits(net, x, layer)  # (the library's, as the instructor has it)
 
-    said = earlier.use_my_answers("02_degradation", logits=mlp_logits)
-    assert "library uses yours" in said and said in capsys.readouterr().out
+    earlier.use_my_answers("02_degradation", logits=mlp_logits)
+    assert "library uses yours" in capsys.readouterr().out
     own = student_install.released("02_degradation", "deepnet.logits", "Task 2.2", "logits")
     net = make_net(2, width=3, d_in=2, seed=0)
     layer = lambda h, W: [v.relu() for v in h]  # noqa: E731
@@ -48,7 +48,7 @@ def test_the_students_own_forward_pass_stands_in_until_the_release(student_insta
     assert calls == [2]
 
 
-def test_own_blocks_are_used_by_layout_and_a_missing_one_is_named(student_install):
+def test_own_blocks_are_used_by_layout_and_a_missing_one_is_named(student_install, capsys):
     seen = []
 
     def pre_norm_block(model, x, layer, cache):
@@ -59,8 +59,8 @@ def test_own_blocks_are_used_by_layout_and_a_missing_one_is_named(student_instal
     def post_norm_block(model, x, layer, cache):
         raise NotImplementedError("write your solution here")
 
-    said = earlier.use_my_answers("05_gpt_residual_adds", pre=pre_norm_block,
-                                  post=post_norm_block)
+    earlier.use_my_answers("05_gpt_residual_adds", pre=pre_norm_block, post=post_norm_block)
+    said = capsys.readouterr().out
     assert "post_norm_block (Task 5.2): still raises NotImplementedError" in said
     assert "no_residual_block (Task 5.3): not pasted above yet" in said
     block = student_install.released("05_gpt_residual_adds", "GPT.block", "Tasks 5.1 to 5.3",
@@ -76,14 +76,14 @@ def test_own_blocks_are_used_by_layout_and_a_missing_one_is_named(student_instal
 
 def test_a_released_answer_wins_over_the_students(student_install, monkeypatch, capsys):
     monkeypatch.setattr(earlier, "_released", lambda assignment: True)
-    said = earlier.use_my_answers("02_degradation", logits=lambda net, x, layer: [])
-    assert "released answer of 02_degradation is installed" in said
+    earlier.use_my_answers("02_degradation", logits=lambda net, x, layer: [])
+    assert "released answer of 02_degradation is installed" in capsys.readouterr().out
 
 
 def test_where_the_library_holds_its_answers_nothing_changes(capsys):
     """An instructor's install and the grader: no `microgpt.solved`, the library's own."""
-    said = earlier.use_my_answers("02_degradation", logits=None)
-    assert "library has its own deepnet.logits" in said
+    earlier.use_my_answers("02_degradation", logits=None)
+    assert "library has its own deepnet.logits" in capsys.readouterr().out
     assert earlier.own_answer("02_degradation", "logits") is None
 
 
