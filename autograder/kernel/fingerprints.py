@@ -102,7 +102,7 @@ TABLES = {
         },
     },
     "03_highway": {
-        "digest": "15c5c137a13210f6",
+        "digest": "f78b16e2f7cd655a",
         "hints": [
             "every layer's gate seems to be read on the same input: h must move on through each layer.",
             "every unit seems to share one bias Value ([v] * width repeats the same object): each unit needs a Value of its own.",
