@@ -1,6 +1,7 @@
 """`residual-pack`: the instructors' command line, a thin layer over nbgrader's API.
 
-    residual-pack generate [ASSIGNMENT ...]     exercises/ and solutions/ from source/
+    residual-pack generate [ASSIGNMENT ...]     exercises/ and solutions/ from source/, for
+                                                what changed since the last generation
     residual-pack check-drift [ASSIGNMENT ...]  fail if those differ from a fresh generate,
                                                 or a solution fails the notebook guard
     residual-pack selfcheck [ASSIGNMENT ...]    do the graded tests tell right from wrong?
@@ -47,11 +48,27 @@ def cmd_generate(args, course):
 
     names = check_assignments(course, args.assignments) if args.assignments else None
     start = time.perf_counter()
-    seconds = generate(course, names, progress=_say)
-    for step, s in seconds.items():
+    done = generate(course, names, force=args.force, progress=_say)
+    for step, s in done.seconds.items():
         _say(f"  {step}: {s:.1f} s")
-    _say(f"wrote exercises/ and solutions/ for {', '.join(names or check_assignments(course, []))} "
-         f"in {time.perf_counter() - start:.1f} s")
+    for name, why in done.skipped.items():
+        _say(f"{name}: skipped: {why}")
+    if done.written:
+        _say(f"wrote exercises/ and solutions/ for {', '.join(done.written)}")
+    for name, problems in done.failed.items():
+        _say(f"{name}: NOT written (the committed exercises/ and solutions/ stay): its "
+             f"solution's run is broken:")
+        for p in problems:
+            _say(f"    {p}")
+    for message in done.refused.values():
+        _say(message)
+    took = f"{time.perf_counter() - start:.1f} s"
+    if not done.ok:
+        bad = [*done.refused, *done.failed]
+        _say(f"generate FAILED for {', '.join(bad)} ({took}); commit only what was written")
+        return 1
+    _say(f"generate done in {took}"
+         + ("" if done.written else ": nothing to do (use --force to run them anyway)"))
     return 0
 
 
@@ -72,6 +89,10 @@ def cmd_check_drift(args, course):
              "(see autograder/authoring/notebook_guard.py):")
         for p in guard:
             _say(f"  {p}")
+    from autograder.authoring.generate import pending
+
+    for name, why in pending(course, names).items():  # not a failure: outputs are not compared
+        _say(f"note: `residual-pack generate` would run {name} again: {'; '.join(why)}")
     if problems:
         return 1
     _say("exercises/ and solutions/ match source/, and pass the notebook guard")
@@ -294,8 +315,15 @@ def parser():
 
     sub.add_parser = add_parser
 
-    g = sub.add_parser("generate", help="write exercises/ and solutions/ from source/")
+    g = sub.add_parser(
+        "generate",
+        help="write exercises/ and solutions/ from source/ for the assignments that changed "
+             "since their last generation (solutions/generated.json); an assignment whose "
+             "notebooks need a module this Python lacks (torch) is refused, a solution whose "
+             "run shows an error or a timed-out cell is not written; exit 1 if either")
     g.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    g.add_argument("--force", action="store_true",
+                   help="generate them even when nothing changed since the last generation")
     g.set_defaults(run=cmd_generate)
 
     d = sub.add_parser(

@@ -54,6 +54,8 @@ NOT_RUN = {
     "residual-pack fingerprints [ASSIGNMENT]": "authoring (steps 1-3): a fresh clone has "
         "them done; tests/integration/test_cli.py and check-drift cover them",
     "residual-pack generate": "authoring",
+    ".venv/bin/python -m pip install torch==2.13.0": "authoring: the line generate's refusal "
+        "prints (tests/unit/test_generate.py)",
     "residual-pack check-drift": "authoring",
     "residual-pack selfcheck [ASSIGNMENT]": "authoring",
     "python3 -m venv /opt/residuals && /opt/residuals/bin/pip install PATH-OF-THIS-CHECKOUT":
