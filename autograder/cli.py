@@ -284,11 +284,11 @@ def cmd_student_release(args, course):
 
 
 def cmd_check_exchange(args, course):
-    from autograder.grading.reach import problems, report
+    from autograder.grading.reach import check
 
-    found = problems()
-    print(f"residual-pack: {report(found)}", file=sys.stderr if found else sys.stdout)
-    return 1 if found else 0
+    status, message = check(user=args.user)
+    print(f"residual-pack: {message}", file=sys.stderr if status else sys.stdout)
+    return status
 
 
 def parser():
@@ -435,11 +435,14 @@ def parser():
         help="fail when the students' unix accounts cannot run this Python and the pack "
              "(for nbgrader's exchange on a shared host)",
         description="Under nbgrader's exchange each student runs nbgrader and the course's "
-                    "kernel as their own unix user. Fails, saying what to do, when a "
-                    "folder above this Python, its environment, the Python it was made "
-                    "from or the pack lacks the x bit for others, or their files cannot be "
-                    "read by others (an environment in a home folder of mode 700, a pyenv "
-                    "under /root). Run it with the Python the students' kernels use.")
+                    "kernel as their own unix user. This runs this Python as a student "
+                    "(--user STUDENT, or else `nobody`) and imports the pack, nbgrader and "
+                    "ipykernel; nothing else is started. When that fails it names the "
+                    "path the student was refused and says what to do. Run it as root, "
+                    "with the Python the students' kernels use "
+                    "(/opt/residuals/bin/residual-pack check-exchange).")
+    ce.add_argument("--user", metavar="STUDENT",
+                    help="try as this student's unix user (default: nobody, uid 65534)")
     ce.set_defaults(run=cmd_check_exchange, needs_course=False)
 
     st = sub.add_parser(

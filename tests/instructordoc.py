@@ -13,12 +13,24 @@ EXCHANGE = "/srv/nbgrader/exchange"  # the doc's (nbgrader's default is another)
 OPTION = f"--Exchange.root={EXCHANGE}"
 FULL_MARKS, MANUAL = 6.0, 2.0
 
-# run only with a PostgreSQL gradebook (the doc's URL filled in, the password in PGPASSWORD)
-POSTGRES_CONFIG = ("echo 'c.CourseDirectory.db_url = \"postgresql+psycopg2://USER@HOST:PORT/DB\"'"
-                   " >> nbgrader_config.py")
-POSTGRES_URL = "USER@HOST:PORT/DB"
+# step 4's PostgreSQL gradebook from nothing on Debian, run only in the PostgreSQL run
+# (tests/integration/test_instructor_doc_postgresql.py: this host's cluster, the role and
+# database names made unique per run, PASSWORD a new one)
+POSTGRES_CONFIG = ("echo 'c.CourseDirectory.db_url = "
+                   "\"postgresql+psycopg2://grader@localhost:5432/gradebook\"' "
+                   ">> nbgrader_config.py")
+POSTGRES_INSTALL = "apt-get install -y postgresql"
+POSTGRES_START = "pg_ctlcluster 15 main start"
+POSTGRES_ROLE = "runuser -u postgres -- createuser --pwprompt grader"
+POSTGRES_DATABASE = "runuser -u postgres -- createdb -O grader gradebook"
+POSTGRES_PASSWORD = ("echo 'localhost:5432:gradebook:grader:PASSWORD' >> ~/.pgpass "
+                     "&& chmod 600 ~/.pgpass")
+POSTGRES_COMMANDS = [POSTGRES_INSTALL, POSTGRES_START, POSTGRES_ROLE, POSTGRES_DATABASE,
+                     POSTGRES_PASSWORD, POSTGRES_CONFIG]
 # what this test runs, in the doc's order: (who, the command as the doc prints it)
 STUDENT, INSTRUCTOR = "student", "instructor"
+# run by the instructor (root) once per student, STUDENT filled in
+FOR_EACH_STUDENT = "instructor, for each student"
 # step 7: a server that stays up; the test opens formgrader in it, then stops it
 FORMGRADER = "jupyter lab --no-browser --allow-root"
 # step 8: the batch command on what collect gathered; with PostgreSQL, into a second
@@ -26,10 +38,12 @@ FORMGRADER = "jupyter lab --no-browser --allow-root"
 BATCH = "residual-pack grade ASSIGNMENT SUBMISSIONS --out DIR"
 SUBMISSIONS, DIR = "submitted", "batch"
 SCRIPT = [
-    (INSTRUCTOR, POSTGRES_CONFIG),
+    *[(INSTRUCTOR, command) for command in POSTGRES_COMMANDS],
     (INSTRUCTOR, "nbgrader generate_assignment ASSIGNMENT --force"),
+    (FOR_EACH_STUDENT, "useradd --create-home STUDENT"),
     (INSTRUCTOR, "/opt/residuals/bin/residual-pack check-exchange"),
-    (STUDENT, "sudo -u STUDENT /opt/residuals/bin/python -c 'import autograder, nbgrader'"),
+    (FOR_EACH_STUDENT,
+     "runuser -u STUDENT -- /opt/residuals/bin/python -c 'import autograder, nbgrader'"),
     (INSTRUCTOR, "mkdir -p /srv/nbgrader/exchange && chmod 777 /srv/nbgrader/exchange"),
     (INSTRUCTOR, f"nbgrader release_assignment ASSIGNMENT {OPTION}"),
     (STUDENT, f"nbgrader fetch_assignment ASSIGNMENT --course residuals {OPTION}"),
@@ -58,9 +72,18 @@ NOT_RUN = {
         "prints (tests/unit/test_generate.py)",
     "residual-pack check-drift": "authoring",
     "residual-pack selfcheck [ASSIGNMENT]": "authoring",
-    "python3 -m venv /opt/residuals && /opt/residuals/bin/pip install PATH-OF-THIS-CHECKOUT":
+    "/usr/bin/python3 -m venv /opt/residuals && /opt/residuals/bin/pip install "
+    "PATH-OF-THIS-CHECKOUT":
         "the environment running this test stands in for /opt/residuals (making one would "
         "install from the network)",
+    "/opt/residuals/bin/pip install 'PATH-OF-THIS-CHECKOUT[postgres]'":
+        "the environment running this test stands in for /opt/residuals, and installing "
+        "the checkout into it would replace its editable install: the PostgreSQL run "
+        "requires the driver there, and tests/unit/test_instructor_doc_commands.py that "
+        "the line names the extra that has it",
+    "apt-get update": "reads Debian's package lists from the network; the PostgreSQL run "
+        "requires the package (scripts/install-postgres, which CI runs), and runs the "
+        "doc's apt-get install",
     "nbgrader export": "step 8's, in DIR: `nbgrader db student list` stands for it there "
         "(step 10's is run in the course)",
     "nbgrader collect": "prose: names the command step 5 runs",
@@ -71,12 +94,13 @@ NOT_RUN = {
 }
 
 
-COMMANDS = "nbgrader|residual-pack|python3?|mkdir|echo|jupyter"
+COMMANDS = ("nbgrader|residual-pack|python3?|pip|mkdir|echo|jupyter|useradd|runuser|apt-get|"
+            "pg_ctlcluster|createuser|createdb")
 
 
 def doc_commands(text=None):
-    """The commands of the doc's list of steps, in order: inline code and lines of code
-    blocks that start with a command of COMMANDS (after `sudo -u STUDENT`, `cd DIR &&`)."""
+    """The commands of the doc's list of steps, in order: every line of its code blocks,
+    and inline code that starts with a command of COMMANDS (after `cd DIR &&`)."""
     text = DOC.read_text() if text is None else text
     text = text[text.index("In the order an instructor works"):
                 text.index("`tests/integration/test_exchange.py` runs steps")]
@@ -87,17 +111,17 @@ def doc_commands(text=None):
         for line in match.group(1).strip("\n").splitlines():
             command = line.strip() if not command else f"{command}\n{line.rstrip()}"
             if not line.rstrip().endswith("\\"):
-                if command:
-                    found.append((match.start(), command))
+                if command:  # in the block's order
+                    found.append((match.start(), len(found), command))
                 command = ""
         return " " * len(match.group(0))
 
     text = re.sub(r"```[a-z]*\n(.*?)```", block, text, flags=re.S)
     for match in re.finditer(r"`([^`]+)`", text):
         span = " ".join(match.group(1).split())
-        if re.match(rf"(sudo -u \S+ |cd \S+ && )?(\S*/)?({COMMANDS})\s", span):
-            found.append((match.start(), span))
-    return [command for _, command in sorted(found)]
+        if re.match(rf"(cd \S+ && )?(\S*/)?({COMMANDS})\s", span):
+            found.append((match.start(), 0, span))
+    return [command for _, _, command in sorted(found)]
 
 
 def unaccounted(commands=None):

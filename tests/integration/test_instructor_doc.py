@@ -5,10 +5,10 @@ who are unix users and nbgrader's exchange at the doc's /srv/nbgrader/exchange.
 Every command the doc's list of steps prints is either run here, in the doc's order, or
 named in NOT_RUN with the reason; a command added to the doc, changed or moved fails
 tests/unit/test_instructor_doc_commands.py until this test follows it. The doc's
-placeholders are filled in: ASSIGNMENT (the first assignment), STUDENT (each student),
-/opt/residuals (the environment running this test). The exchange folder is a temporary one
-bound at /srv/nbgrader/exchange in a private mount namespace per command (the host is not
-changed); `sudo -u STUDENT` runs as the student through runuser (sudo may be missing).
+placeholders are filled in: ASSIGNMENT (the first assignment), STUDENT (each student, made
+with the doc's useradd), /opt/residuals (the environment running this test). The exchange
+folder is a temporary one bound at /srv/nbgrader/exchange in a private mount namespace per
+command (the host is not changed).
 
 One student hands in the solution, one the release as fetched, and one the solution with
 a cell of its own that imports `gc` (code that reaches into the interpreter: its score is
@@ -18,14 +18,15 @@ marked as needing a manual grade with the reason as the comment; screenshots go 
 test's tmp folder (skipped without Chromium or Playwright unless BROWSER_TEST_REQUIRED
 is set). Step 8's batch command then grades what collect gathered into `batch/` (with
 PostgreSQL, into a second database named by $RESIDUAL_PACK_DB_URL). Twice: with
-nbgrader's SQLite gradebook, and with a PostgreSQL one named in the course config as the
-doc says (skipped without PostgreSQL unless POSTGRES_REQUIRED is set). Needs root
-(useradd, runuser, unshare) and the namespace sandbox; skipped otherwise, failed instead
-when EXCHANGE_TEST_REQUIRED is set.
+nbgrader's SQLite gradebook, and with a PostgreSQL one made by step 4's commands as printed
+(test_instructor_doc_postgresql.py; skipped without PostgreSQL unless POSTGRES_REQUIRED is
+set). Needs root (useradd, runuser, unshare) and the namespace sandbox; skipped otherwise,
+failed instead when EXCHANGE_TEST_REQUIRED is set.
 """
 
 import csv
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -36,10 +37,8 @@ import time
 from pathlib import Path
 
 import pytest
-from clusterparts import PostgresServer, require_postgres
 from exchangeparts import (
     Workflow,
-    make_user,
     require_exchange,
     scores,
     students_on_the_host,
@@ -49,13 +48,13 @@ from instructordoc import (
     ASSIGNMENT,
     DIR,
     EXCHANGE,
+    FOR_EACH_STUDENT,
     FORMGRADER,
     FULL_MARKS,
     INSTRUCTOR,
     MANUAL,
     NOTEBOOK,
-    POSTGRES_CONFIG,
-    POSTGRES_URL,
+    POSTGRES_COMMANDS,
     REPO,
     SCRIPT,
     SUBMISSIONS,
@@ -75,14 +74,14 @@ class Literal(Workflow):
     environment's base Python can be reached when it is in a private folder, as the
     exchange test does: the students' accounts must be able to run it, step 5)."""
 
-    def shell(self, who, printed, cwd, user=None, home=None, check=True):
+    def shell(self, who, printed, cwd, user=None, home=None, check=True, student=None):
+        """`printed` through `sh -c`, as the instructor (root), or as `user` (a student);
+        `student` fills in STUDENT of a command the instructor runs for each student."""
         text = re.sub(r"\bASSIGNMENT\b", ASSIGNMENT, printed).replace("/opt/residuals",
                                                                       sys.prefix)
         text = re.sub(r"\bDIR\b", DIR, re.sub(r"\bSUBMISSIONS\b", SUBMISSIONS, text))
-        if self.postgres:
-            text = text.replace(POSTGRES_URL, self.postgres)
-        if user:
-            text = text.replace("sudo -u STUDENT ", "")
+        if student:
+            text = re.sub(r"\bSTUDENT\b", student, text)
         command = ["sh", "-c", text]
         if user:
             env = dict(self.env, HOME=str(home), USER=user, LOGNAME=user)
@@ -92,11 +91,12 @@ class Literal(Workflow):
                        *[f"{k}={v}" for k, v in env.items()], *command]
         if EXCHANGE in text:  # (autograde's sandbox makes namespaces of its own)
             command = self.exchange_view(command)
-        if (user or "check-exchange" in printed) and self.hidden_python:
+        if (user or student or "check-exchange" in printed) and self.hidden_python:
             command = self.python_view(command)
         done = subprocess.run(command, cwd=cwd, env=self.env, capture_output=True,
                               text=True, timeout=900)
-        self.transcript.append(f"[{who}] $ {printed}  (exit {done.returncode})")
+        self.transcript.append(f"[{who}] $ {printed}  (exit {done.returncode})"
+                               + (f"  STUDENT={student}" if student else ""))
         if check and done.returncode != 0:
             raise AssertionError(f"{who}: {printed} failed:\n{done.stdout}\n{done.stderr}")
         return done
@@ -116,26 +116,22 @@ def followed(request, tmp_path_factory):
     yield from follow_the_doc(request, tmp_path_factory)
 
 
-def follow_the_doc(request, tmp_path_factory):
-    """The doc followed once for the gradebook `request.param`: "sqlite", or "postgresql"
-    (a private server, clusterparts, named in the course config as the doc says)."""
+def follow_the_doc(request, tmp_path_factory, postgres=None):
+    """The doc followed once for the gradebook `request.param`: "sqlite", or "postgresql",
+    where `postgres` runs step 4's PostgreSQL commands (test_instructor_doc_postgresql.py):
+    it sets `w.postgres`, `w.password`, `w.gradebook` and `w.batch_gradebook`, and
+    $RESIDUAL_PACK_DB_URL for step 8."""
     require_exchange()
     if not shutil.which("unshare") or not shutil.which("git"):
         pytest.fail("unshare and git are needed to follow the doc")
-    server = None
-    if request.param == "postgresql":
-        require_postgres()
-        server = PostgresServer().start()
+    if postgres is not None:
+        postgres.require()
     base = Path(tempfile.mkdtemp(prefix="rp-instructor-doc-"))
     os.chmod(base, 0o755)
     w = Literal(base)
-    w.postgres = w.batch_gradebook = None
+    w.pg = postgres
+    w.postgres = w.batch_gradebook = w.password = None
     w.gradebook = w.course / "gradebook.db"
-    if server is not None:
-        w.postgres = f"{server.user}@127.0.0.1:{server.port}/{server.database}"
-        w.env["PGPASSWORD"] = server.password
-        w.gradebook = server.url()
-        w.env["RESIDUAL_PACK_DB_URL"] = w.batch_gradebook = server.create_database(DIR)
     suffix = str(os.getpid() % 100000)
     w.honest, w.untouched = f"rpdocsol{suffix}", f"rpdocstub{suffix}"
     w.peek = f"rpdocpeek{suffix}"
@@ -146,8 +142,8 @@ def follow_the_doc(request, tmp_path_factory):
             _follow(w, users)
             yield w
     finally:
-        if server is not None:
-            server.stop()
+        if postgres is not None:
+            postgres.stop(w)
 
 
 def _follow(w, users):
@@ -156,18 +152,23 @@ def _follow(w, users):
                    capture_output=True)
     w.note(f"git clone {REPO} $BASE/course")
     w.homes = {}
-    (w.base / "home").mkdir()
-    os.chmod(w.base / "home", 0o755)
-    for user in users:
-        w.homes[user] = w.base / "home" / user
-        make_user(user, w.homes[user])
+    for user in users:  # a student of an earlier run that was killed
+        subprocess.run(["userdel", "-r", user], capture_output=True)
     source = read_notebook(w.course / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
     handout = w.base / "handout"
     handout.mkdir()
     os.chmod(handout, 0o755)
     w.done = {}
     for who, printed in SCRIPT:
-        if printed == POSTGRES_CONFIG and not w.postgres:
+        if printed in POSTGRES_COMMANDS:
+            if w.pg is not None:
+                w.done[printed] = w.pg.run(w, printed)
+            continue
+        if who == FOR_EACH_STUDENT:  # useradd, runuser: root, STUDENT filled in
+            for user in users:
+                w.done[(printed, user)] = w.shell(who, printed, w.course, student=user)
+                if printed.startswith("useradd"):
+                    w.homes[user] = Path(pwd.getpwnam(user).pw_dir)
             continue
         if printed == FORMGRADER:
             w.formgrader = _formgrader(w, printed)
@@ -315,7 +316,7 @@ def test_the_check_and_a_student_agree_the_environment_is_reachable(followed):
     w = followed
     assert "the students' accounts can reach" in \
         w.done["/opt/residuals/bin/residual-pack check-exchange"].stdout
-    as_student = next(c for _, c in SCRIPT if c.startswith("sudo -u STUDENT"))
+    as_student = next(c for _, c in SCRIPT if c.startswith("runuser -u STUDENT"))
     for user in (w.honest, w.untouched, w.peek):
         assert w.done[(as_student, user)].returncode == 0
 
@@ -423,5 +424,6 @@ def test_the_batch_command_grades_the_collected_class_into_its_gradebook(followe
     assert (out / "gradebook.db").exists() == (w.postgres is None)
     if w.postgres:
         config = (out / "nbgrader_config.py").read_text()
-        assert f"/{DIR}" in config and w.env["PGPASSWORD"] not in config
+        database = w.batch_gradebook.rsplit("/", 1)[1]
+        assert f"/{database}'" in config and w.password not in config
         assert set(scores(w.batch_gradebook, ASSIGNMENT)) == {w.honest, w.untouched, w.peek}

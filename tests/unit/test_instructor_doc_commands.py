@@ -1,7 +1,15 @@
 """docs/instructors.md and tests/integration/test_instructor_doc.py cannot drift apart: every
 command the doc's steps print is run by that test in the doc's order, or said why not."""
 
-from instructordoc import SCRIPT, doc_commands, readme_commands, readme_not_in_doc, unaccounted
+from instructordoc import (
+    POSTGRES_COMMANDS,
+    REPO,
+    SCRIPT,
+    doc_commands,
+    readme_commands,
+    readme_not_in_doc,
+    unaccounted,
+)
 
 
 def test_every_command_of_the_doc_is_run_or_said_why_not():
@@ -39,3 +47,21 @@ def test_a_readme_command_that_differs_from_the_doc_is_caught():
     assert readme_not_in_doc(other_root) != []
     assert readme_not_in_doc([*listed, "residual-pack grade ASSIGNMENT DIR"]) != []
     assert readme_not_in_doc(list(reversed(listed))) != []  # out of the doc's order
+
+
+def test_the_postgresql_step_installs_the_extra_with_the_driver_before_naming_it():
+    """Issue 40, item 6: the doc named a PostgreSQL gradebook without the `postgres` extra,
+    and every nbgrader command then stopped with "No module named 'psycopg2'". Step 4
+    installs the extra into the course's environment, then makes the server, the role and
+    the database, before the config names them (the literal PostgreSQL run does the rest;
+    installing the checkout into the test's own environment would replace it)."""
+    import tomllib
+
+    commands = doc_commands()
+    extra = "/opt/residuals/bin/pip install 'PATH-OF-THIS-CHECKOUT[postgres]'"
+    assert extra in commands
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert any(d.startswith("psycopg2") for d in extras["postgres"])
+    order = [extra, *POSTGRES_COMMANDS, "nbgrader generate_assignment ASSIGNMENT --force"]
+    assert [c for c in commands if c in order] == order
