@@ -193,3 +193,35 @@ def test_the_students_config_runs_our_validate_in_place_of_nbgraders():
     assert validate._jupyter_server_extension_points() == [
         {"module": "autograder.student.validate"}]
     assert callable(validate._load_jupyter_server_extension)
+
+
+LENS = '''def logit_lens(model, states, tokens):
+    losses = []
+    while len(losses) < 3:
+        logits = model.head(states[0][0])
+        raise KeyboardInterrupt  # Stop, inside the student's loop
+    return losses
+'''
+LENS_TEST = '''with task("Task 6.3"):
+    check_logit_lens(logit_lens, "pre", "emma", n_layer=2)
+'''
+
+
+def test_an_interrupt_through_the_gpt_checks_shows_no_handed_in_or_library_frame(
+        notebook, monkeypatch):
+    """Issue 41's Task 6.3: the checks call the student's lens through `<handed-in code>`
+    (gptchecks._call), and the student's code calls the model's own methods."""
+    from autograder.kernel.gptchecks import check_logit_lens
+
+    monkeypatch.delenv(crash.BUDGET_VARIABLE, raising=False)
+    namespace, run = notebook
+    namespace["check_logit_lens"] = check_logit_lens
+    run(7, LENS)
+    with pytest.raises(KeyboardInterrupt) as info:
+        run(8, LENS_TEST)
+    text = "\n".join(info.value._render_traceback_())
+    assert text.startswith("Interrupted: Task 6.3's test was stopped while it ran.")
+    assert "Cell In[8], line 2, the test:" in text
+    assert "Cell In[7], line 5, in logit_lens, where your code was running:" in text
+    for ours in ("handed-in", "gptchecks", "microgpt/", "model.py", "nn.py", "File "):
+        assert ours not in text, text
