@@ -12,3 +12,9 @@ which this package never holds).
 
 Nothing here imports the rest of `autograder` (`tests/unit/test_layout.py` checks it).
 """
+
+from autograder.kernel import runaway as _runaway
+
+# in a student's kernel: each cell's printed output capped, the cells queued behind an
+# interrupt stopped (`runaway`); nothing anywhere else
+_runaway.install()

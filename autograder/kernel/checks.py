@@ -59,6 +59,9 @@ class task:
     - Any other error, a NameError raised in the student's own code included, stays the
       error it is, shown with the student's lines only and the hint of a known slip
       (`crash`), and the known mistake it looks like, if any (`diagnosis`).
+    - An interrupt (Stop, or Validate's time for the cell) stays a KeyboardInterrupt,
+      shown as "Interrupted" with the test's line and the student's line that was running
+      (`crash.interrupted`), not the frames of the checks or the library.
     """
 
     def __init__(self, task_id):
@@ -70,6 +73,9 @@ class task:
     def __exit__(self, kind, exc, tb):
         __tracebackhide__ = True  # IPython leaves this frame out of the traceback
         task_id = self.task_id
+        if isinstance(exc, KeyboardInterrupt):  # Stop, or Validate's time for the cell
+            crash.interrupted(exc, tb, f"{task_id}'s test")
+            return False
         if kind is None or not isinstance(exc, Exception) or getattr(exc, "from_check", False):
             return False
         if isinstance(exc, NotImplementedError):

@@ -41,7 +41,7 @@ import os
 import re
 
 __all__ = ["explain", "render", "frames_of", "slip_hint", "name_hint", "broken_definition",
-           "defined_like",
+           "defined_like", "interrupted", "interrupted_lines", "BUDGET_VARIABLE",
            "HANDED_IN", "CONTEXT", "MAX_FRAMES"]
 
 GRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # autograder/
@@ -261,6 +261,54 @@ def explain(exc, tb, headline=None, hints=None, first=", the test"):
     try:
         exc._render_traceback_ = _render_traceback_
     except (AttributeError, TypeError):  # an exception that takes no attribute
+        pass
+    return frames
+
+
+# ---------------------------------------------------------------- an interrupt
+
+
+BUDGET_VARIABLE = "RESIDUAL_PACK_CELL_BUDGET"  # Validate's seconds per cell, in its kernel
+
+
+def interrupted_lines(frames, what="this cell", first=", the test"):
+    """What a cell stopped by an interrupt shows: who stopped it, the test's line and the
+    student's line that was running (none of the checks' or the library's frames)."""
+    budget = os.environ.get(BUDGET_VARIABLE)
+    if budget:
+        lines = [f"Interrupted: {what} did not finish in {budget} s, so Validate stopped it."]
+    else:
+        lines = [f"Interrupted: {what} was stopped while it ran."]
+    test = _test_file(frames)
+    cells = [f for i, f in enumerate(frames)
+             if f.where == "cell" and (f.filename != test or i == 0)
+             and not _repeats_its_caller(frames, i)]
+    ours = [f for f in cells if f.filename != test]
+    if len(cells) > MAX_FRAMES:
+        cells = cells[:2] + cells[-(MAX_FRAMES - 2):]
+    for frame in cells:
+        running = frame is cells[-1] and frame.filename != test
+        lines.append(_heading(frame, ", where your code was running" if running else
+                              first if frame.filename == test else ""))
+        lines += _lines_of(frame, CONTEXT if frame.filename != test else 0)
+    if ours:
+        lines.append("Your code was still running there: a loop whose condition never "
+                     "becomes false, or one that runs far more times than it should? Fix "
+                     "it, run its cell again, then this one.")
+    else:
+        lines.append("It was stopped before any code of yours ran, or after: run it again "
+                     "and let it finish.")
+    return lines
+
+
+def interrupted(exc, tb, what="this cell", first=", the test"):
+    """Give a KeyboardInterrupt (raised through `tb`) the rendering of
+    `interrupted_lines`; returns the frames."""
+    frames = frames_of(tb)
+    lines = interrupted_lines(frames, what, first)
+    try:
+        exc._render_traceback_ = lambda: list(lines)
+    except (AttributeError, TypeError):
         pass
     return frames
 

@@ -206,9 +206,11 @@ def free_port():
 class LabServer:
     """`scripts/lab` on a course copy, on 127.0.0.1, in its own process group."""
 
-    def __init__(self, course, env, log_path, token="browser-test-token", command=None):
+    def __init__(self, course, env, log_path, token="browser-test-token", command=None,
+                 extra_args=()):
         self.course = Path(course)
         self.command = command  # in place of scripts/lab: jupyter lab's own arguments
+        self.extra_args = list(extra_args)  # more of jupyter lab's arguments (config)
         self.env = dict(env, COURSE_DIR=str(course))
         self.log_path = Path(log_path)
         self.token = token
@@ -227,6 +229,7 @@ class LabServer:
         if self.command is not None:
             cmd = [*self.command, "--no-browser", f"--ServerApp.port={port}",
                    f"--IdentityProvider.token={self.token}"]
+        cmd += self.extra_args
         self._log = open(self.log_path, "w", encoding="utf-8")
         self.proc = subprocess.Popen(
             cmd, cwd=REPO_ROOT if self.command is None else self.course, env=self.env,
@@ -261,10 +264,10 @@ class LabServer:
                 time.sleep(0.25)
         raise AssertionError(f"JupyterLab's API did not answer:\n{self.log_tail()}")
 
-    def api(self, path):
+    def api(self, path, timeout=30):
         req = urllib.request.Request(f"{self.url}/{path}",
                                      headers={"Authorization": f"token {self.token}"})
-        with urllib.request.urlopen(req, timeout=30) as r:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
             return json.loads(r.read().decode() or "null")
 
     def log_text(self):
@@ -590,7 +593,63 @@ class NotebookPage:
         self.page.locator('.lm-Menu-item[data-command="application:close"]').click()
         self.page.locator(".jp-CodeConsole").first.wait_for(state="detached", timeout=30_000)
 
+    # ---- stopping the kernel
+    def interrupt(self):
+        """Kernel > Interrupt Kernel, from the menu bar (what the toolbar's Stop does)."""
+        self.page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Kernel$")).first.click()
+        self.page.locator('.lm-Menu-item[data-command="kernelmenu:interrupt"]').click()
+
+    def run_all_below(self, index):
+        """Select cell `index`, then Run > Run Selected Cell and All Below; returns at once."""
+        prompt = self.cell(index).locator(".jp-InputPrompt")
+        prompt.scroll_into_view_if_needed(timeout=30_000)
+        prompt.click()
+        self.page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).first.click()
+        self.page.locator('.lm-Menu-item[data-command="notebook:run-all-below"]').click()
+
+    def start_run_all(self):
+        """Run > Run All Cells; returns at once."""
+        self.page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).first.click()
+        self.page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+
+    def wait_running(self, index, timeout_s=RUN_ALL_S):
+        """Until cell `index` shows [*] (running or queued)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.cells()[index]["prompt"] == "[*]:":
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"cell {index} did not start within {timeout_s} s")
+
+    def wait_quiet(self, timeout_s):
+        """Until no cell shows [*] and the kernel is idle; returns the seconds it took,
+        or None when that did not happen within `timeout_s`."""
+        started = time.monotonic()
+        indicator = self.page.locator(
+            ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator").first
+        while time.monotonic() - started < timeout_s:
+            busy = any(c["prompt"] == "[*]:" for c in self.cells() if c["kind"] == "code")
+            if not busy and indicator.get_attribute("data-status") == "idle":
+                return time.monotonic() - started
+            time.sleep(0.2)
+        return None
+
     # ---- nbgrader's Validate
+    def start_validate(self):
+        """Press Validate in the notebook toolbar; returns at once (`validate_result`)."""
+        button = self.page.locator(
+            ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-NotebookPanel-toolbar "
+            "jp-button.validate-button")
+        button.wait_for(state="visible", timeout=30_000)
+        button.click()
+
+    def validate_result(self, timeout_s=VALIDATE_S):
+        """(dialog kind, message text) of the Validate pressed by `start_validate`."""
+        dialog = self.page.locator(".nbgrader-SuccessDialog, .nbgrader-ErrorDialog")
+        dialog.first.wait_for(state="visible", timeout=timeout_s * 1000)
+        kind = "success" if self.page.locator(".nbgrader-SuccessDialog").count() else "error"
+        return kind, dialog.first.locator(".jp-Dialog-body").text_content()
+
     def validate(self):
         """Press Validate in the notebook toolbar; returns (dialog kind, message text)."""
         button = self.page.locator(
@@ -665,13 +724,13 @@ def shots_dir(name):
 
 
 @contextlib.contextmanager
-def lab_page(course, env, shots):
+def lab_page(course, env, shots, extra_args=()):
     """JupyterLab serving `course` and a page of headless Chromium in a student's laptop
     window (1400 x 1000: the notebook's output area is about 880 px wide), both closed on
     the way out. Yields (server, page); the server's log goes to shots/server.log."""
     from playwright.sync_api import sync_playwright
 
-    server = LabServer(course, env, Path(shots) / "server.log")
+    server = LabServer(course, env, Path(shots) / "server.log", extra_args=extra_args)
     try:
         server.start()
         with sync_playwright() as pw:
