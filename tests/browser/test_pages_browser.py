@@ -89,6 +89,17 @@ def _no_script_ran(page, shots, name):
     assert page.title() != "pwned", f"the student's script set the {name} page's title"
 
 
+def _drawings(page):
+    """The sizes of the SVG outputs as the page draws them (as images): the pack's own
+    drawings (three in this notebook) must still show, and the student's SVG too, as a
+    picture whose script does not run."""
+    images = page.locator("img[src^='data:image/svg+xml']")
+    sizes = [images.nth(i).evaluate("e => [e.naturalWidth, e.naturalHeight]")
+             for i in range(images.count())]
+    assert len(sizes) == 4 and all(w > 0 and h > 0 for w, h in sizes), sizes
+    assert sum(w > 100 for w, _ in sizes) == 3, sizes
+
+
 def _outside(requests, allowed):
     return [url for url in requests if not url.startswith(allowed)]
 
@@ -113,6 +124,7 @@ def test_no_script_of_the_students_runs_on_the_feedback_page(graded):
             assert page.get_by_text("A note of mine.").count() == 1
             assert page.locator("math").count() > 0, "no equation drawn as MathML"
             assert page.locator("iframe, embed, object").count() == 0
+            _drawings(page)
             outside = _outside(requests, ("file:", "data:", "about:"))
             assert not outside, f"the feedback page asked for {outside}"
         finally:
@@ -156,6 +168,7 @@ def test_no_script_of_the_students_runs_in_formgraders_view(graded):
                 _no_script_ran(page, shots, "formgrader")
                 assert page.get_by_text("A note of mine.").count() == 1
                 assert page.locator("math").count() > 0, "no equation drawn as MathML"
+                _drawings(page)
                 outside = _outside(requests, (server.url, "data:", "about:"))
                 assert not outside, f"formgrader's view asked for {outside}"
             finally:
