@@ -14,7 +14,11 @@ the markdown cells as MathML (with latex2mathml) while the page is made, which b
 draw without any script, and the course's template (`FEEDBACK_TEMPLATE`, nbgrader's own
 with MathJax left out) fetches nothing. (The formgrader's "generate feedback" button sets
 nbgrader's own template whatever the config says: its pages still ask for MathJax, and
-offline show the same MathML equations.)
+offline show the same MathML equations.) Formgrader's view of a submission gets the same
+MathML, and a "formgrade" template folder of ours leaves its MathJax out.
+
+No page made from a submission runs the student's script, the feedback pages and
+formgrader's view alike: see "what a page made from a submission shows" below.
 """
 
 import html as html_lib
