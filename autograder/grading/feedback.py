@@ -12,9 +12,10 @@ The page is read offline as well: nbgrader's feedback template loads MathJax fro
 and without the network a reader sees raw LaTeX. `MathToMathML` writes each equation of
 the markdown cells as MathML (with latex2mathml) while the page is made, which browsers
 draw without any script, and the course's template (`FEEDBACK_TEMPLATE`, nbgrader's own
-with MathJax left out) fetches nothing. (The formgrader's "generate feedback" button sets
-nbgrader's own template whatever the config says: its pages still ask for MathJax, and
-offline show the same MathML equations.) Formgrader's view of a submission gets the same
+with MathJax left out) fetches nothing. (Formgrader's "generate feedback" button sets
+`HTMLExporter.template_name` to nbgrader's own; the course's more specific
+`GenerateFeedback.HTMLExporter` setting still wins, so its pages are these too.)
+Formgrader's view of a submission gets the same
 MathML, and a "formgrade" template folder of ours leaves its MathJax out.
 
 No page made from a submission runs the student's script, the feedback pages and
