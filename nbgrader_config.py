@@ -79,6 +79,7 @@ c.Autograde.autograde_preprocessors = [
 ]
 # feedback pages without the hidden tests (their source and their tracebacks)
 c.GenerateFeedback.preprocessors = [
+    "autograder.grading.feedback.DropScriptOutputs",
     "nbgrader.preprocessors.GetGrades",
     "autograder.grading.feedback.HideHiddenTestTracebacks",
     "autograder.grading.feedback.ClearHiddenTestsInTestCells",
@@ -97,3 +98,25 @@ c.GenerateFeedback.HTMLExporter.extra_template_basedirs = [
     for package, folder in [("autograder", ("grading", "templates")),
                             ("nbgrader", ("server_extensions", "formgrader", "templates"))]
 ]
+
+# ---- every page made from a submission runs none of the student's script ----
+# (autograder/grading/feedback.py): the feedback pages and formgrader's view of a
+# submission, which opens in the instructor's Jupyter origin. JavaScript and widget
+# outputs are dropped, nbconvert's templates write no script, and the student's HTML and
+# markdown go through nh3's allow-list (our clean_html and markdown2html filters).
+# Formgrader's exporter is the plain HTMLExporter: it takes these c.HTMLExporter lines
+# (and its template name, "formgrade", from formgrader itself).
+c.HTMLExporter.sanitize_html = True
+c.HTMLExporter.skip_svg_encoding = False
+c.HTMLExporter.filters = {
+    "clean_html": "autograder.grading.feedback.clean_html",
+    "markdown2html": "autograder.grading.feedback.markdown2html",
+}
+# formgrader's view reads offline too: its equations as MathML (as on the feedback pages),
+# and our "formgrade" folder, searched before nbgrader's, holds a MathJax macro that
+# loads nothing (formgrader's own setting of these folders is replaced by this line)
+c.HTMLExporter.preprocessors = [
+    "autograder.grading.feedback.DropScriptOutputs",
+    "autograder.grading.feedback.MathToMathML",
+]
+c.HTMLExporter.extra_template_basedirs = c.GenerateFeedback.HTMLExporter.extra_template_basedirs

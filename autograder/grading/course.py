@@ -265,6 +265,7 @@ class WorkCourse:
         from autograder.grading.feedback import (
             FEEDBACK_PREPROCESSORS,
             FEEDBACK_TEMPLATE,
+            PAGE_SAFETY,
             template_dirs,
         )
 
@@ -283,6 +284,9 @@ class WorkCourse:
         # own pages use HTMLExporter with nbgrader's templates
         cfg.GenerateFeedback.HTMLExporter.template_name = FEEDBACK_TEMPLATE
         cfg.GenerateFeedback.HTMLExporter.extra_template_basedirs = template_dirs()
+        # and no script of the student's runs in it, whatever the copied config says
+        for name, value in PAGE_SAFETY.items():
+            cfg.GenerateFeedback.HTMLExporter[name] = value
         # parallel graders share one SQLite gradebook: wait for a lock rather than fail
         cfg.CourseDirectory.db_url = self.db_url
         # nbgrader's autograde with our steps, the lists nbgrader_config.py sets for

@@ -9,7 +9,10 @@ It runs in the grading worker. For each notebook it asks the sandbox for a kerne
 sends each graded test cell in its witness version and judges what the kernel observed
 against the reference run (`judge`), and turns every failure of the student's code (a
 time limit, a dead or stuck kernel, a flood of output) into an error in the cell it
-happened in. What it saw goes back to the grader as a `NotebookRun` through the channel.
+happened in. Every way a kernel's message can reach the graded notebook (outputs, display
+updates, execution counts) is counted against one output budget per notebook; widget
+messages and run timings are never kept (see the methods under "the output limit").
+What it saw goes back to the grader as a `NotebookRun` through the channel.
 """
 
 import asyncio
@@ -31,7 +34,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Instance
+from traitlets import Bool, Instance
 
 from autograder import cells
 from autograder.grading.channel import CellRun, Channel, NotebookRun, stamp
@@ -159,6 +162,12 @@ class SandboxedExecute(Execute):
     student's code (a time limit, a dead or stuck kernel, a flood of output)
     turned into an error in the cell it happened in, the notebook going on when it
     can. Graded test cells go to the kernel's hardened runner (see gradekernel)."""
+
+    # the kernel's widget messages are never kept: nbclient would write their state into
+    # the notebook's metadata (nb.metadata.widgets), past the output limit (see
+    # `handle_comm_msg`); nor are run timings, which the graded notebook has no use for
+    store_widget_state = Bool(False).tag(config=True)
+    record_timing = Bool(False).tag(config=True)
 
     channel = Instance(Channel, allow_none=True,
                        help="The grading run's channel: the sandbox to run the kernel in, and "
@@ -449,23 +458,64 @@ class SandboxedExecute(Execute):
         except Exception:  # noqa: BLE001 (no answer is no answer)
             return False
 
+    # ---- the output limit: every way a kernel's message reaches the notebook is counted
+    # here, against one budget per notebook (`limits.output`): a new output (`output`), a
+    # display update written into earlier outputs (`_update_display_id`), a cell's
+    # execution count; widget messages are dropped (`handle_comm_msg`)
+
+    def process_message(self, msg, cell, cell_index):
+        content = msg.get("content")
+        if isinstance(content, dict) and "execution_count" in content:
+            count = content["execution_count"]
+            # nbclient copies any message's count into the cell: only a number is kept
+            if not (count is None or (isinstance(count, int) and not isinstance(count, bool)
+                                      and abs(count) < 1 << 53)):
+                content["execution_count"] = None
+        self._current = (cell, cell_index)  # where a display update's note goes
+        return super().process_message(msg, cell, cell_index)
+
+    def _admit(self, size, cell_index, outs):
+        """Whether `size` more characters of output fit in the notebook's budget; when not,
+        the cell says once that some of its output was left out."""
+        if self._kept + size <= self._limits.output:
+            self._kept += size
+            return True
+        first = cell_index not in self._dropped
+        self._dropped[cell_index] = self._dropped.get(cell_index, 0) + size
+        if first and outs is not None:
+            kept = size_words(self._limits.output)
+            outs.append(NotebookNode(output_type="stream", name="stdout", text=(
+                f"\n[grading: this cell's output beyond the {kept} "
+                f"kept per notebook was left out]\n")))
+        return False
+
     def output(self, outs, msg, display_id, cell_index):
-        size = _message_size(msg)
         text = msg.get("content", {}).get("text")
         if isinstance(text, str) and OUTPUT_NOTE in text:  # the kernel left some out
             self._dropped[cell_index] = self._dropped.get(cell_index, 0) + 1
-        if self._kept + size > self._limits.output:
-            first = cell_index not in self._dropped
-            self._dropped[cell_index] = self._dropped.get(cell_index, 0) + size
-            if first:
-                kept = size_words(self._limits.output)
-                note = NotebookNode(output_type="stream", name="stdout", text=(
-                    f"\n[grading: this cell's output beyond the {kept} "
-                    f"kept per notebook was left out]\n"))
-                outs.append(note)
+        if not self._admit(_message_size(msg), cell_index, outs):
             return None
-        self._kept += size
         return super().output(outs, msg, display_id, cell_index)
+
+    def _update_display_id(self, display_id, msg):
+        """nbclient writes a display update's data into every earlier output with its
+        display id (in any cell). Each of those writes is output: all of them are
+        counted, or none is made."""
+        targets = self._display_id_map.get(display_id, {})
+        count = sum(len(indices) for indices in targets.values())
+        if not count:
+            return None
+        cell, cell_index = getattr(self, "_current", (None, None))
+        outs = cell.setdefault("outputs", []) if cell is not None else None
+        if not self._admit(count * _message_size(msg), cell_index, outs):
+            return None
+        return super()._update_display_id(display_id, msg)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        """Widget (comm) messages are not output: the grader is not a front end, keeps no
+        widget state and makes no Output widget (whose captured output would go to the
+        widget's state, not the cell). A kernel's widget output stays in its cell."""
+        return None
 
 
 def _message_size(msg):

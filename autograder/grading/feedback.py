@@ -12,19 +12,25 @@ The page is read offline as well: nbgrader's feedback template loads MathJax fro
 and without the network a reader sees raw LaTeX. `MathToMathML` writes each equation of
 the markdown cells as MathML (with latex2mathml) while the page is made, which browsers
 draw without any script, and the course's template (`FEEDBACK_TEMPLATE`, nbgrader's own
-with MathJax left out) fetches nothing. (The formgrader's "generate feedback" button sets
-nbgrader's own template whatever the config says: its pages still ask for MathJax, and
-offline show the same MathML equations.)
+with MathJax left out) fetches nothing. (Formgrader's "generate feedback" button sets
+`HTMLExporter.template_name` to nbgrader's own; the course's more specific
+`GenerateFeedback.HTMLExporter` setting still wins, so its pages are these too.)
+Formgrader's view of a submission gets the same
+MathML, and a "formgrade" template folder of ours leaves its MathJax out.
+
+No page made from a submission runs the student's script, the feedback pages and
+formgrader's view alike: see "what a page made from a submission shows" below.
 """
 
 import html as html_lib
 import os
 import re
 
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from jinja2 import pass_context
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, Preprocessor
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 from nbgrader.preprocessors.base import NbGraderPreprocessor
-from traitlets import Unicode
+from traitlets import Bool, Unicode
 
 from autograder.cells import is_autograded_test, is_locked, nbgrader_meta
 from autograder.grading.testsource import BEGIN_HIDDEN, hidden_line_numbers
@@ -102,14 +108,155 @@ def markdown_with_mathml(source):
     return "".join(out)
 
 
-class MathToMathML(NbGraderPreprocessor):
+class MathToMathML(Preprocessor):
     """The equations of every markdown cell as MathML, which a browser draws without
-    MathJax (the feedback page loads no script from the network)."""
+    MathJax (the feedback page loads no script from the network). An nbconvert
+    preprocessor (enabled, as nbgrader's steps are), so that formgrader's HTMLExporter can
+    run it too without a warning about nbgrader's own options."""
+
+    enabled = Bool(True)
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "markdown":
             cell.source = markdown_with_mathml(cell.source)
         return cell, resources
+
+
+# ---- what a page made from a submission shows of the student's HTML
+#
+# A submission's notebook is the student's: its markdown cells, its outputs' HTML and
+# markdown, and whatever a kernel the student controls sent. The pages made from it (the
+# student's feedback page, formgrader's view for the instructor, in the instructor's
+# Jupyter origin) must run none of it. Three parts, set for every HTMLExporter in the
+# course's nbgrader_config.py (and by `course.WorkCourse.config` for the batch path):
+# `DropScriptOutputs` takes every output that is code for the browser out of the notebook
+# (JavaScript, widget views and state), nbconvert's `sanitize_html` makes its templates
+# write no script for what is left, and the templates' `clean_html` and `markdown2html`
+# filters are ours: nh3 (ammonia's HTML5 parser and allow-list), which keeps ordinary
+# markup, tables, images and the MathML of the equations, and drops scripts, event
+# handlers, `javascript:` URLs, styles, forms and frames. (nbconvert's own `clean_html`,
+# bleach with a dozen tags, writes headings, paragraphs and MathML out as escaped text,
+# and nbgrader's templates render markdown cells without it.)
+
+# ammonia's own allow-list, and MathML (latex2mathml's elements)
+_MATHML = {
+    "math", "mi", "mn", "mo", "ms", "mtext", "mspace", "mrow", "mfrac", "msqrt", "mroot",
+    "msub", "msup", "msubsup", "munder", "mover", "munderover", "mtable", "mtr", "mtd",
+    "mstyle", "merror", "mpadded", "mphantom", "menclose", "mmultiscripts", "mprescripts",
+    "none", "semantics", "annotation",
+}
+_MATHML_ATTRIBUTES = {
+    "display", "xmlns", "mathvariant", "mathsize", "stretchy", "fence", "separator",
+    "lspace", "rspace", "columnalign", "rowalign", "columnspacing", "rowspacing",
+    "columnlines", "rowlines", "frame", "displaystyle", "scriptlevel", "accent",
+    "accentunder", "movablelimits", "largeop", "symmetric", "minsize", "maxsize", "width",
+    "height", "depth", "linethickness", "notation", "form", "encoding", "align",
+}
+# URL schemes a link or image of the student's may use; `data:` only for an image's src
+_SCHEMES = {"http", "https", "mailto", "data"}
+
+
+def _attribute(tag, name, value):
+    """nh3's attribute filter: a `data:` URL only as an image's source (a browser does not
+    run script in an image, SVG included)."""
+    if value.strip().lower().startswith("data:") and not (
+            tag == "img" and name == "src" and value.strip().lower().startswith("data:image/")):
+        return None
+    return value
+
+
+def _cleaner_options():
+    import nh3
+
+    attributes = {tag: set(names) for tag, names in nh3.ALLOWED_ATTRIBUTES.items()}
+    attributes["*"] = {"class", "title", "dir", "lang"}
+    for tag in ("h1", "h2", "h3", "h4", "h5", "h6"):  # markdown's heading anchors
+        attributes.setdefault(tag, set()).add("id")
+    for tag in ("th", "td"):  # a markdown table's column alignment, and no other style
+        attributes[tag].add("style")
+    for tag in _MATHML:
+        attributes.setdefault(tag, set()).update(_MATHML_ATTRIBUTES)
+    return dict(tags=set(nh3.ALLOWED_TAGS) | _MATHML, attributes=attributes,
+                attribute_filter=_attribute, url_schemes=_SCHEMES,
+                clean_content_tags={"script", "style"}, link_rel="noopener noreferrer nofollow",
+                filter_style_properties={"text-align"})
+
+
+_OPTIONS = None
+
+
+def clean_html(html) -> str:
+    """`html` (a string, or bytes in UTF-8) with no script left: the student's markup
+    through nh3's allow-list (see above). Named in the templates' place of nbconvert's
+    `clean_html` filter (`HTMLExporter.filters`)."""
+    import nh3
+
+    global _OPTIONS
+    if _OPTIONS is None:
+        _OPTIONS = _cleaner_options()
+    text = html.decode("utf-8", "replace") if isinstance(html, bytes) else str(html)
+    return nh3.clean(text, **_OPTIONS)
+
+
+@pass_context
+def markdown2html(context, source) -> str:
+    """nbconvert's markdown rendering (the cell's attachments, math left for MathToMathML)
+    with the result through `clean_html`: nbgrader's feedback and formgrade templates
+    render markdown cells with this filter and no other cleaning."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    cell = context.get("cell", {}) or {}
+    path = context.get("resources", {}).get("metadata", {}).get("path", "")
+    renderer = IPythonRenderer(escape=False, attachments=cell.get("attachments", {}),
+                               path=path)
+    return clean_html(MarkdownWithMath(renderer=renderer).render(source))
+
+
+# output types that are code for the browser: kept out of every page
+SCRIPT_TYPES = ("application/javascript", "text/javascript", "application/x-javascript",
+                "application/ecmascript", "text/ecmascript",
+                "application/vnd.jupyter.widget-view+json",
+                "application/vnd.jupyter.widget-state+json")
+
+
+class DropScriptOutputs(Preprocessor):
+    """Every output's JavaScript and widget data out of the notebook before a page is made
+    (an output with nothing else left goes; one with a text version shows that), and the
+    notebook's widget state. Script in any other form (HTML, SVG, markdown) is for
+    `clean_html`; an SVG output is drawn as an image, which runs no script."""
+
+    enabled = Bool(True)
+
+    def preprocess(self, nb, resources):
+        nb.metadata.pop("widgets", None)
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code":
+            return cell, resources
+        kept = []
+        for output in cell.get("outputs", []):
+            data = output.get("data")
+            if isinstance(data, dict):
+                for key in [k for k in data if k.lower() in SCRIPT_TYPES
+                            or "javascript" in k.lower() or "ecmascript" in k.lower()]:
+                    del data[key]
+                if not data and output.get("output_type") in ("display_data",
+                                                              "execute_result"):
+                    continue
+            kept.append(output)
+        cell.outputs = kept
+        return cell, resources
+
+
+# the page settings above, for every HTMLExporter that renders a submission (the batch
+# path's; the course's nbgrader_config.py says the same for nbgrader's own commands)
+PAGE_SAFETY = {
+    "sanitize_html": True,
+    "skip_svg_encoding": False,  # SVG as an image (no script), never inline
+    "filters": {"clean_html": "autograder.grading.feedback.clean_html",
+                "markdown2html": "autograder.grading.feedback.markdown2html"},
+}
 
 
 # the feedback page's template: nbgrader's ("feedback"), without MathJax; the template
@@ -129,6 +276,7 @@ def template_dirs():
 # GenerateFeedback's own list (GetGrades, CSSHTMLHeaderPreprocessor) with the hidden
 # tests taken out in between, and the equations written as MathML
 FEEDBACK_PREPROCESSORS = [
+    DropScriptOutputs,
     GetGrades,
     HideHiddenTestTracebacks,
     ClearHiddenTestsInTestCells,

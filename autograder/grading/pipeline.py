@@ -44,6 +44,7 @@ GENERATE_STEPS = [
     f"{HERE}.nbgrader_steps.StripQuoteLists",
 ]
 FEEDBACK_STEPS = [
+    f"{HERE}.feedback.DropScriptOutputs",
     "nbgrader.preprocessors.GetGrades",
     f"{HERE}.feedback.HideHiddenTestTracebacks",
     f"{HERE}.feedback.ClearHiddenTestsInTestCells",

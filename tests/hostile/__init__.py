@@ -31,6 +31,7 @@ from .attacks import (
     CTYPES_POKE,
     DEFAULTS_SWAP,
     DISK_FILLER,
+    DISPLAY_UPDATE_FLOOD,
     FAKE_SUCCESS,
     FINALIZER_FORGE,
     FORGED_GRAD,
@@ -49,10 +50,13 @@ from .attacks import (
     PRINT_HIDDEN,
     READ_SECRETS,
     RUNTIME_SHADOW,
+    SCRIPT_MARKDOWN,
+    SCRIPT_OUTPUTS,
     SOCKET_FILLER,
     TAMPER_DURING_TEST,
     TASK_PATCH,
     TRACE_FUNCTION,
+    WIDGET_STATE_FLOOD,
     WRITE_OTHERS,
     WRONG_1_1,
 )
@@ -125,8 +129,20 @@ def _own_cell_with_grade_id(nb, grade_id):
     return nb
 
 
+def script_submission(solution):
+    """Every answer right, with script in every form a page could run it: a cell of
+    outputs (`SCRIPT_OUTPUTS`) and a markdown cell of the student's own (`SCRIPT_MARKDOWN`).
+    The pages made from it must run none of it (the hostile class; tests/browser)."""
+    nb = insert_after(solution, "task1_1_residual_stack", SCRIPT_OUTPUTS)
+    i, _ = _cell(nb, "task1_1_residual_stack")
+    nb.cells.insert(i + 1, nbformat.v4.new_markdown_cell(SCRIPT_MARKDOWN))
+    return nb
+
+
 def build_class(folder, context):
-    """Write the class into `folder`; returns the list of `Case`s."""
+    """Write the class into `folder`; returns the list of `Case`s. With HOSTILE_CASES set
+    (student names, comma-separated), only those and the honest students: for trying a
+    new case without grading the whole class."""
     course = Path(context.course)
     release = read_notebook(course / EXERCISES / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
     source = read_notebook(course / SOURCE / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
@@ -189,6 +205,16 @@ def build_class(folder, context):
     add("metadata-output", "every answer right; one output whose metadata is 12 MiB",
         insert_after(solution, "task1_1_residual_stack", METADATA_OUTPUT), FULL, FULL,
         reason=["left out"])
+
+    # output that reached the notebook around the output limit, script on the pages
+    add("display-update-flood", "every answer right; 40 outputs under one display id, then "
+        "one 1 MiB update of them all", insert_after(solution, "task1_1_residual_stack",
+                                                     DISPLAY_UPDATE_FLOOD), FULL, FULL,
+        reason=["left out"])
+    add("widget-state-flood", "every answer right; 30 widget comms of 1 MiB state each",
+        insert_after(solution, "task1_1_residual_stack", WIDGET_STATE_FLOOD), FULL, FULL)
+    add("script-outputs", "every answer right; script in HTML, JavaScript, SVG and markdown "
+        "outputs and in a markdown cell", script_submission(solution), FULL, FULL)
 
     # the notebook's structure
     deleted = copy.deepcopy(solution)
@@ -366,6 +392,10 @@ def build_class(folder, context):
             nb: as_bytes(solution),
             os.fsdecode(b"notes-caf\xe9-\xff.txt"): b"handed in with the notebook\n",
         })
+    only = {name.strip() for name in os.environ.get("HOSTILE_CASES", "").split(",")
+            if name.strip()}
+    if only:
+        cases = [c for c in cases if c.honest or c.student in only]
     return [_write(folder, case) for case in cases]
 
 

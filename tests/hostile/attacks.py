@@ -359,3 +359,44 @@ FORGED_GRAD = '''def residual_stack(x, depth=20):
     x.grad = (forward(x.data + h) - forward(x.data - h)) / (2 * h)
     return Value(forward(x.data))
 '''
+
+# issue #42's pages and output kinds
+
+# one small output shown 40 times under one display id, then one update of 1 MiB: nbclient
+# writes an update into every earlier output with its id (40 MiB, past the 8 MiB kept)
+DISPLAY_UPDATE_FLOOD = '''from IPython.display import display, update_display
+for _ in range(40):
+    display({"text/plain": "."}, raw=True, display_id="flood")
+update_display({"text/plain": "u" * (1 << 20)}, raw=True, display_id="flood")
+'''
+
+# widget comms whose state is 30 MiB in all: nbclient keeps a widget's state for the
+# notebook's metadata (nb.metadata.widgets), which no output limit saw
+WIDGET_STATE_FLOOD = '''from comm import create_comm
+for i in range(30):
+    create_comm(target_name="jupyter.widget", data={"state": {
+        "_model_name": "HTMLModel", "_model_module": "@jupyter-widgets/controls",
+        "_model_module_version": "2.0.0", "value": "w" * (1 << 20)}, "buffer_paths": []})
+'''
+
+# script in every form a page could run it: each sets document.title and a global, which a
+# page test reads back (tests/browser/test_pages_browser.py)
+SCRIPT_OUTPUTS = r'''from IPython.display import HTML, SVG, Javascript, Markdown, display
+display(HTML("<b>html</b><script>document.title = 'pwned'; window.pwned = 'script'</script>"
+             "<img src=x onerror=\"document.title = 'pwned'; window.pwned = 'onerror'\">"
+             "<a href=\"javascript:void(window.pwned = 'link')\">link</a>"
+             "<iframe srcdoc=\"<script>parent.pwned = 'iframe'</script>\"></iframe>"))
+display(Javascript("document.title = 'pwned'; window.pwned = 'javascript'"))
+display(SVG("<svg xmlns='http://www.w3.org/2000/svg' width='20' height='20' "
+            "onload=\"window.pwned = 'svg onload'\"><script>window.pwned = 'svg'</script>"
+            "<circle cx='10' cy='10' r='5'/></svg>"))
+display(Markdown("*md* <img src=x onerror=\"window.pwned = 'markdown output'\">"))
+display({"application/vnd.jupyter.widget-view+json": {"model_id": "x", "version_major": 2,
+         "version_minor": 0}, "text/plain": "widget"}, raw=True)
+'''
+
+# ... and the student's own markdown cell
+SCRIPT_MARKDOWN = ("A note of mine. <img src=x onerror=\"document.title = 'pwned'; "
+                   "window.pwned = 'markdown'\"> "
+                   "[more](javascript:void(window.pwned='md_link'))\n\n"
+                   "<script>window.pwned = 'markdown script'</script>\n")

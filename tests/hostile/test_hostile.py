@@ -1,12 +1,14 @@
 """Hostile and broken submissions, graded for real, as one class.
 
-The class (`tests/hostile`: 54 bad submissions and 3 honest ones, made from the released
-notebook) is graded by `residual-pack grade` with parallel workers and sandboxed kernels.
-The first run is killed (SIGKILL to its process group) once some students are done; the
-second run resumes it. Then, for every submission: the class finished, it scored no more
-than an honest submission with the same answers, the report gives the reason, and nobody
-else was affected. A control grades some of the attacks with nbgrader's own kernels, to
-show that they are real: there they earn points.
+The class (`tests/hostile`: 57 bad submissions and 3 honest ones, made from the released
+notebook) is graded by `residual-pack grade` with parallel workers and sandboxed kernels
+(HOSTILE_CASES=name,name grades only those cases and the honest ones, for trying a case;
+the kill-and-resume test needs the whole class). The first run is killed (SIGKILL to its
+process group) once some students are done; the second run resumes it. Then, for every
+submission: the class finished, it scored no more than an honest submission with the same
+answers, the report gives the reason, and nobody else was affected. A control grades some
+of the attacks with nbgrader's own kernels, to show that they are real: there they earn
+points.
 """
 
 import copy
@@ -31,6 +33,7 @@ from autograder.grading.course import (
     private_jupyter_dirs,
     read_notebook,
 )
+from autograder.grading.feedback import html_text
 from autograder.grading.intake import take_in
 from hostile import ASSIGNMENT, FULL, Context, build_class, case_names
 
@@ -217,6 +220,62 @@ def test_the_grading_process_is_safe_from_the_kernel(hostile_run):
     assert not any(line.startswith("honest-full: not graded") for line in text.splitlines())
     assert "\\x0a" in text  # the newline of the grade id, shown as an escape
     assert "\\ud800" in text
+
+
+LIMIT = 10 << 20  # 8 MiB of output kept per notebook, and the notebook's own cells
+
+
+def _graded_and_page(run, student):
+    if student not in run.cases:
+        pytest.skip(f"{student} is not in this class (HOSTILE_CASES)")
+    graded = run.out / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    [page] = (run.out / "feedback" / student).rglob("*.html")
+    return graded, page
+
+
+@needs_assignment
+@pytest.mark.slow
+def test_display_updates_count_as_output(hostile_run):
+    """The 8 MiB of output kept per notebook holds for display updates, which nbclient
+    writes into every earlier output with their display id (40 MiB asked for)."""
+    graded, page = _graded_and_page(hostile_run, "display-update-flood")
+    assert graded.stat().st_size < LIMIT, graded.stat().st_size
+    assert page.stat().st_size < LIMIT, page.stat().st_size
+    nb = read_notebook(graded)
+    updated = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+               if o.get("data", {}).get("text/plain", "").startswith("uuu")]
+    assert not updated, f"{len(updated)} outputs took the 1 MiB update past the limit"
+
+
+@needs_assignment
+@pytest.mark.slow
+def test_widget_state_is_not_kept(hostile_run):
+    """Widget state (30 MiB sent) never reaches the notebook's metadata: the grader is not
+    a widget front end."""
+    graded, page = _graded_and_page(hostile_run, "widget-state-flood")
+    assert graded.stat().st_size < LIMIT, graded.stat().st_size
+    assert page.stat().st_size < LIMIT, page.stat().st_size
+    assert "widgets" not in read_notebook(graded).metadata
+
+
+@needs_assignment
+@pytest.mark.slow
+def test_the_feedback_page_holds_no_script_of_the_students(hostile_run):
+    """The page made from `script-outputs` (tests/browser/test_pages_browser.py opens one
+    in Chromium): no script element, event handler or javascript: URL that the student
+    wrote; the student's code is still shown, as text."""
+    import re
+
+    _, page = _graded_and_page(hostile_run, "script-outputs")
+    html = page.read_text(encoding="utf-8")
+    scripts = re.findall(r"<script\b[^>]*>(.*?)</script>", html, re.S | re.I)
+    assert not [s for s in scripts if "pwned" in s], "a script of the student's is on the page"
+    tags = re.findall(r"<[a-zA-Z][^>]*>", html)
+    assert not [t for t in tags if re.search(r"\son[a-z]+\s*=", t, re.I)], "an event handler"
+    assert not [t for t in tags if "javascript:" in t.lower()], "a javascript: URL"
+    assert not [t for t in tags if t.lower().startswith(("<iframe", "<svg"))]
+    assert "window.pwned" in html_text(html)  # the code cell, shown as code
+    assert "A note of mine." in html_text(html)  # the markdown cell, shown
 
 
 @needs_assignment

@@ -19,7 +19,9 @@ STUDENTS = ["honest-full", "honest-partial", "deleted-cells", "duplicated-cells"
             "patched-checks", "tamper-during-test",
             # issue #26's kinds: a forged record, the hidden source printed, output metadata,
             # a gradient written into .grad by hand
-            "finalizer-forge", "print-hidden", "metadata-output", "forged-grad"]
+            "finalizer-forge", "print-hidden", "metadata-output", "forged-grad",
+            # issue #42's output and pages kinds: display updates, widget state, script
+            "display-update-flood", "widget-state-flood", "script-outputs"]
 
 
 def test_the_three_grading_paths_agree(tmp_path):
@@ -48,4 +50,6 @@ def test_the_three_grading_paths_agree(tmp_path):
         assert sum(v[0] for v in scores["finalizer-forge"].values()) == 0.0
         assert sum(v[0] for v in scores["print-hidden"].values()) == 0.0
         assert sum(v[0] for v in scores["metadata-output"].values()) == 6.0
+        for student in ("display-update-flood", "widget-state-flood", "script-outputs"):
+            assert sum(v[0] for v in scores[student].values()) == 6.0, student
         assert sum(v[0] for v in scores["forged-grad"].values()) == 4.0  # the output only
