@@ -1,7 +1,15 @@
 """docs/instructors.md and tests/integration/test_instructor_doc.py cannot drift apart: every
 command the doc's steps print is run by that test in the doc's order, or said why not."""
 
-from instructordoc import SCRIPT, doc_commands, readme_commands, readme_not_in_doc, unaccounted
+from instructordoc import (
+    README,
+    SCRIPT,
+    SETUP,
+    doc_commands,
+    readme_commands,
+    readme_not_in_doc,
+    unaccounted,
+)
 
 
 def test_every_command_of_the_doc_is_run_or_said_why_not():
@@ -39,3 +47,18 @@ def test_a_readme_command_that_differs_from_the_doc_is_caught():
     assert readme_not_in_doc(other_root) != []
     assert readme_not_in_doc([*listed, "residual-pack grade ASSIGNMENT DIR"]) != []
     assert readme_not_in_doc(list(reversed(listed))) != []  # out of the doc's order
+
+
+def test_the_readmes_instructor_list_first_puts_the_commands_on_the_path():
+    """Issue 40's trap 1: after the README's set-up (scripts/demo makes .venv) the list's
+    first command failed with `residual-pack: command not found`. The list starts with the
+    line that puts .venv's commands on the PATH, scripts/demo prints it at its end, and
+    docs/instructors.md says it before its steps."""
+    activate = "source .venv/bin/activate"
+    assert activate in SETUP
+    assert readme_commands()[0] == activate
+    assert [c for c in readme_commands() if c in SETUP] == [activate]  # no other exception
+    demo = (README.parent / "scripts" / "demo").read_text(encoding="utf-8")
+    assert f'echo "    {activate}"' in demo
+    doc = (README.parent / "docs" / "instructors.md").read_text(encoding="utf-8")
+    assert f"`{activate}`" in doc[:doc.index("In the order an instructor works")]
