@@ -200,8 +200,9 @@ def test_a_feedback_page_that_cannot_be_made_fails_the_run_and_says_so(
     """The install of issue 40 (the wheel without its template, here removed from the
     installed copy): every student is still graded, and the run says that the pages are
     missing, for whom and why, in its summary and report, and exits 1, not 0."""
-    templates = next(installed.glob("lib/python*/site-packages/autograder/grading/templates"))
-    shutil.rmtree(templates)
+    templates = list(installed.glob("lib/python*/site-packages/autograder/grading/templates"))
+    assert templates, "the installed wheel has no feedback template (autograder/grading/)"
+    shutil.rmtree(templates[0])
     out = tmp_path / "graded"
     done = _run(installed, ["residual-pack", "grade", ASSIGNMENT, str(submissions),
                             "--out", str(out)], course)
