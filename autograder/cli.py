@@ -175,7 +175,7 @@ def _limits(args, course):
 
 
 def cmd_grade(args, course):
-    from autograder.grading.classrun import run_grading
+    from autograder.grading.classrun import feedback_failures, run_grading
     from autograder.grading.report import score_table
 
     assignment = check_assignments(course, [args.assignment])[0]
@@ -208,6 +208,14 @@ def cmd_grade(args, course):
     ungraded = [r.student for r in results if not r.graded]
     if ungraded:
         _say(f"not graded: {', '.join(ungraded)} (see the reasons above)")
+    # a page missing is the grader's failure, not the student's: the run has not done its job
+    failed = [] if args.no_feedback else feedback_failures(results)
+    if failed:
+        _say(f"FEEDBACK FAILED for {len(failed)} student(s): graded (their scores are in "
+             f"grades.csv) but without the feedback page they are owed:")
+        for line in failed:
+            _say(f"  {line}")
+        return 1
     return 0
 
 
@@ -360,7 +368,8 @@ def parser():
                     "student separately, in a sandboxed kernel with time, memory and process "
                     "limits. Writes an nbgrader course folder to --out with grades.csv, "
                     "feedback/<student>/<assignment>/<nb>.html and the class report "
-                    "(report.txt, report.csv, report.json).",
+                    "(report.txt, report.csv, report.json). Exits 1 when a graded "
+                    "student's feedback page could not be made.",
     )
     gr.add_argument("assignment")
     gr.add_argument("submissions")

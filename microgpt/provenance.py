@@ -14,6 +14,7 @@ that printed it, and rerun with the same command.
 import datetime
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,10 @@ _REPO = Path(__file__).resolve().parent.parent
 
 
 def _git(*args):
+    # only this package's own checkout: installed in site-packages (inside, say, a
+    # project's .venv) git would answer for whatever repository encloses it
+    if not (_REPO / ".git").exists():
+        return None
     try:
         run = subprocess.run(["git", *args], cwd=_REPO, capture_output=True, text=True,
                              timeout=20)
@@ -88,7 +93,9 @@ def record(command=None, wall_seconds=None, **extra):
 def describe(prov):
     """One line for a table's caption: commit, versions, threads, CPU, date, wall time."""
     versions = ", ".join(f"{k} {v}" for k, v in prov.get("versions", {}).items())
-    commit = str(prov.get("commit", "?"))[:10]
+    commit = str(prov.get("commit", "?"))
+    if re.fullmatch(r"[0-9a-f]{40}", commit):  # a hash, shortened; anything else as it is
+        commit = commit[:10]
     if prov.get("uncommitted_changes"):
         commit += " (with uncommitted changes)"
     wall = prov.get("wall_seconds")

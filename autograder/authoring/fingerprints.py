@@ -47,6 +47,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.answers import mutants as mutant_registry
+from autograder.authoring.checkout import require_checkout
 from autograder.authoring.madeup import filled_in, mutant_notebook_name, with_answer
 from autograder.cells import as_graded, grade_id, is_autograded_test, is_solution
 from autograder.grading.course import (
@@ -432,6 +433,9 @@ def regenerate(course, names, jobs=1, write=True, say=None):
     fail: the solution fails a visible test, a mutant is not named, or (not `write`) the
     committed table differs from this run."""
     say = say or (lambda *_: None)
+    if write:  # before the long runs (--check compares with the installed table)
+        require_checkout("fingerprints", "it rewrites autograder/kernel/fingerprints.py; "
+                                         "`--check` runs anywhere")
     tables, failed = {}, []
     for name in names:
         solution, outcomes = observe(course, name, jobs=jobs, say=say)

@@ -38,6 +38,7 @@ import zipfile
 from pathlib import Path
 
 from autograder.authoring import withheld
+from autograder.authoring.checkout import pack_root
 from autograder.grading.course import EXERCISES, CourseError, assignments, notebook_paths
 from autograder.kernel.policy import SWITCHED_OFF
 
@@ -138,13 +139,13 @@ def _withheld_modules():
 
 def _stage(course, stage):
     """The wheel's project in `stage`: the copied packages (their answers held back) and a
-    pyproject.toml."""
-    course = Path(course)
+    pyproject.toml. The packages are the installed pack's (`pack_root`), not `course`'s."""
+    root = pack_root()
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     for name in COPIED:
-        shutil.copytree(course / name, stage / name, ignore=ignore)
+        shutil.copytree(root / name, stage / name, ignore=ignore)
     for name in COPIED_MODULES:
-        shutil.copy2(course / name, stage / name)
+        shutil.copy2(root / name, stage / name)
     for module in _withheld_modules():
         path = stage.joinpath(*module.split(".")).with_suffix(".py")
         path.write_text(withheld.withhold(path.read_text(encoding="utf-8"), module),
@@ -194,7 +195,7 @@ def _stage_solved(course, stage, assignment):
         raise CourseError(f"{assignment} has no answers that the library builds on: there "
                           f"is nothing to release (those that have: "
                           f"{', '.join(withheld.solved_assignments('microgpt'))})")
-    sources = {m: Path(course).joinpath(*m.split(".")).with_suffix(".py").read_text(
+    sources = {m: pack_root().joinpath(*m.split(".")).with_suffix(".py").read_text(
         encoding="utf-8") for m in _withheld_modules()}
     for package in packages:
         path = stage / withheld.solved_path(package, assignment)

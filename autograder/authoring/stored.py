@@ -22,6 +22,7 @@ import math
 from pathlib import Path
 
 from autograder.answers import reference
+from autograder.authoring.checkout import require_checkout
 from autograder.kernel.checks import central_gradients
 from autograder.kernel.probes import (
     GradientProbe,
@@ -457,10 +458,13 @@ def regenerate(write=True, say=print):
     """Compute every entry of the three tables; write them (or, with `write` false,
     compare). Returns the names that differ from the committed tables. The torch track's
     needs torch: without it, it is left as it is (and said so)."""
+    require_checkout("stored", "it computes from the checkout's exercises/ and rewrites "
+                               "autograder/kernel/stored.py, gptchecks.json and torchchecks.json")
     from autograder.kernel.gptchecks import STORED_FILE
     from autograder.kernel.stored import STORED
-    from autograder.kernel.torchchecks import STORED_FILE as TORCH_FILE
 
+    # torchchecks.STORED_FILE, named without importing torchchecks (which imports torch)
+    TORCH_FILE = STORED_FILE.with_name("torchchecks.json")
     computed, computed_gpt = compute(), compute_gpt()
     committed_gpt = (json.loads(STORED_FILE.read_text(encoding="utf-8"))
                      if STORED_FILE.exists() else {})

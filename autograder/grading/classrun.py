@@ -28,7 +28,8 @@ from autograder.grading.session import grading_session
 from autograder.grading.student import HANDED_IN, Grader, StudentResult
 from autograder.grading.submissions import find_submissions, handed_in_at, submission_hash
 
-__all__ = ["MIN_FOR_WORKERS", "grade_all", "grade_folder", "prepare_out", "run_grading"]
+__all__ = ["MIN_FOR_WORKERS", "feedback_failures", "grade_all", "grade_folder", "prepare_out",
+           "run_grading"]
 
 
 # ---------------------------------------------------------------- students, at once
@@ -199,6 +200,23 @@ def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, jour
     results = [by_student[s] for s in found]
     csv = grader.export_csv(grader.work.path("grades.csv"))
     return results, csv
+
+
+NO_FEEDBACK = "no feedback: "  # how Grader.grade notes a feedback step that failed
+
+
+def feedback_failures(results: list[StudentResult]) -> list[str]:
+    """One line per graded student whose feedback was asked for and not made (nbgrader's
+    generate_feedback failed, or wrote no page), with nbgrader's reason: grades without
+    the pages the students are owed, which a run must not report as a success."""
+    lines = []
+    for r in results:
+        if not r.graded:
+            continue
+        why = [n[len(NO_FEEDBACK):] for n in r.notes if n.startswith(NO_FEEDBACK)]
+        if why or not r.feedback:
+            lines.append(f"{r.student}: {'; '.join(why) or 'no feedback page was written'}")
+    return lines
 
 
 def lateness(grader, result):
@@ -387,5 +405,7 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
             header_text += f"\nisolation: {session.describe()}"
         for line in lost:
             header_text += "\n" + line
+        for line in feedback_failures(results) if feedback else []:
+            header_text += "\nFEEDBACK FAILED, " + line
         write_report(grader, results, out, header_text)
     return grader, results, csv

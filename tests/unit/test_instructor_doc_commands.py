@@ -3,8 +3,10 @@ command the doc's steps print is run by that test in the doc's order, or said wh
 
 from instructordoc import (
     POSTGRES_COMMANDS,
+    README,
     REPO,
     SCRIPT,
+    SETUP,
     doc_commands,
     readme_commands,
     readme_not_in_doc,
@@ -65,3 +67,18 @@ def test_the_postgresql_step_installs_the_extra_with_the_driver_before_naming_it
     assert any(d.startswith("psycopg2") for d in extras["postgres"])
     order = [extra, *POSTGRES_COMMANDS, "nbgrader generate_assignment ASSIGNMENT --force"]
     assert [c for c in commands if c in order] == order
+
+
+def test_the_readmes_instructor_list_first_puts_the_commands_on_the_path():
+    """Issue 40's trap 1: after the README's set-up (scripts/demo makes .venv) the list's
+    first command failed with `residual-pack: command not found`. The list starts with the
+    line that puts .venv's commands on the PATH, scripts/demo prints it at its end, and
+    docs/instructors.md says it before its steps."""
+    activate = "source .venv/bin/activate"
+    assert activate in SETUP
+    assert readme_commands()[0] == activate
+    assert [c for c in readme_commands() if c in SETUP] == [activate]  # no other exception
+    demo = (README.parent / "scripts" / "demo").read_text(encoding="utf-8")
+    assert f'echo "    {activate}"' in demo
+    doc = (README.parent / "docs" / "instructors.md").read_text(encoding="utf-8")
+    assert f"`{activate}`" in doc[:doc.index("In the order an instructor works")]
