@@ -28,15 +28,16 @@ box).
 
 With the `graphviz` package and Graphviz's `dot` program installed, the result is a
 `graphviz.Digraph` (laid out by dot). Without them it is a plain SVG laid out here, in
-layers, every long arrow routed through the gaps between boxes; `backend="svg"` asks for
+layers, every long arrow routed through the gaps between boxes, each arrow's number where it
+touches no other arrow, box or number (where such a spot exists); `backend="svg"` asks for
 it. Both are shown at full size: text is 12 px (edge labels 11 px), and a drawing wider
 than `MAX_WIDTH` pixels is shown unscaled with a scroll bar instead of shrunk. A text-only
 front end shows the repr, the same picture in words.
 
-`block_diagram(kind)` draws one layer or block, top to bottom, as the residual-stream
-picture: the main path a straight column, each branch beside it leaving the column at a
-fork and coming back into its own add: "plain", "residual", "highway", "pre-norm",
-"post-norm".
+`block_diagram(kind, title="")` draws one layer or block, top to bottom, as the
+residual-stream picture: the main path a straight column, each branch beside it leaving the
+column at a fork and coming back into its own add: "plain", "residual", "highway",
+"pre-norm", "post-norm"; `title` is written above it.
 """
 
 import html
@@ -55,6 +56,8 @@ FONT = "Helvetica, Arial, sans-serif"
 FONT_PX = 12  # every box's text
 SMALL_PX = 11  # labels on arrows: the smallest text of any drawing
 CHAR_W = 0.62  # a generous average glyph width, in ems, to size boxes from their text
+ARROW_GAP = 32  # the height of the gap between two rows of a graph, taller above an
+# operation with more than two inputs
 
 
 class Drawing:
@@ -387,12 +390,14 @@ def _isotonic(targets, gaps):
     return [y + o for y, o in zip(out, offsets)]
 
 
-def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0, order_of=None):
+def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0, order_of=None, gap_above=None):
     """Place `boxes` in ranks (rank set on each box), left to right within a rank by the
     barycentre of their neighbours (starting from `order_of`), each long link through a
-    chain of slim dummy boxes, so that no arrow crosses a box. Returns (width, height,
-    routes, band), routes[i] being the points of links[i] and band[rank] its (top, bottom)."""
+    chain of slim dummy boxes, so that no arrow crosses a box. The gap above rank r is
+    `gap_above[r]` where given, else `gap_y`. Returns (width, height, routes, band),
+    routes[i] being the points of links[i] and band[rank] its (top, bottom)."""
     order_of = order_of or {}
+    gap_above = gap_above or {}
     ranks = {}
     for b in boxes:
         ranks.setdefault(b.rank, []).append(b)
@@ -467,17 +472,19 @@ def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0, order_of=None):
     right = max(b.x + b.w / 2 for level in levels for b in level)
     band = {}
     y = pad + top
-    for r, level in zip(sorted(ranks), levels):
+    for n, (r, level) in enumerate(zip(sorted(ranks), levels)):
+        if n:
+            y += gap_above.get(r, gap_y)
         h = max((b.h for b in level), default=0)
         band[r] = (y, y + h)
         for b in level:
             b.x += pad - left
             b.y = y + (h - b.h) / 2
-        y += h + gap_y
+        y += h
     routes = []
     for chain in chains:
         routes.append([(b.x, band[b.rank]) for b in chain])
-    return right - left + 2 * pad, y - gap_y + pad, routes, band
+    return right - left + 2 * pad, y + pad, routes, band
 
 
 def _straighten(chains, levels):
@@ -534,6 +541,94 @@ def _curve(points, start_y, end_y):
             d.append(f"L {nx:.1f} {b:.1f}")
         x, y = nx, (b if not last else end_y)
     return " ".join(d)
+
+
+def _path_points(d, steps=16):
+    """Points along an SVG path made of M, L and C commands (as `_curve` writes them)."""
+    tokens = d.split()
+    points, i, here = [], 0, (0.0, 0.0)
+    while i < len(tokens):
+        if tokens[i] in ("M", "L"):
+            here = (float(tokens[i + 1]), float(tokens[i + 2]))
+            points.append(here)
+            i += 3
+            continue
+        c = [float(t) for t in tokens[i + 1:i + 7]]
+        p0, p1, p2, p3 = here, c[0:2], c[2:4], c[4:6]
+        for k in range(1, steps + 1):
+            t = k / steps
+            points.append(tuple((1 - t) ** 3 * p0[j] + 3 * (1 - t) ** 2 * t * p1[j]
+                                + 3 * (1 - t) * t * t * p2[j] + t**3 * p3[j]
+                                for j in range(2)))
+        here = tuple(p3)
+        i += 7
+    return points
+
+
+def _crosses(points, box):
+    """Does the line through `points` pass through the rectangle `box` (left, top, right,
+    bottom)? Each segment clipped against it (Liang-Barsky)."""
+    for (x1, y1), (x2, y2) in zip(points, points[1:]):
+        dx, dy = x2 - x1, y2 - y1
+        lo, hi = 0.0, 1.0
+        for p, q in ((-dx, x1 - box[0]), (dx, box[2] - x1), (-dy, y1 - box[1]),
+                     (dy, box[3] - y1)):
+            if p == 0:
+                if q < 0:
+                    break
+                continue
+            r = q / p
+            if p < 0:
+                lo = max(lo, r)
+            else:
+                hi = min(hi, r)
+            if lo > hi:
+                break
+        else:
+            return True
+    return False
+
+
+# where along its arrow a label is tried: a share of the arrow's last gap, nearest the
+# middle first (in the last gap the arrows into one operation are still apart), then
+# higher up, where an arrow from a box with many uses has not yet met the others
+_LABEL_AT = (0.3, 0.5, 0.15, 0.65, 0.05, 0.8)
+
+
+def _label_spot(route, start_y, end_y, w, h, taken, others):
+    """The rectangle for a label of size w x h beside the arrow through `route`: the first
+    spot, along its last gap then up its earlier ones, left or right of the arrow, that
+    overlaps no box or label in `taken` and no other arrow (`others`: the points along
+    each); failing that, the one that crosses the fewest other arrows."""
+    pad = 2  # the white halo around the glyphs
+    legs = []  # (x1, y1, x2, y2) of each gap the arrow crosses, the last first
+    for k in range(len(route) - 1, 0, -1):
+        (x1, (_, b1)), (x2, (t2, _)) = route[k - 1], route[k]
+        y1 = max(b1, start_y) if k == 1 else b1
+        y2 = end_y if k == len(route) - 1 else t2
+        legs.append((x1, y1, x2, y2))
+    best = None
+    for x1, y1, x2, y2 in legs:
+        for t in _LABEL_AT:
+            # the point of the S-curve `_curve` draws across this gap, at parameter t
+            cx = x1 + (x2 - x1) * (3 * t * t - 2 * t**3)
+            cy = y1 + (y2 - y1) * (1.5 * t * (1 - t) + t**3)
+            for right in ((x1 <= x2), not (x1 <= x2)):
+                left = cx + 4 if right else cx - 4 - w
+                box = (left, cy - h / 2, left + w, cy + h / 2)
+                if any(_overlap(box, other) for other in taken):
+                    continue
+                halo = (box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad)
+                hits = sum(_crosses(line, halo) for line in others)
+                if hits == 0:
+                    return box
+                if best is None or hits < best[0]:
+                    best = (hits, box)
+    if best is not None:
+        return best[1]
+    x1, y1, _, y2 = legs[0]
+    cy = y1 + (y2 - y1) * 0.3
+    return (x1 + 4, cy - h / 2, x1 + 4 + w, cy + h / 2)
 
 
 def _svg_open(width, height, marker_colours=()):
@@ -621,7 +716,19 @@ def _as_svg(graph):
         if v._children:
             order_of[id(op_of[id(v)])] = len(order_of)
         stack.extend(reversed(v._children))
-    width, height, routes, band = _layout(boxes, links, top=top, order_of=None)
+    # a taller gap above an operation that many arrows come into: room for their labels
+    # where the arrows are still apart
+    into = {}
+    for i, (_, b, _) in enumerate(links):
+        if kinds[i] is not None:
+            into[id(b)] = into.get(id(b), 0) + 1
+    gap_above = {}
+    for b in boxes:
+        if b.kind == "op" and into.get(id(b), 0) > 2:
+            gap = min(ARROW_GAP + 8 * (into[id(b)] - 2), 2 * ARROW_GAP)
+            gap_above[b.rank] = max(gap_above.get(b.rank, ARROW_GAP), gap)
+    width, height, routes, band = _layout(boxes, links, gap_y=ARROW_GAP, top=top,
+                                          order_of=None, gap_above=gap_above)
     width = math.ceil(max(width, 46 + _text_w(legend) + 12))
     height = math.ceil(height)
     # where arrows end on an operation: spread over its top, in the order they arrive
@@ -646,12 +753,16 @@ def _as_svg(graph):
     labels = []
     taken = [(b.x - b.w / 2 - 2, b.y - 2, b.x + b.w / 2 + 2, b.y + b.h + 2)
              for b in boxes if b.kind != "dummy"]
+    paths, lines = [], []  # each arrow's SVG path, and the points along it
     for i, ((a, b, _), route) in enumerate(zip(links, routes)):
-        start_y = a.y + a.h
-        end_y = b.y
         if i in end_x:
             route = route[:-1] + [(end_x[i], route[-1][1])]
-        path = _curve(route, start_y, end_y)
+            routes[i] = route
+        paths.append(_curve(route, a.y + a.h, b.y))
+        lines.append(_path_points(paths[-1]))
+    for i, (a, b, _) in enumerate(links):
+        path, route = paths[i], routes[i]
+        start_y, end_y = a.y + a.h, b.y
         if kinds[i] is None:
             parts.append(f'<path d="{path}" fill="none" stroke="#444444" stroke-width="1.2" '
                          f'marker-end="url(#arrow)"/>')
@@ -664,30 +775,10 @@ def _as_svg(graph):
                      f'marker-end="url(#{"shortcut" if shortcut else "arrow"})">'
                      f'<title>{"shortcut, " if shortcut else ""}local derivative '
                      f'{html.escape(_number(local))}</title></path>')
-        # the local derivative beside the arrow in its last gap, where the arrows into one
-        # operation are still apart (they meet at its top), at the first place that
-        # overlaps no other label and no box
-        (x1, (_, b1)), (x2, _) = route[-2], route[-1]
-        y1 = max(b1, start_y) if len(route) == 2 else b1
         text = _number(local)
-        w, h = _text_w(text, SMALL_PX), SMALL_PX
-        spot = None
-        for t in (0.3, 0.5, 0.15, 0.65):
-            s_ = 3 * t * t - 2 * t**3  # the S-curve's share of the way at parameter t
-            cx, cy = x1 + (x2 - x1) * s_, y1 + (end_y - y1) * s_
-            for right in ((x1 <= x2), not (x1 <= x2)):
-                left = cx + 4 if right else cx - 4 - w
-                box = (left, cy - h / 2, left + w, cy + h / 2)
-                if not any(_overlap(box, other) for other in taken):
-                    spot = (box, right)
-                    break
-            if spot:
-                break
-        if spot is None:
-            left = x1 + 4
-            cy = y1 + (end_y - y1) * 0.3
-            spot = ((left, cy - h / 2, left + w, cy + h / 2), True)
-        box, right = spot
+        others = [line for k, line in enumerate(lines) if k != i]
+        box = _label_spot(route, start_y, end_y, _text_w(text, SMALL_PX), SMALL_PX, taken,
+                          others)
         taken.append(box)
         labels.append(_text(box[0], box[3] - 1.5, text, px=SMALL_PX, anchor="start",
                             fill=colour,
@@ -785,9 +876,9 @@ def _main_path(kind):
     return boxes, forks
 
 
-def _block_text(kind):
+def _block_text(kind, title=""):
     boxes, forks = _main_path(kind)
-    lines = [f"{kind} block diagram, top to bottom",
+    lines = ([title] if title else []) + [f"{kind} block diagram, top to bottom",
              "  main path: " + " -> ".join(boxes)]
     for start, branch, end, label in forks:
         lines.append(f"  branch: {boxes[start]} -> " + " -> ".join(branch) +
@@ -797,19 +888,22 @@ def _block_text(kind):
     return "\n".join(lines)
 
 
-def block_diagram(kind):
+def block_diagram(kind: str, title: str = "") -> Drawing:
     """One layer or block, top to bottom: the main path in a straight column, each branch
     to its right, leaving the column at a fork and coming back into its own add. The column
     from a fork to its add is the shortcut (the identity path of a residual layer or block,
     the carry path of a highway layer), drawn in colour. In a transformer block the second
-    branch leaves the column below the first add: the MLP reads the stream after it."""
+    branch leaves the column below the first add: the MLP reads the stream after it.
+    `title`, if given, is written above the block (and first in the text repr), so that
+    two diagrams shown one after the other say which is which."""
     if kind not in _BLOCKS:
         raise ValueError(f"kind must be one of {sorted(_BLOCKS)}, not {kind!r}")
     box_h, gap, pad, step_gap = 30, 22, 14, 14
+    title_px = 14
     main_w, branch_w = 150, 110
     main_x = pad + 40  # room on the left for the shortcut's label, beside the column
     branch_x = main_x + main_w / 2 + 40 + branch_w / 2
-    parts, y = [], pad
+    parts, y = [], pad + (title_px + 12 if title else 0)
     centre = main_x + main_w / 2
     label_x = centre - 8
     items = []  # (y top, kind, name)
@@ -831,8 +925,11 @@ def block_diagram(kind):
         fork_ys.append((fork_y, branch_tops, branch, add_y, label))
         y = add_y + box_h + gap
     height = math.ceil(y - gap + pad)
-    width = math.ceil(branch_x + branch_w / 2 + pad)
+    width = math.ceil(max(branch_x + branch_w / 2, pad + _text_w(title, title_px)) + pad)
     parts.append(_svg_open(width, height, [("head", "#333333"), ("idhead", SHORTCUT_COLOUR)]))
+    if title:
+        parts.append(_text(pad, pad + title_px, title, px=title_px, anchor="start",
+                           extra=' font-weight="bold"'))
     # the main path's segments: coloured from a fork down to its add (the shortcut)
     tops = [t for t, _, _ in items]
     in_shortcut = {i for i, (_, k, _) in enumerate(items) if k == "add"}
@@ -871,4 +968,4 @@ def block_diagram(kind):
                      f'fill="{fill}" stroke="#333333"/>')
         parts.append(_text(centre, t + box_h / 2 + 4.5, name, px=13))
     parts.append("</svg>")
-    return Drawing("\n".join(parts), _block_text(kind), width)
+    return Drawing("\n".join(parts), _block_text(kind, title), width)

@@ -26,12 +26,14 @@ from autograder.authoring.checkout import require_checkout
 from autograder.kernel.checks import central_gradients
 from autograder.kernel.probes import (
     GradientProbe,
+    as_values,
     layer_inputs,
     probe_forward,
     probe_gate,
     probe_gated_params,
     probe_highway_layer,
     probe_layer,
+    rows,
 )
 
 __all__ = ["RECIPES", "TABLE_FILE", "compute", "render", "differences", "regenerate",
@@ -62,6 +64,26 @@ def _logits_net():
 
 
 _LOGITS_X = [0.5, -1.2, 2.0]
+
+
+def _depth_zero_net():
+    from microgpt.deepnet import make_net
+
+    return make_net(0, width=4, d_in=3, n_classes=2, seed=36)
+
+
+def _two_matrix_logits():
+    """Task 2.2's visible check of layers with two matrices: tanh(W h + 0.5 U h), two of
+    them, drawn as the test cell draws them."""
+    from microgpt.deepnet import make_net
+
+    def two_matrices(width, rng):
+        return {"U": as_values(rows(rng, width, width)), "W": as_values(rows(rng, width, width))}
+
+    net = make_net(2, width=3, d_in=2, n_classes=2, seed=37, layer_params=two_matrices)
+    return reference.f_logits(net, [0.8, -0.4], lambda h, W, U: [
+        math.tanh(a + 0.5 * b)
+        for a, b in zip(reference.f_linear(h, W), reference.f_linear(h, U))])
 
 
 def _gradient_norms():
@@ -123,6 +145,8 @@ RECIPES = {
     # 02_degradation
     "2.1 plain_layer, seed 21, width 8": (False, lambda: reference.f_plain_layer(
         *layer_inputs(seed=21, width=8))),
+    "2.1 plain_layer, seed 31, 4 inputs, 6 outputs": (False, lambda: reference.f_plain_layer(
+        *layer_inputs(seed=31, width=4, n_out=6))),
     "2.1 plain_layer gradients, seed 24, width 4": (False, lambda: _gradients(
         layer_inputs(seed=24, width=4), ["h", "W"], reference.f_plain_layer)),
     "2.2 mlp_logits, 3 probe layers": (False, lambda: reference.f_logits(
@@ -130,6 +154,9 @@ RECIPES = {
     "2.2 mlp_logits gradients in x, 3 probe layers": (False, lambda: _gradients(
         [_LOGITS_X], ["x"], lambda v: reference.f_logits(_logits_net(), v,
                                                          reference.f_probe_layer))),
+    "2.2 mlp_logits, depth 0": (False, lambda: reference.f_logits(
+        _depth_zero_net(), _LOGITS_X, reference.f_probe_layer)),
+    "2.2 mlp_logits, 2 layers of two matrices": (False, _two_matrix_logits),
     "2.2 training loss, 3 plain layers, seed 0": (True, lambda: reference.training_loss(
         reference.plain_layer, 3, 0, _short())),
     "2.3 layer_gradient_norms, 3 probe layers": (False, _gradient_norms),

@@ -122,3 +122,38 @@ def test_a_constant_output_is_named_once_in_the_gradient_test(tmp_path):
     assert shown["task1_1_test_gradient"] == (
         "CheckFailed: d residual_stack(x, depth=20)/dx at x = 1.0: expected 6.7275 (1.1**20), "
         f"got 0. This looks like a known mistake: {constant.hint}")
+
+
+def test_post_norm_written_where_pre_norm_is_asked_is_named_on_the_visible_tests(tmp_path):
+    """Issue #41, item 3: Task 5.1 answered with the post-norm block showed only "expected
+    0.58008, got 0.47361", though the post-norm reference is at hand: the values and the
+    gradients test each name the mistake."""
+    wrong = _mutant("05_gpt_residual_adds", "pre-norm written as post-norm: norm(x + f(x))")
+    shown, _ = run_slip("05_gpt_residual_adds", wrong, tmp_path)
+    for gid in ("task5_1_test_values", "task5_1_test_gradients"):
+        assert shown[gid].startswith("CheckFailed: pre_norm_block: "), shown[gid]
+        assert shown[gid].endswith(f"This looks like a known mistake: {wrong.hint}"), shown[gid]
+        assert shown[gid].count("This looks like a known mistake") == 1
+
+
+def test_a_layer_index_fixed_at_0_is_named_on_the_visible_tests(tmp_path):
+    """Issue #41, item 3: the hint of Task 5.1 asks for the block's own layer, but every
+    visible check ran block 0 of a one-block model, so weights of block 0 hard-coded passed
+    them all; the second block of two is now a visible check that names the mistake."""
+    wrong = _mutant("05_gpt_residual_adds", "weights of block 0 used in every block")
+    shown, _ = run_slip("05_gpt_residual_adds", wrong, tmp_path)
+    assert shown["task5_1_test_values"].startswith(
+        "CheckFailed: pre_norm_block: output (block 1 of 2, "), shown["task5_1_test_values"]
+    assert shown["task5_1_test_values"].endswith(
+        f"This looks like a known mistake: {wrong.hint}")
+
+
+def test_task_2_1_asks_for_a_matrix_that_need_not_be_square(tmp_path):
+    """Issue #41, item 3: Task 2.1 says W need not be square, but the visible test had
+    only a square W; a layer with one output per input now fails it, named."""
+    wrong = _mutant("02_degradation",
+                    "one output per input: the rows counted by len(h), a square W assumed")
+    shown, _ = run_slip("02_degradation", wrong, tmp_path)
+    assert "plain_layer(h, W) with 4 inputs and 6 outputs" in shown["task2_1_test_values"]
+    assert shown["task2_1_test_values"].endswith(
+        f"This looks like a known mistake: {wrong.hint}"), shown["task2_1_test_values"]

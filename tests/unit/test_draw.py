@@ -430,3 +430,104 @@ def test_an_unknown_block_is_refused():
 
 def test_math_is_not_needed_for_a_leaf():
     assert math.isfinite(Value(3.0).data) and op_label(Value(3.0)) == ""
+
+
+# ---------------------------------------------------------------- labels on arrows
+
+
+def _crosses(seg, box):
+    """Does the segment ((x1, y1), (x2, y2)) pass through the rectangle box (l, t, r, b)?
+    Clipped against the rectangle (Liang-Barsky)."""
+    (x1, y1), (x2, y2) = seg
+    dx, dy = x2 - x1, y2 - y1
+    lo, hi = 0.0, 1.0
+    for p, q in ((-dx, x1 - box[0]), (dx, box[2] - x1), (-dy, y1 - box[1]), (dy, box[3] - y1)):
+        if p == 0:
+            if q < 0:
+                return False
+            continue
+        r = q / p
+        if p < 0:
+            lo = max(lo, r)
+        else:
+            hi = min(hi, r)
+        if lo > hi:
+            return False
+    return True
+
+
+def _label_boxes(root):
+    """(text, box) of every number on an arrow: 11 px text on a white halo. The box is
+    the glyphs' extent with 2 px around them: an arrow passing closer than that reads as
+    the one the number belongs to."""
+    found = []
+    for t in root.iter(f"{SVG}text"):
+        if t.get("font-size") == "11" and t.get("stroke") == "white":
+            x, y = float(t.get("x")), float(t.get("y"))
+            found.append((t.text, (x - 2, y - 10, x + len(t.text) * 11 * 0.55 + 2, y + 2)))
+    return found
+
+
+def _arrows(root):
+    """(local derivative shown in its title, the points along it) of every arrow that has
+    a label."""
+    found = []
+    for p in root.iter(f"{SVG}path"):
+        title = p.find(f"{SVG}title")
+        if title is not None and "local derivative " in title.text:
+            found.append((title.text.rsplit("local derivative ", 1)[1],
+                          _path_points(p.get("d"))))
+    return found
+
+
+def _distance(points, box):
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return min(math.hypot(px - cx, py - cy) for px, py in points)
+
+
+@pytest.mark.parametrize("which", ["residual", "pre-norm", "post-norm"])
+def test_no_label_sits_on_another_arrow(which):
+    """Notebook 05's drawings had the numbers on the arrows into each `dot` written across
+    the arrows that cross them there: every label touches its own arrow only."""
+    if which == "residual":
+        x, out = built(3, residual=True)
+        names = {x: "x", out: "out"}
+    else:
+        _, _, out, names = one_add(which)
+    root = parsed(draw(out, names=names, backend="svg"))
+    arrows = _arrows(root)
+    labels = _label_boxes(root)
+    assert len(labels) == len(arrows)
+    on_others = []
+    for text, box in labels:
+        own = min((a for a in arrows if a[0] == text), key=lambda a: _distance(a[1], box))
+        for arrow in arrows:
+            if arrow is own:
+                continue
+            if any(_crosses(seg, box) for seg in zip(arrow[1], arrow[1][1:])):
+                on_others.append(f"{text} at ({box[0]:.0f}, {box[3]:.0f})")
+                break
+    assert not on_others, f"labels written across another arrow: {on_others}"
+    for n, (_, a) in enumerate(labels):  # and no two labels overlap
+        for _, b in labels[n + 1:]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])
+
+
+@pytest.mark.parametrize("kind", ["pre-norm", "post-norm"])
+def test_a_block_diagram_says_which_block_it_is(kind):
+    """Notebook 05 shows the pre-norm and the post-norm block one after the other: each
+    carries its name above it, in the picture and in the text repr, and the title takes
+    room of its own (nothing drawn over it)."""
+    title = f"{kind}: one block of the tiny GPT"
+    drawing = block_diagram(kind, title=title)
+    root = parsed(drawing)
+    shown = [t for t in root.iter(f"{SVG}text") if t.text == title]
+    assert len(shown) == 1 and float(shown[0].get("font-size")) >= 12
+    below = float(shown[0].get("y")) + 2
+    assert all(float(r.get("y")) > below for r in root.iter(f"{SVG}rect"))
+    assert all(float(c.get("cy")) > below for c in root.iter(f"{SVG}circle"))
+    assert len(title) * 14 * 0.55 < float(root.get("width"))
+    assert repr(drawing).splitlines()[0] == title
+    assert title not in repr(block_diagram(kind))  # untitled as before unless asked
+    # the rest of the diagram is the untitled one, moved down
+    assert texts(root)[1:] == texts(parsed(block_diagram(kind)))

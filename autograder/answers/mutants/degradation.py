@@ -28,6 +28,19 @@ def _norms(body):
 
 _ZERO = "    for p in net.parameters():\n        p.grad = 0\n"
 
+_FIRST_OUT = (
+    "    h = layer(linear(x, net.w_in), **net.layers[0])\n"
+    "    for params in net.layers[1:]:\n"
+    "        h = layer(h, **params)\n"
+    "    return linear(layernorm(h), net.w_out)\n"
+)
+_ONLY_W = (
+    "    h = linear(x, net.w_in)\n"
+    "    for params in net.layers:\n"
+    "        h = layer(h, params['W'])\n"
+    "    return linear(layernorm(h), net.w_out)\n"
+)
+
 MUTANTS = [
     # ---- Task 2.1: the plain layer ----
     Mutant(
@@ -95,6 +108,20 @@ MUTANTS = [
             "with no path back to h or W, so no gradient reaches them."
         ),
     ),
+    Mutant(
+        name="one output per input: the rows counted by len(h), a square W assumed",
+        cell=LAYER,
+        source=_layer(
+            "    n = layernorm(h)\n"
+            "    return [Value.sum([W[i][j] * n[j] for j in range(len(h))]).relu()\n"
+            "            for i in range(len(h))]\n"
+        ),
+        loses=(VALUES_TEST,),
+        hint=(
+            "the layer gives one output per input, as if W were square: it has one output per "
+            "row of W (len(W) of them), whatever the length of h."
+        ),
+    ),
     # ---- Task 2.2: the forward pass ----
     Mutant(
         name="no LayerNorm before the head",
@@ -111,16 +138,22 @@ MUTANTS = [
     Mutant(
         name="passes only W to the layer (fails on layers with more parameters)",
         cell=FORWARD,
-        source=_forward(
-            "    h = linear(x, net.w_in)\n"
-            "    for params in net.layers:\n"
-            "        h = layer(h, params['W'])\n"
-            "    return linear(layernorm(h), net.w_out)\n"
-        ),
+        source=_forward(_ONLY_W),
         loses=(LOGITS_TEST,),
         hint=(
             "the layer gets only W: other layers take more parameters (a gate's, say), so pass "
             "each layer all of its own parameters."
+        ),
+    ),
+    Mutant(
+        name="the first layer taken out of the loop (a net with no layers fails)",
+        cell=FORWARD,
+        source=_forward(_FIRST_OUT),
+        loses=(LOGITS_TEST,),
+        hint=(
+            "the first layer seems to be run outside the loop, so a net with no layers (depth 0, "
+            "which the task names) has no net.layers[0]: let the loop run every layer, however "
+            "many there are, none included."
         ),
     ),
     Mutant(
@@ -353,7 +386,60 @@ MUTANTS.append(Mutant(
 
 # ---- slips: answers that raise or do not run, and what each test they fail shows ----
 
+
+def _engine_line(text):
+    """The number of the line of microgpt/engine.py that holds `text` (a crash report
+    shows it; it moves when the engine does)."""
+    from microgpt import engine
+
+    with open(engine.__file__, encoding="utf-8") as f:
+        return next(n for n, line in enumerate(f, 1) if text in line)
+
+
+_LINEAR_RAISES = _engine_line('raise ValueError(f"linear: a row of')
+
 SLIPS = [
+    # the two wrong answers of Task 2.2 that raise in its visible test (registered as
+    # mutants too): depth 0, and layers that take more than W
+    Slip(
+        name="the first layer taken out of the loop: IndexError with no layers (depth 0)",
+        cell=FORWARD,
+        source=_forward(_FIRST_OUT),
+        shows=(
+            (LOGITS_TEST,
+             "IndexError in your answer: list index out of range\n"
+             "Cell In[@task2_2_test_logits], line 28, the test:\n"
+             '----> 28     check_values(mlp_logits(net, x, probe_layer), '
+             'stored("2.2 mlp_logits, depth 0"),\n'
+             "Cell In[@task2_2_mlp_logits], line 2, in mlp_logits:\n"
+             "      1 def mlp_logits(net, x, layer):\n"
+             "----> 2     h = layer(linear(x, net.w_in), **net.layers[0])\n"
+             "Hint: an index past the end of a list: check the lengths of the lists your code "
+             "builds and the range of the loop that indexes them.\n"
+             "This looks like a known mistake: the first layer seems to be run outside the "
+             "loop, so a net with no layers (depth 0, which the task names) has no "
+             "net.layers[0]: let the loop run every layer, however many there are, none "
+             "included."),
+        ),
+    ),
+    Slip(
+        name="only W passed to the layer: TypeError on a layer of two matrices",
+        cell=FORWARD,
+        source=_forward(_ONLY_W),
+        shows=(
+            (LOGITS_TEST,
+             "TypeError in your answer: two_matrix_layer() missing 1 required positional "
+             "argument: 'U'\n"
+             "Cell In[@task2_2_test_logits], line 39, the test:\n"
+             "----> 39     check_values(mlp_logits(net, [0.8, -0.4], two_matrix_layer),\n"
+             "Cell In[@task2_2_mlp_logits], line 4, in mlp_logits:\n"
+             "      2     h = linear(x, net.w_in)\n"
+             "      3     for params in net.layers:\n"
+             "----> 4         h = layer(h, params['W'])\n"
+             "This looks like a known mistake: the layer gets only W: other layers take more "
+             "parameters (a gate's, say), so pass each layer all of its own parameters."),
+        ),
+    ),
     Slip(
         name='a misspelt name: layernrom for layernorm',
         cell='task2_1_plain_layer',
@@ -396,8 +482,10 @@ SLIPS = [
              '      2     h = linear(x, net.w_in)\n'
              '      3     for params in net.layers:\n'
              '----> 4         h = h + layer(h, **params)\n'
-             'microgpt/engine.py, line 385, in linear, where the error was raised:\n'
-             '----> 385             raise ValueError(f"linear: a row of {len(row)} weights for '
+             f'microgpt/engine.py, line {_LINEAR_RAISES}, in linear, where the error was '
+             'raised:\n'
+             f'----> {_LINEAR_RAISES}             raise ValueError(f"linear: a row of '
+             '{len(row)} weights for '
              '{len(x)} inputs")\n'
              "Hint: the model's layer got 8 numbers where its rows of weights have 4: twice as "
              "many. `+` on two Python lists joins them end to end ([a, b] + [c, d] is [a, b, "

@@ -144,6 +144,22 @@ MUTANTS = [
         hint="the MLP seems to read the stream without a norm in front of it.",
     ),
     Mutant(
+        name="pre-norm written as post-norm: norm(x + f(x))",
+        cell=PRE,
+        source=_pre(
+            "    a = model.attention(x, layer, cache)\n"
+            "    x = rmsnorm([xi + ai for xi, ai in zip(x, a)])\n"
+            "    m = model.mlp(x, layer)\n"
+            "    return rmsnorm([xi + mi for xi, mi in zip(x, m)])\n"
+        ),
+        loses=ALL_PRE,
+        hint=(
+            "this is the post-norm block (Task 5.2's): the norm comes after each add, on the "
+            "stream itself. In pre-norm, what does the norm act on, and what is added to the "
+            "stream?"
+        ),
+    ),
+    Mutant(
         name="right numbers, shortcut cut from the graph (adds .data)",
         cell=PRE,
         source=_pre(
