@@ -190,6 +190,31 @@ def test_validate_passes_a_solved_copy_in_the_student_install(student, assignmen
         done.stdout[-3000:] + done.stderr[-3000:])
 
 
+# the answer cells of an earlier assignment that a later notebook's cell for it takes
+OWN_ANSWERS = {"02_degradation": ("task2_2_mlp_logits",),
+               "05_gpt_residual_adds": ("task5_1_pre_norm_block", "task5_2_post_norm_block",
+                                        "task5_3_no_residual_block")}
+
+
+def _with_own_earlier_answer(nb, earlier):
+    """`nb` with its cell for the earlier assignment's answer (the one that calls
+    use_my_answers) holding the model answer of `earlier`, pasted as a student pastes
+    their own."""
+    source = nbformat.read(ROOT / "source" / earlier / f"{earlier}.ipynb", as_version=4)
+    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in source.cells}
+    defs = "\n\n\n".join(
+        "\n".join(line for line in by_id[gid].source.splitlines()
+                  if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
+        for gid in OWN_ANSWERS[earlier])
+    cells = [c for c in nb.cells if c.cell_type == "code" and "use_my_answers(" in c.source]
+    assert len(cells) == 1, "the notebook has one cell for the earlier answer"
+    call = cells[0].source[cells[0].source.index("use_my_answers("):]
+    cells[0].source = ("from microgpt import layernorm, linear, rmsnorm\n"
+                       "from microgpt.earlier import use_my_answers\n\n\n"
+                       f"{defs}\n\n\n{call}")
+    return nb
+
+
 @pytest.mark.parametrize("later, earlier, waiting", [
     (("06_residual_stream",), "05_gpt_residual_adds",
      "NotReleased: GPT.block (Tasks 5.1 to 5.3)"),
@@ -206,6 +231,17 @@ def test_a_later_notebook_waits_for_the_earlier_answers_then_passes(student, tmp
     assert "Success!" not in out
     assert waiting in out, out[-3000:]
     assert "in your answer" not in out
+    # until the release, the student's own earlier answer, pasted into the notebook's
+    # cell for it (issue #41 item 2), stands in: Validate passes on it
+    own = tmp_path / "own"
+    own.mkdir()
+    for notebook in solved:
+        mine = own / notebook.name
+        nbformat.write(_with_own_earlier_answer(nbformat.read(notebook, as_version=4),
+                                                earlier), str(mine))
+        done = _validate(python, env, release, mine)
+        assert "Success! Your notebook passes all the tests." in done.stdout, (
+            mine.name, done.stdout[-3000:] + done.stderr[-3000:])
     wheels = sorted((release / "wheels").glob(f"residual_pack_solved_{earlier}-*.whl"))
     assert len(wheels) == 1
     if FULL:
