@@ -154,17 +154,29 @@ def _limits(args, course):
 
 
 def cmd_grade(args, course):
-    from autograder.grading.classrun import run_grading
-    from autograder.grading.report import score_table
+    from autograder.grading.classrun import check_run
 
     assignment = check_assignments(course, [args.assignment])[0]
+    if args.jobs < 1:
+        raise CourseError(f"--jobs {args.jobs}: grade at least one submission at a time")
     out = Path(args.out or Path("runs") / f"grade-{assignment}").resolve()
-    where = f"on the Dask cluster {args.cluster}" if args.cluster else "in local processes"
-    _say(f"grading {args.submissions} for {assignment} in {out} ({args.jobs} at a time, "
-         f"{where})")
     # read once, then gone from the environment that workers and kernels inherit
     from_env = os.environ.pop(DB_URL_VARIABLE, None)
     db_url = args.db_url or from_env or None
+    # what would fail once started is refused now: nothing printed or made before
+    found = check_run(course, assignment, args.submissions, out, duedate=args.duedate,
+                      db_url=db_url, cluster=args.cluster)
+    del found
+    return _grade(args, course, assignment, out, db_url, None)
+
+
+def _grade(args, course, assignment, out, db_url, journal_ready):
+    from autograder.grading.classrun import run_grading
+    from autograder.grading.report import score_table
+
+    where = f"on the Dask cluster {args.cluster}" if args.cluster else "in local processes"
+    _say(f"grading {args.submissions} for {assignment} in {out} ({args.jobs} at a time, "
+         f"{where})")
     start = time.perf_counter()
     bar = ClassProgress()
     try:
@@ -172,6 +184,7 @@ def cmd_grade(args, course):
             course, assignment, args.submissions, out, jobs=args.jobs, progress=bar,
             limits=_limits(args, course), fresh=args.fresh, feedback=not args.no_feedback,
             say=_say, cluster=args.cluster, db_url=db_url, duedate=args.duedate,
+            journal_ready=journal_ready,
         )
     finally:
         bar.close()
@@ -210,6 +223,29 @@ def cmd_demo(args, course):
         _say(f"DEMO FAILED: {p}")
     _say(f"done in {time.perf_counter() - start:.1f} s")
     return 1 if problems else 0
+
+
+# the smallest limits `grade` takes: far below them no kernel starts, and every student
+# would be "not graded" for a reason that names the kernel ("Kernel died before replying
+# to kernel_info"), not the option. Measured with 01_residual_stack in the full sandbox:
+# the kernel died at --memory 24 and --processes 12, and started at 32 and 16
+MIN_MEMORY_MIB = 64
+MIN_PROCESSES = 16
+
+
+def _at_least(low, kind=int):
+    """An argparse type: a number of `kind`, at least `low`."""
+    def read(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{text} is less than {low:g}, the least it "
+                                             f"may be")
+        return value
+    read.__name__ = kind.__name__
+    return read
 
 
 def _jobs_option(p):
@@ -340,15 +376,18 @@ def parser():
                                   "interrupted run there is resumed")
     gr.add_argument("--fresh", action="store_true",
                     help="grade everyone again, even when --out holds an interrupted run")
-    gr.add_argument("--cell-timeout", type=int, metavar="S",
+    gr.add_argument("--cell-timeout", type=_at_least(0), metavar="S",
                     help="seconds a cell may run (default: the course config's Execute.timeout)")
-    gr.add_argument("--notebook-timeout", type=int, default=Limits.notebook_timeout, metavar="S",
+    gr.add_argument("--notebook-timeout", type=_at_least(1), default=Limits.notebook_timeout,
+                    metavar="S",
                     help="seconds a whole notebook may run (default: %(default)s)")
-    gr.add_argument("--memory", type=int, default=Limits.memory >> 20, metavar="MiB",
+    gr.add_argument("--memory", type=_at_least(MIN_MEMORY_MIB), default=Limits.memory >> 20,
+                    metavar="MiB",
                     help="memory per kernel process (default: %(default)s)")
-    gr.add_argument("--processes", type=int, default=Limits.processes, metavar="N",
+    gr.add_argument("--processes", type=_at_least(MIN_PROCESSES), default=Limits.processes,
+                    metavar="N",
                     help="processes and threads per kernel (default: %(default)s)")
-    gr.add_argument("--cpus", type=float, default=Limits.cpus, metavar="N",
+    gr.add_argument("--cpus", type=_at_least(0, float), default=Limits.cpus, metavar="N",
                     help="CPU per kernel in cores, a cgroup quota where the sandbox can set "
                          "one (as root; 0: none; default: %(default)s)")
     gr.add_argument("--no-feedback", action="store_true", help="skip the feedback pages")
