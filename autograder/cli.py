@@ -22,6 +22,7 @@ in a work copy of it, never in the repository.
 """
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -166,8 +167,8 @@ def cmd_grade(args, course):
     # what would fail once started is refused now: nothing printed or made before
     found = check_run(course, assignment, args.submissions, out, duedate=args.duedate,
                       db_url=db_url, cluster=args.cluster)
-    del found
-    return _grade(args, course, assignment, out, db_url, None)
+    return stoppable(lambda ready: _grade(args, course, assignment, out, db_url, ready),
+                     out, sorted(found))
 
 
 def _grade(args, course, assignment, out, db_url, journal_ready):
@@ -201,6 +202,143 @@ def _grade(args, course, assignment, out, db_url, journal_ready):
     if ungraded:
         _say(f"not graded: {', '.join(ungraded)} (see the reasons above)")
     return 0
+
+
+class _Stop(BaseException):
+    """Ctrl-C (SIGINT) or SIGTERM while a grading run runs."""
+
+
+def stoppable(work, out, students):
+    """Run `work(journal_ready)`, a grading run into `out` of the submissions of
+    `students`, in a child process that leads a process group of its own, and wait for it.
+    Ctrl-C (SIGINT) or SIGTERM here ends that group at once, the run's workers and
+    sandboxed kernels with it, as when a run is killed (its journal resumes it), and says
+    in one line what was kept and how to resume; returns the exit status (130 for Ctrl-C).
+
+    Why a child: while nbgrader runs a notebook in the grading process, its kernel client
+    (nbclient) takes SIGINT for itself and only shuts that kernel down, so the run would
+    record the student as failed and go on; in a group of its own the run never gets the
+    terminal's Ctrl-C. `work` calls `journal_ready()` once the journal is in place."""
+    import signal
+
+    ready_r, ready_w = os.pipe()
+    parent = os.getpid()
+
+    def stop(signum, frame):
+        raise _Stop(signum)
+
+    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the run: never returns
+        _child(work, parent, ready_r, ready_w)
+    os.close(ready_w)
+    try:
+        with contextlib.suppress(OSError):  # the child sets it too: whichever comes first
+            os.setpgid(pid, pid)
+        try:
+            _, status = os.waitpid(pid, 0)
+            return os.waitstatus_to_exitcode(status)
+        except _Stop as stopped:
+            for s in before:  # once is enough
+                signal.signal(s, signal.SIG_IGN)
+            _end_tree(pid)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            os.set_blocking(ready_r, False)
+            try:
+                ready = bool(os.read(ready_r, 16))
+            except BlockingIOError:
+                ready = False
+            # the progress bar's line: cleared on a terminal, else ended
+            sys.stderr.write("\r\033[K" if sys.stderr.isatty() else "\n")
+            print(f"residual-pack: {interrupted_line(out, students, ready)}",
+                  file=sys.stderr, flush=True)
+            return 128 + stopped.args[0]
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+        os.close(ready_r)
+
+
+def _end_tree(pid):
+    """SIGKILL the process `pid` leads, its group, and every process below it: the
+    kernels start sessions of their own, and would otherwise outlive it for a moment and
+    print that their parent is gone."""
+    import signal
+
+    below = {pid}
+    try:
+        parents = {}
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    with open(f"/proc/{entry.name}/stat", encoding="ascii",
+                              errors="replace") as f:
+                        parents.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]),
+                                           []).append(int(entry.name))
+        todo = [pid]
+        while todo:
+            for child in parents.get(todo.pop(), []):
+                if child not in below:
+                    below.add(child)
+                    todo.append(child)
+    except OSError:  # no /proc: the group only
+        pass
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    for p in below:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(p, signal.SIGKILL)
+
+
+def interrupted_line(out, students, ready):
+    """The one line a grading run stopped by Ctrl-C ends with: what was kept, how to go
+    on. `ready`: whether the run's journal was in place."""
+    from autograder.grading.journal import students_kept
+
+    if not ready:
+        return ("interrupted before grading began; nothing graded by this run. Run the same "
+                "command again to start")
+    kept = len(students_kept(out) & set(students))
+    return (f"interrupted: {kept} of {len(students)} student(s) graded and kept in {out}; "
+            f"run the same command again to grade the other {len(students) - kept} "
+            f"(--fresh grades everyone again)")
+
+
+def _child(work, parent, ready_r, ready_w):
+    import ctypes
+    import signal
+    import traceback
+
+    code = 1
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        os.close(ready_r)
+        os.setpgid(0, 0)  # out of the terminal's foreground group: no Ctrl-C here
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        with contextlib.suppress(OSError, AttributeError):  # die with the waiting process
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+        if os.getppid() != parent:  # it was gone already
+            os._exit(1)
+        code = work(lambda: os.write(ready_w, b"1"))
+    except _Stop:
+        code = 130
+    except (CourseError, SandboxError) as exc:
+        print(f"residual-pack: {exc}", file=sys.stderr)
+        code = 2
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 (as Python would: the traceback, status 1)
+        traceback.print_exc()
+        code = 1
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
 
 
 def cmd_demo(args, course):
