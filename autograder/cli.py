@@ -511,7 +511,7 @@ def parser():
     gr.add_argument("assignment")
     gr.add_argument("submissions")
     gr.add_argument("--out", help="output folder (default: runs/grade-ASSIGNMENT); an "
-                                  "interrupted run there is resumed")
+                                  "interrupted run there (Ctrl-C, killed) is resumed")
     gr.add_argument("--fresh", action="store_true",
                     help="grade everyone again, even when --out holds an interrupted run")
     gr.add_argument("--cell-timeout", type=_at_least(0), metavar="S",
@@ -542,9 +542,11 @@ def parser():
     gr.add_argument("--duedate", metavar="WHEN",
                     help="the assignment's due date, set in the gradebook as `nbgrader db "
                          "assignment add --duedate` does, e.g. '2026-12-01 17:00:00 UTC' "
-                         "(default: the gradebook's own, if any). A submission whose "
+                         "(default: the run's gradebook's own, else the course's own "
+                         "gradebook's, read only; with none, the run says so loudly when "
+                         "submissions carry timestamp.txt). A submission whose "
                          "timestamp.txt (nbgrader's, beside the notebooks) is later gets the "
-                         "course config's late penalty (LateSubmissionPlugin)")
+                         "course config's late penalty (LateSubmissionPlugin: 'zero')")
     _jobs_option(gr)
     gr.set_defaults(run=cmd_grade)
 
