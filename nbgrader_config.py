@@ -31,6 +31,12 @@ c.Execute.timeout = 120
 c.Execute.startup_timeout = 120
 # a student who deletes a graded cell loses nothing else: nbgrader puts it back
 c.OverwriteCells.add_missing_cells = True
+# late hand-ins: a notebook handed in after the assignment's due date (the gradebook's,
+# plus the student's extension there) scores zero. nbgrader's "zero", the only penalty it
+# ships; its default, "none", takes nothing. The penalty is the score when autograded, so
+# points given by hand later in formgrader still count. Grant a student more time with an
+# extension in the gradebook; "none" here turns penalties off (docs/instructors.md, step 8)
+c.LateSubmissionPlugin.penalty_method = "zero"
 # the kernel's working folder is not put on sys.path, so a file a student hands in
 # (an `autograder.py`, say) cannot stand in for the installed package in the test cells
 c.Execute.extra_arguments = ["--IPKernelApp.ignore_cwd=True"]

@@ -23,6 +23,7 @@ in a work copy of it, never in the repository.
 """
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -175,17 +176,29 @@ def _limits(args, course):
 
 
 def cmd_grade(args, course):
-    from autograder.grading.classrun import feedback_failures, run_grading
-    from autograder.grading.report import score_table
+    from autograder.grading.classrun import check_run
 
     assignment = check_assignments(course, [args.assignment])[0]
+    if args.jobs < 1:
+        raise CourseError(f"--jobs {args.jobs}: grade at least one submission at a time")
     out = Path(args.out or Path("runs") / f"grade-{assignment}").resolve()
-    where = f"on the Dask cluster {args.cluster}" if args.cluster else "in local processes"
-    _say(f"grading {args.submissions} for {assignment} in {out} ({args.jobs} at a time, "
-         f"{where})")
     # read once, then gone from the environment that workers and kernels inherit
     from_env = os.environ.pop(DB_URL_VARIABLE, None)
     db_url = args.db_url or from_env or None
+    # what would fail once started is refused now: nothing printed or made before
+    found = check_run(course, assignment, args.submissions, out, duedate=args.duedate,
+                      db_url=db_url, cluster=args.cluster)
+    return stoppable(lambda ready: _grade(args, course, assignment, out, db_url, ready),
+                     out, sorted(found))
+
+
+def _grade(args, course, assignment, out, db_url, journal_ready):
+    from autograder.grading.classrun import feedback_failures, run_grading
+    from autograder.grading.report import score_table
+
+    where = f"on the Dask cluster {args.cluster}" if args.cluster else "in local processes"
+    _say(f"grading {args.submissions} for {assignment} in {out} ({args.jobs} at a time, "
+         f"{where})")
     start = time.perf_counter()
     bar = ClassProgress()
     try:
@@ -193,6 +206,7 @@ def cmd_grade(args, course):
             course, assignment, args.submissions, out, jobs=args.jobs, progress=bar,
             limits=_limits(args, course), fresh=args.fresh, feedback=not args.no_feedback,
             say=_say, cluster=args.cluster, db_url=db_url, duedate=args.duedate,
+            journal_ready=journal_ready,
         )
     finally:
         bar.close()
@@ -219,6 +233,143 @@ def cmd_grade(args, course):
     return 0
 
 
+class _Stop(BaseException):
+    """Ctrl-C (SIGINT) or SIGTERM while a grading run runs."""
+
+
+def stoppable(work, out, students):
+    """Run `work(journal_ready)`, a grading run into `out` of the submissions of
+    `students`, in a child process that leads a process group of its own, and wait for it.
+    Ctrl-C (SIGINT) or SIGTERM here ends that group at once, the run's workers and
+    sandboxed kernels with it, as when a run is killed (its journal resumes it), and says
+    in one line what was kept and how to resume; returns the exit status (130 for Ctrl-C).
+
+    Why a child: while nbgrader runs a notebook in the grading process, its kernel client
+    (nbclient) takes SIGINT for itself and only shuts that kernel down, so the run would
+    record the student as failed and go on; in a group of its own the run never gets the
+    terminal's Ctrl-C. `work` calls `journal_ready()` once the journal is in place."""
+    import signal
+
+    ready_r, ready_w = os.pipe()
+    parent = os.getpid()
+
+    def stop(signum, frame):
+        raise _Stop(signum)
+
+    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the run: never returns
+        _child(work, parent, ready_r, ready_w)
+    os.close(ready_w)
+    try:
+        with contextlib.suppress(OSError):  # the child sets it too: whichever comes first
+            os.setpgid(pid, pid)
+        try:
+            _, status = os.waitpid(pid, 0)
+            return os.waitstatus_to_exitcode(status)
+        except _Stop as stopped:
+            for s in before:  # once is enough
+                signal.signal(s, signal.SIG_IGN)
+            _end_tree(pid)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            os.set_blocking(ready_r, False)
+            try:
+                ready = bool(os.read(ready_r, 16))
+            except BlockingIOError:
+                ready = False
+            # the progress bar's line: cleared on a terminal, else ended
+            sys.stderr.write("\r\033[K" if sys.stderr.isatty() else "\n")
+            print(f"residual-pack: {interrupted_line(out, students, ready)}",
+                  file=sys.stderr, flush=True)
+            return 128 + stopped.args[0]
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+        os.close(ready_r)
+
+
+def _end_tree(pid):
+    """SIGKILL the process `pid` leads, its group, and every process below it: the
+    kernels start sessions of their own, and would otherwise outlive it for a moment and
+    print that their parent is gone."""
+    import signal
+
+    below = {pid}
+    try:
+        parents = {}
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    with open(f"/proc/{entry.name}/stat", encoding="ascii",
+                              errors="replace") as f:
+                        parents.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]),
+                                           []).append(int(entry.name))
+        todo = [pid]
+        while todo:
+            for child in parents.get(todo.pop(), []):
+                if child not in below:
+                    below.add(child)
+                    todo.append(child)
+    except OSError:  # no /proc: the group only
+        pass
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    for p in below:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(p, signal.SIGKILL)
+
+
+def interrupted_line(out, students, ready):
+    """The one line a grading run stopped by Ctrl-C ends with: what was kept, how to go
+    on. `ready`: whether the run's journal was in place."""
+    from autograder.grading.journal import students_kept
+
+    if not ready:
+        return ("interrupted before grading began; nothing graded by this run. Run the same "
+                "command again to start")
+    kept = len(students_kept(out) & set(students))
+    return (f"interrupted: {kept} of {len(students)} student(s) graded and kept in {out}; "
+            f"run the same command again to grade the other {len(students) - kept} "
+            f"(--fresh grades everyone again)")
+
+
+def _child(work, parent, ready_r, ready_w):
+    import ctypes
+    import signal
+    import traceback
+
+    code = 1
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        os.close(ready_r)
+        os.setpgid(0, 0)  # out of the terminal's foreground group: no Ctrl-C here
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        with contextlib.suppress(OSError, AttributeError):  # die with the waiting process
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+        if os.getppid() != parent:  # it was gone already
+            os._exit(1)
+        code = work(lambda: os.write(ready_w, b"1"))
+    except _Stop:
+        code = 130
+    except (CourseError, SandboxError) as exc:
+        print(f"residual-pack: {exc}", file=sys.stderr)
+        code = 2
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 (as Python would: the traceback, status 1)
+        traceback.print_exc()
+        code = 1
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
 def cmd_demo(args, course):
     from autograder.authoring.demo import demo_problems, run_demo
     from autograder.grading.report import score_table
@@ -239,6 +390,29 @@ def cmd_demo(args, course):
         _say(f"DEMO FAILED: {p}")
     _say(f"done in {time.perf_counter() - start:.1f} s")
     return 1 if problems else 0
+
+
+# the smallest limits `grade` takes: far below them no kernel starts, and every student
+# would be "not graded" for a reason that names the kernel ("Kernel died before replying
+# to kernel_info"), not the option. Measured with 01_residual_stack in the full sandbox:
+# the kernel died at --memory 24 and --processes 12, and started at 32 and 16
+MIN_MEMORY_MIB = 64
+MIN_PROCESSES = 16
+
+
+def _at_least(low, kind=int):
+    """An argparse type: a number of `kind`, at least `low`."""
+    def read(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{text} is less than {low:g}, the least it "
+                                             f"may be")
+        return value
+    read.__name__ = kind.__name__
+    return read
 
 
 def _jobs_option(p):
@@ -374,18 +548,21 @@ def parser():
     gr.add_argument("assignment")
     gr.add_argument("submissions")
     gr.add_argument("--out", help="output folder (default: runs/grade-ASSIGNMENT); an "
-                                  "interrupted run there is resumed")
+                                  "interrupted run there (Ctrl-C, killed) is resumed")
     gr.add_argument("--fresh", action="store_true",
                     help="grade everyone again, even when --out holds an interrupted run")
-    gr.add_argument("--cell-timeout", type=int, metavar="S",
+    gr.add_argument("--cell-timeout", type=_at_least(0), metavar="S",
                     help="seconds a cell may run (default: the course config's Execute.timeout)")
-    gr.add_argument("--notebook-timeout", type=int, default=Limits.notebook_timeout, metavar="S",
+    gr.add_argument("--notebook-timeout", type=_at_least(1), default=Limits.notebook_timeout,
+                    metavar="S",
                     help="seconds a whole notebook may run (default: %(default)s)")
-    gr.add_argument("--memory", type=int, default=Limits.memory >> 20, metavar="MiB",
+    gr.add_argument("--memory", type=_at_least(MIN_MEMORY_MIB), default=Limits.memory >> 20,
+                    metavar="MiB",
                     help="memory per kernel process (default: %(default)s)")
-    gr.add_argument("--processes", type=int, default=Limits.processes, metavar="N",
+    gr.add_argument("--processes", type=_at_least(MIN_PROCESSES), default=Limits.processes,
+                    metavar="N",
                     help="processes and threads per kernel (default: %(default)s)")
-    gr.add_argument("--cpus", type=float, default=Limits.cpus, metavar="N",
+    gr.add_argument("--cpus", type=_at_least(0, float), default=Limits.cpus, metavar="N",
                     help="CPU per kernel in cores, a cgroup quota where the sandbox can set "
                          "one (as root; 0: none; default: %(default)s)")
     gr.add_argument("--no-feedback", action="store_true", help="skip the feedback pages")
@@ -402,9 +579,11 @@ def parser():
     gr.add_argument("--duedate", metavar="WHEN",
                     help="the assignment's due date, set in the gradebook as `nbgrader db "
                          "assignment add --duedate` does, e.g. '2026-12-01 17:00:00 UTC' "
-                         "(default: the gradebook's own, if any). A submission whose "
+                         "(default: the run's gradebook's own, else the course's own "
+                         "gradebook's, read only; with none, the run says so loudly when "
+                         "submissions carry timestamp.txt). A submission whose "
                          "timestamp.txt (nbgrader's, beside the notebooks) is later gets the "
-                         "course config's late penalty (LateSubmissionPlugin)")
+                         "course config's late penalty (LateSubmissionPlugin: 'zero')")
     _jobs_option(gr)
     gr.set_defaults(run=cmd_grade)
 

@@ -18,8 +18,10 @@ from pathlib import Path
 from autograder.grading.course import (
     CONFIG_FILE,
     EXERCISES,
+    SOURCE,
     CourseError,
     WorkCourse,
+    notebook_paths,
     quiet_nbgrader,
 )
 from autograder.grading.journal import Journal, run_fingerprint
@@ -28,8 +30,8 @@ from autograder.grading.session import grading_session
 from autograder.grading.student import HANDED_IN, Grader, StudentResult
 from autograder.grading.submissions import find_submissions, handed_in_at, submission_hash
 
-__all__ = ["MIN_FOR_WORKERS", "feedback_failures", "grade_all", "grade_folder", "prepare_out",
-           "run_grading"]
+__all__ = ["MIN_FOR_WORKERS", "check_run", "feedback_failures", "grade_all", "grade_folder",
+           "prepare_out", "run_grading"]
 
 
 # ---------------------------------------------------------------- students, at once
@@ -255,18 +257,23 @@ def _duration(seconds):
     return " ".join(parts[:2]) or "0 s"
 
 
-def set_duedate(work, assignment, duedate):
-    """Set `assignment`'s due date in the work course's gradebook, as `nbgrader db
-    assignment add ASSIGNMENT --duedate` does (`duedate` in nbgrader's formats, e.g.
-    "2026-12-01 17:00:00 UTC"; a time without a zone is UTC). Returns it as nbgrader
-    stores it (naive UTC)."""
+def parse_duedate(duedate):
+    """`duedate` (nbgrader's formats, e.g. "2026-12-01 17:00:00 UTC"; a time without a zone
+    is UTC) as nbgrader stores it (naive UTC), or a CourseError saying why not."""
     from nbgrader.utils import parse_utc
 
     try:
-        when = parse_utc(duedate)
+        return parse_utc(duedate)
     except Exception as exc:  # noqa: BLE001 (dateutil's errors vary; the text says what)
         raise CourseError(f"the due date {duedate!r} is not a date nbgrader reads: {exc}") \
             from None
+
+
+def set_duedate(work, assignment, duedate):
+    """Set `assignment`'s due date in the work course's gradebook, as `nbgrader db
+    assignment add ASSIGNMENT --duedate` does (`duedate`: text that `parse_duedate` reads,
+    or a naive UTC datetime). Returns it as nbgrader stores it (naive UTC)."""
+    when = parse_duedate(duedate) if isinstance(duedate, str) else duedate
     with work.api().gradebook as gb:
         gb.update_or_create_assignment(assignment, duedate=when)
     return when
@@ -278,10 +285,173 @@ def gradebook_duedate(work, assignment):
         return gb.find_assignment(assignment).duedate
 
 
+def course_gradebook(course):
+    """The course's own gradebook, where nbgrader's commands and formgrader started in the
+    course set due dates: the URL its config names (without a password), else nbgrader's
+    default, gradebook.db in the course folder; None when that file is not there."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    try:
+        cfg = PyFileConfigLoader(CONFIG_FILE, path=str(course)).load_config()
+        url = cfg.CourseDirectory.get("db_url")
+    except Exception:  # noqa: BLE001 (a config we cannot read: nbgrader's default)
+        url = None
+    if url:
+        return str(url)
+    path = Path(course) / "gradebook.db"
+    return f"sqlite:///{path}" if path.is_file() else None
+
+
+def course_duedate(course, assignment):
+    """(`assignment`'s due date in the course's own gradebook, naive UTC, or None; a line
+    saying where it was read, or why it could not be). Read only: the course's gradebook
+    is not changed, nor created."""
+    import datetime
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from autograder.grading.course import without_password
+
+    url = course_gradebook(course)
+    if url is None:
+        return None, ""
+    shown = without_password(url)
+    query = "SELECT duedate FROM assignment WHERE name = :name"
+    try:
+        parsed = make_url(url)
+        if parsed.get_backend_name() == "sqlite":  # opened read only: never made or changed
+            import sqlite3
+
+            with contextlib.closing(sqlite3.connect(
+                    f"file:{parsed.database}?mode=ro", uri=True, timeout=10)) as db:
+                row = db.execute(query.replace(":name", "?"), (assignment,)).fetchone()
+        else:
+            args = {"connect_timeout": 5} if parsed.get_backend_name() == "postgresql" else {}
+            engine = create_engine(parsed, connect_args=args)
+            try:
+                with engine.connect() as db:
+                    row = db.execute(text(query), {"name": assignment}).first()
+            finally:
+                engine.dispose()
+    except Exception as exc:  # noqa: BLE001 (no gradebook to read there: said, not fatal)
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        return None, (f"could not read the course's gradebook {shown} for a due date "
+                      f"({type(exc).__name__}: {first})")
+    when = row[0] if row else None
+    if isinstance(when, str):  # SQLite gives the text nbgrader wrote
+        when = datetime.datetime.fromisoformat(when)
+    return when, (f"from the course's gradebook {shown}" if when else "")
+
+
+def undated_warning(assignment, stamped, total):
+    """The warning of a run without a due date whose submissions carry timestamp.txt."""
+    shown = ", ".join(stamped[:5]) + (" ..." if len(stamped) > 5 else "")
+    return (f"WARNING: NO DUE DATE for {assignment}, so NO LATE PENALTY: {len(stamped)} of "
+            f"{total} submission(s) carry nbgrader's timestamp.txt ({shown}), and none is "
+            f"judged late. Give --duedate 'YYYY-MM-DD HH:MM:SS UTC', or set it in the "
+            f"course's gradebook (nbgrader db assignment add {assignment} --duedate=...)")
+
+
 # nbgrader's outputs in a work course, cleared before a new run there
 _RUN_OUTPUTS = ("submitted", "autograded", "feedback", "gradebook.db", "grades.csv",
                 "exercises", "source", HANDED_IN, ".grading/journal.jsonl", "report.txt",
                 "report.csv", "report.json", "score_distribution.png")
+
+
+def check_run(course, assignment, submissions, out, duedate=None, db_url=None, cluster=None):
+    """Refuse, with the reason, what would fail a grading run once it has started: a
+    submissions folder that is missing, a file, or holds no student's notebook of
+    `assignment`; an `out` that is a file, someone else's folder or not writable; a due
+    date nbgrader cannot read; a gradebook URL SQLAlchemy cannot use; a cluster that is
+    neither "local" nor a scheduler's address. Nothing is made or changed. Returns what
+    `find_submissions` found."""
+    folder = Path(submissions)
+    if not folder.exists():
+        raise CourseError(f"the submissions folder {folder} does not exist")
+    if not folder.is_dir():
+        raise CourseError(f"{folder} is a file, not a folder of submissions: give the folder "
+                          f"that holds a folder or a notebook per student")
+    where = Path(out).resolve()
+    notebooks = [p.stem for p in notebook_paths(Path(course) / SOURCE / assignment)]
+    try:
+        found = find_submissions(folder, assignment, notebooks, exclude=[where])
+    except OSError as exc:
+        raise CourseError(f"cannot read the submissions folder {folder}: "
+                          f"{exc.strerror or exc}") from None
+    layouts = (f"<student>/{assignment}/<notebook>.ipynb, <student>/<notebook>.ipynb or "
+               f"<student>.ipynb")
+    if not found:
+        raise CourseError(f"no submissions in {folder}: it holds no student folder and no "
+                          f"notebook (expected {layouts})")
+    if not any(files for files, _ in found.values()):
+        raise CourseError(
+            f"no notebook of {assignment} ({', '.join(n + '.ipynb' for n in notebooks)}) "
+            f"in {folder} ({len(found)} student entries looked at): is it this "
+            f"assignment's folder of submissions? (expected {layouts})")
+    if where.exists() and not where.is_dir():
+        raise CourseError(f"--out {where} is a file, not a folder")
+    if where.is_dir() and any(p.name != ".grading" for p in where.iterdir()) and (
+            not (where / CONFIG_FILE).is_file() or (where / ".git").exists()):
+        raise CourseError(f"{where} is not empty and not an earlier grading run; pick "
+                          f"another --out")
+    made = where
+    while not made.exists():
+        made = made.parent
+    if not made.is_dir() or not os.access(made, os.W_OK | os.X_OK):
+        raise CourseError(f"cannot write the output folder {where}: {made} is not writable "
+                          f"by this user; pick another --out")
+    if duedate:
+        parse_duedate(duedate)
+    if db_url:
+        _check_db_url(db_url)
+    if cluster:
+        _check_cluster(cluster)
+    return found
+
+
+def _check_db_url(db_url):
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(db_url)
+    except Exception:  # noqa: BLE001 (the text would show a password)
+        raise CourseError("the gradebook URL (--db-url or $RESIDUAL_PACK_DB_URL) is not a "
+                          "database URL; e.g. postgresql+psycopg2://USER@HOST:PORT/DB") \
+            from None
+    shown = url.render_as_string(hide_password=True)
+    try:
+        create_engine(url).dispose()  # the dialect and its driver, no connection
+    except ModuleNotFoundError as exc:
+        hint = ""
+        if exc.name == "psycopg2":
+            hint = " (install the pack's 'postgres' extra)"
+        elif url.get_backend_name() == "postgresql":  # SQLAlchemy 2.1's default driver
+            hint = (" (write postgresql+psycopg2://..., the driver of the pack's "
+                    "'postgres' extra)")
+        raise CourseError(f"the gradebook {shown} needs the Python module {exc.name}, "
+                          f"which is not installed{hint}") from None
+    except Exception as exc:  # noqa: BLE001 (SQLAlchemy's word on it)
+        raise CourseError(f"the gradebook {shown} cannot be used: "
+                          f"{type(exc).__name__}: {exc}") from None
+
+
+def _check_cluster(cluster):
+    from autograder.grading.cluster.client import have_dask
+
+    if not have_dask():
+        raise CourseError("--cluster needs Dask: install the pack with its 'dask' extra "
+                          "(pip install 'microgpt-residuals[dask]')")
+    if cluster == "local":
+        return
+    from distributed.comm.addressing import get_address_host_port
+
+    try:
+        get_address_host_port(cluster)
+    except Exception as exc:  # noqa: BLE001 (distributed's word on the address)
+        raise CourseError(f"--cluster {cluster!r} is neither 'local' nor a scheduler's "
+                          f"address such as tcp://HOST:8786 ({exc})") from None
 
 
 def prepare_out(out, keep=False):
@@ -358,20 +528,35 @@ def gradebook_name(db_url):
 
 def run_grading(course, assignment, submissions, out, jobs=1, progress=None, limits=None,
                 fresh=False, feedback=True, isolate=True, say=None, cluster=None,
-                db_url=None, duedate=None):
+                db_url=None, duedate=None, journal_ready=None):
     """`residual-pack grade`: grade the folder `submissions` in the work course `out`.
 
-    Every notebook runs in a sandbox (`limits`, by default the course's: see `session`)
-    unless `isolate` is False.
+    What would fail the run once started is refused first, with nothing made
+    (`check_run`). Every notebook runs in a sandbox (`limits`, by default the course's:
+    see `session`) unless `isolate` is False.
     A run interrupted earlier in `out` (same assignment, sources and limits) is resumed:
     students graded then are not graded again, unless `fresh`. Writes grades.csv and the
     class report. With `cluster` the students are graded on Dask (see `cluster/`);
-    `db_url` is the gradebook's (default: SQLite in `out`). `duedate`, when given, is set
-    as the assignment's due date in that gradebook (else the gradebook's own applies, as
-    `nbgrader db assignment add --duedate` set it); a submission handed in with nbgrader's
-    timestamp.txt after it gets the course's late penalty from nbgrader's autograde.
-    Returns (grader, results, grades.csv)."""
+    `db_url` is the gradebook's (default: SQLite in `out`). The due date: `duedate` when
+    given, set in that gradebook; else the gradebook's own (`nbgrader db assignment add
+    --duedate` in a shared one); else the course's own gradebook's (read only). A
+    submission handed in with nbgrader's timestamp.txt after it gets the course's late
+    penalty from nbgrader's autograde; without any due date, a run whose submissions carry
+    timestamp.txt says loudly that no one is late (in its output and report.txt).
+    `journal_ready()`, when given, is called once the run's journal is in place in `out`
+    (loaded to resume, or started): from then on a killed run resumes. Returns (grader,
+    results, grades.csv)."""
     say = say or (lambda *_: None)
+    found = check_run(course, assignment, submissions, out, duedate=duedate, db_url=db_url,
+                      cluster=cluster)
+    return _run(course, assignment, submissions, Path(out).resolve(), found, jobs, progress,
+                limits, fresh, feedback, isolate, say, cluster, db_url, duedate,
+                journal_ready or (lambda: None))
+
+
+def _run(course, assignment, submissions, out, found, jobs, progress, limits, fresh,
+         feedback, isolate, say, cluster, db_url, duedate, journal_ready):
+    from_course, about_course = (None, "") if duedate else course_duedate(course, assignment)
     out = prepare_out(out, keep=True)
     _lock(out)
     with grading_session(course, out, [assignment], limits=limits, isolate=isolate,
@@ -382,18 +567,33 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
                   "gradebook": gradebook_name(db_url)}
         if duedate:  # another due date, other penalties: not the same run
             header["duedate"] = duedate
+        elif from_course:
+            header["duedate"] = f"{from_course:%Y-%m-%d %H:%M:%S} UTC"
         journal = Journal(out, header)
         resumed = not fresh and journal.load() and (out / EXERCISES / assignment).is_dir()
         if not resumed:
             journal.done.clear()
             prepare_out(out)
             journal.start()
+        journal_ready()
         grader = session.grader(assignment, generate=not resumed)
         when = set_duedate(grader.work, assignment, duedate) if duedate else \
             gradebook_duedate(grader.work, assignment)
+        where = ""
+        if not when and from_course:
+            when, where = set_duedate(grader.work, assignment, from_course), about_course
+        elif about_course and not when:
+            say(about_course)
         if when:
-            say(f"due date of {assignment}: {when:%Y-%m-%d %H:%M:%S} UTC (handed in later by "
-                f"timestamp.txt: the course's late penalty)")
+            say(f"due date of {assignment}: {when:%Y-%m-%d %H:%M:%S} UTC"
+                + (f" ({where})" if where else "")
+                + " (handed in later by timestamp.txt: the course's late penalty)")
+        undated = ""
+        if not when:
+            stamped = [s for s, (nbs, _) in found.items() if handed_in_at(nbs, submissions)]
+            if stamped:
+                undated = undated_warning(assignment, stamped, len(found))
+                say(undated)
         if session.sandbox is not None:
             say(f"isolation: {session.describe()}")
         lost = []  # the Dask workers lost on the way, in words
@@ -401,6 +601,10 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
                                     feedback=feedback, journal=journal, cluster=cluster,
                                     say=say, pool=pool, exclude=[out], lost=lost)
         header_text = f"{assignment}: {len(results)} submission(s)"
+        if when:
+            header_text += f"\ndue date: {when:%Y-%m-%d %H:%M:%S} UTC"
+        if undated:
+            header_text += "\n" + undated
         if session.sandbox is not None:
             header_text += f"\nisolation: {session.describe()}"
         for line in lost:

@@ -15,7 +15,7 @@ from pathlib import Path
 from autograder.grading.course import SOURCE, CourseError
 from autograder.grading.student import StudentResult
 
-__all__ = ["Journal", "run_fingerprint"]
+__all__ = ["Journal", "run_fingerprint", "students_kept"]
 
 
 class Journal:
@@ -85,6 +85,24 @@ class Journal:
             f.flush()
             os.fsync(f.fileno())
         self.done[result.student] = (digest, result)
+
+
+def students_kept(root):
+    """The students a run in the work course `root` has written to its journal as done
+    (complete lines only): those that the same command, run again, does not grade again
+    (unless their submission changed)."""
+    try:
+        lines = (Path(root) / ".grading" / "journal.jsonl").read_text(
+            encoding="utf-8").splitlines()[1:]
+    except (OSError, UnicodeDecodeError):
+        return set()
+    kept = set()
+    for line in lines:
+        try:
+            kept.add(json.loads(line)["student"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return kept
 
 
 def run_fingerprint(course, assignment, sandbox):

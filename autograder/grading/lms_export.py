@@ -7,17 +7,20 @@ writes them from the course's gradebook, whichever it is (SQLite, PostgreSQL):
 
 Each writes one row per student of the gradebook and one column per assignment, the
 score as nbgrader's own CSV export computes it: the submission's score less its late
-penalty, never below zero, and 0 for an assignment a student did not hand in. The
-plugins' options (`CanvasExport.section`, `CanvasExport.columns`,
-`MoodleExport.identify_by`, `MoodleExport.columns`) are nbgrader config, on the command
-line (`--CanvasExport.section=...`) or in `nbgrader_config.py`.
+penalty, never below zero, and 0 for an assignment a student did not hand in. Every
+student of the gradebook has a row that the LMS can match, also those who came through
+nbgrader's exchange, whom the gradebook knows by their login only (no email, no name, no
+LMS id). The plugins' options (`CanvasExport.section`, `CanvasExport.assignment_ids`,
+`CanvasExport.columns`, `MoodleExport.identify_by`, `MoodleExport.columns`) are nbgrader
+config, on the command line (`--CanvasExport.section=...`) or in `nbgrader_config.py`.
 """
 
 import csv
+import re
 
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
-from traitlets import Dict, Enum, Unicode
+from traitlets import Dict, Enum, Int, Unicode
 
 __all__ = ["CanvasExport", "MoodleExport", "lms_score", "points"]
 
@@ -67,23 +70,53 @@ class _LmsExport(ExportPlugin):
             csv.writer(f).writerows(rows)
 
 
+# Canvas's own export heads an assignment's column "Title (id)"; its importer reads the
+# number in the last parentheses as the assignment's id
+CANVAS_HEADING = re.compile(r"\A(.*)\s\((\d+)\)\Z")
+
+
 class CanvasExport(_LmsExport):
     """Canvas's gradebook import: the columns Student, ID, SIS User ID, SIS Login ID and
     Section, one column per assignment, a "Points Possible" row under the headings, then a
-    row per student. Canvas finds the student by ID (the gradebook's `lms_user_id`, the
-    Canvas user id), else SIS Login ID (the nbgrader student id), else the name as
-    "Last, First"; an assignment's column heading names the Canvas assignment
-    ("Name (Canvas id)", set with `CanvasExport.columns`), and a heading Canvas does not
-    know makes a new assignment (docs/instructors.md, step 10, says what this rests on)."""
+    row per student.
+
+    Canvas finds a student by ID (the Canvas user id: the gradebook's `lms_user_id`,
+    empty when it has none, as for every student who came through nbgrader's exchange),
+    else by SIS User ID, else by SIS Login ID, which is the nbgrader student id (the unix
+    login under the exchange, the LMS login under an LTI JupyterHub): so every row can
+    be found without a Canvas user id. An assignment's column is found by the id in its
+    heading, "Title (Canvas id)" as Canvas's own export writes it: given the Canvas ids
+    (`CanvasExport.assignment_ids`) every heading has that form; without one, Canvas
+    matches the exact title, else makes a new assignment, and the log says so
+    (docs/instructors.md, step 10, says what this rests on)."""
 
     default_to = "canvas_grades.csv"
     section = Unicode("", help="The Section column of every student (Canvas's section "
                                "name; default: empty)").tag(config=True)
+    assignment_ids = Dict(
+        value_trait=Int(), default_value={},
+        help="The Canvas id of each assignment, by nbgrader assignment name (the number in "
+             "the assignment's Canvas address, .../assignments/4711): its column is then "
+             "headed 'Title (4711)', the form Canvas matches by id").tag(config=True)
     FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+
+    def heading(self, assignment):
+        title = super().heading(assignment)
+        known = self.assignment_ids.get(assignment.name)
+        if CANVAS_HEADING.match(title) or known is None:
+            return title
+        return f"{title} ({known})"
 
     def export(self, gradebook):
         assignments, students = self.chosen(gradebook)
-        rows = [self.FIXED + [self.heading(a) for a in assignments],
+        headings = [self.heading(a) for a in assignments]
+        by_title = [h for h in headings if not CANVAS_HEADING.match(h)]
+        if by_title:
+            self.log.warning(
+                "No Canvas id for %s: Canvas matches such a column by its exact title, and "
+                "makes a new assignment when no title matches (give the ids with "
+                "--CanvasExport.assignment_ids='{\"NAME\": ID}')", ", ".join(by_title))
+        rows = [self.FIXED + headings,
                 ["Points Possible", "", "", "", ""] + [points(a.max_score) for a in assignments]]
         for s in students:
             name = ", ".join(x for x in (s.last_name, s.first_name) if x) or s.id
@@ -94,14 +127,22 @@ class CanvasExport(_LmsExport):
 
 class MoodleExport(_LmsExport):
     """Moodle's grade import (CSV): a column that identifies the user, then one column per
-    grade item. On import, "Map from" is that column and "Map to" the user field (email
-    address or username), and each assignment's column is mapped to its grade item."""
+    grade item. On import, "Map from" is that column and "Map to" the user field
+    (username or email address), and each assignment's column is mapped to its grade item.
+
+    By username (the nbgrader student id) unless told otherwise: every student of the
+    gradebook has one, while an email address is there only when someone added it (never
+    for a student who came through nbgrader's exchange). One column, the same for every
+    export, so the import's mapping does not change with the class. With `identify_by =
+    "email"`, a student without an email address is left out (Moodle stops the whole
+    import at a row whose user it cannot find) and named in a warning."""
 
     default_to = "moodle_grades.csv"
-    identify_by = Enum(["email", "username"], default_value="email",
-                       help="How Moodle finds the student: 'email' (the gradebook's email; "
-                            "students without one are left out, with a warning) or "
-                            "'username' (the nbgrader student id)").tag(config=True)
+    identify_by = Enum(["username", "email"], default_value="username",
+                       help="How Moodle finds the student: 'username' (the nbgrader student "
+                            "id, which every student has) or 'email' (the gradebook's "
+                            "email; students without one are left out, with a "
+                            "warning)").tag(config=True)
 
     def export(self, gradebook):
         assignments, students = self.chosen(gradebook)
@@ -117,6 +158,7 @@ class MoodleExport(_LmsExport):
                                  for a in assignments])
         if unknown:
             self.log.warning("Left out of the Moodle file, as they have no email address in "
-                             "the gradebook (add one, or --MoodleExport.identify_by=username): "
+                             "the gradebook (add one, or leave out "
+                             "--MoodleExport.identify_by=email to identify by username): "
                              "%s", ", ".join(unknown))
         self.write(rows)

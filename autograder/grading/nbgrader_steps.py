@@ -313,7 +313,9 @@ def foreign_ids(coursedir, assignment):
 def withhold_grades(gradebook, assignment, student, autograded, notebooks=None,
                     comment=""):
     """Set every autograded cell of `student`'s submission that scored to zero, marked as
-    needing a manual grade (formgrader lists it; a person gives the points back there);
+    needing a manual grade (formgrader lists it; a person gives the points back there),
+    and the notebook `flagged` (nbgrader's own mark for "look at this", which formgrader
+    shows and `nbgrader export` users filter on), whatever it scored;
     `autograded`: {(notebook, grade_id): True for test cells}; only `notebooks` when
     given. With a `comment`, it goes on each such cell. Returns the points held back."""
     held = 0.0
@@ -321,6 +323,7 @@ def withhold_grades(gradebook, assignment, student, autograded, notebooks=None,
     for notebook in submission.notebooks:
         if notebooks is not None and notebook.name not in notebooks:
             continue
+        notebook.flagged = True
         for grade in notebook.grades:
             if autograded.get((notebook.name, grade.name)) and grade.auto_score:
                 held += float(grade.auto_score)

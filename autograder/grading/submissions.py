@@ -23,9 +23,13 @@ from pathlib import Path
 
 from autograder.grading.course import CourseError, notebook_paths
 
-__all__ = ["student_id", "find_submissions", "submission_hash", "handed_in_at", "TIMESTAMP_FILE"]
+__all__ = ["student_id", "find_submissions", "submission_hash", "handed_in_at", "TIMESTAMP_FILE",
+           "EXCHANGE_FILES"]
 
 TIMESTAMP_FILE = "timestamp.txt"  # nbgrader's: when a submission was handed in
+# what nbgrader's exchange itself puts beside every submission (`nbgrader submit` writes
+# both, `nbgrader collect` keeps them): expected, so never reported as left out
+EXCHANGE_FILES = (TIMESTAMP_FILE, "submission_secret.txt")
 TIMESTAMP_BYTES = 200  # nbgrader writes one line of about 30 characters
 
 
@@ -104,7 +108,7 @@ def _match_notebooks(folder, notebooks):
         str(p.relative_to(folder))
         for p in _walk_files(folder)
         if p.suffix != ".ipynb" and ".ipynb_checkpoints" not in p.parts
-        and p != folder / TIMESTAMP_FILE
+        and p not in {folder / name for name in EXCHANGE_FILES}
     )
     if others:
         shown = ", ".join(others[:5]) + (" ..." if len(others) > 5 else "")

@@ -304,6 +304,10 @@ def _visit(w, lh, address):
                 page.wait_for_function(  # formgrader loads the comments after the page
                     "() => Array.from(document.querySelectorAll('textarea.comment'))"
                     ".some(t => t.placeholder.includes('residual-pack'))")
+                # ... and the grades apart from them: a slow machine read the page between
+                page.wait_for_function(
+                    "() => document.querySelectorAll('input.score.needs_manual_grade')"
+                    ".length > 0", timeout=60000)
                 seen["withheld"] = page.evaluate(SUBMISSION_JS)
                 page.locator("textarea.comment").first.scroll_into_view_if_needed()
                 page.screenshot(path=str(w.shots / "4-withheld.png"))

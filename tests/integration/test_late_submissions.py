@@ -2,7 +2,12 @@
 nbgrader's timestamp.txt is handed to nbgrader with the notebook, so nbgrader's own due
 date and late penalty (AssignLatePenalties, with the course config's LateSubmissionPlugin)
 apply under `residual-pack grade` as under plain `nbgrader autograde`: one class, graded
-both ways, with an on-time, a late and an unstamped student."""
+both ways, with an on-time, a late and an unstamped student.
+
+Issue 40, item 5: the course's nbgrader_config.py turns the penalty on by itself (nbgrader's
+"zero"), so these tests grade with the course's config as it is; and a batch run that has
+no due date while submissions carry timestamp.txt says so loudly, or takes the due date
+from the course's own gradebook."""
 
 import csv
 import datetime
@@ -24,15 +29,20 @@ STAMPS = {"ann": "2026-12-01 16:59:00.000000 UTC",  # a minute early
           "bob": "2026-12-01 18:30:00.000000 UTC"}  # 90 minutes late; cy has no stamp
 
 
-def course_with_penalty(folder):
-    """The course's config and this assignment's source, with nbgrader's own late
-    penalty switched on ('zero': a late notebook scores nothing)."""
+def course_copy(folder):
+    """The course's config as it is (its late penalty: 'zero', a late notebook scores
+    nothing) and this assignment's source."""
     folder.mkdir()
-    text = (COURSE / CONFIG_FILE).read_text()
-    (folder / CONFIG_FILE).write_text(
-        text + '\nc.LateSubmissionPlugin.penalty_method = "zero"\n')
+    shutil.copy(COURSE / CONFIG_FILE, folder / CONFIG_FILE)
     shutil.copytree(COURSE / SOURCE / ASSIGNMENT, folder / SOURCE / ASSIGNMENT)
     return folder
+
+
+def test_the_course_config_turns_nbgraders_late_penalty_on():
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader(CONFIG_FILE, path=str(COURSE)).load_config()
+    assert config.LateSubmissionPlugin.penalty_method == "zero"
 
 
 def penalties(db_url):
@@ -48,7 +58,7 @@ def test_a_late_hand_in_gets_nbgraders_penalty_in_the_batch_path(tmp_path):
     from isolation import require_isolation
 
     require_isolation()
-    course = course_with_penalty(tmp_path / "course")
+    course = course_copy(tmp_path / "course")
     submissions, out = tmp_path / "class", tmp_path / "out"
     make_class(submissions, {"ann": "solution", "bob": "solution", "cy": "solution"})
     for student, stamp in STAMPS.items():  # where nbgrader's collect leaves it
@@ -78,16 +88,18 @@ def test_a_late_hand_in_gets_nbgraders_penalty_in_the_batch_path(tmp_path):
 
     # the LMS files, by nbgrader's own export command with our plugins, from that gradebook
     exports = {}
-    for name, options in (("CanvasExport", ["--CanvasExport.section=Lecture A"]),
-                          ("MoodleExport", ["--MoodleExport.identify_by=username"])):
+    canvas_id = f'--CanvasExport.assignment_ids={{"{ASSIGNMENT}": 4711}}'
+    for name, options in (("CanvasExport", ["--CanvasExport.section=Lecture A", canvas_id]),
+                          ("MoodleExport", [])):  # by username, the default
         done = subprocess.run(
             [str(BIN / "nbgrader"), "export",
              f"--exporter=autograder.grading.lms_export.{name}", "--to", f"{name}.csv",
              *options], cwd=out, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr
         exports[name] = list(csv.reader(open(out / f"{name}.csv", newline="")))
+        assert "Traceback" not in done.stderr, done.stderr
     assert exports["CanvasExport"] == [
-        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", ASSIGNMENT],
+        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", f"{ASSIGNMENT} (4711)"],
         ["Points Possible", "", "", "", "", "8"],  # 6 autograded, 2 by hand
         ["ann", "", "", "ann", "Lecture A", "6"],
         ["bob", "", "", "bob", "Lecture A", "0"],  # late: nbgrader's penalty 'zero'
@@ -127,7 +139,7 @@ def test_on_dask_the_worker_judges_lateness_by_the_coordinators_due_date(tmp_pat
 
     require_isolation()
     require_dask()
-    course = course_with_penalty(tmp_path / "course")
+    course = course_copy(tmp_path / "course")
     submissions, out = tmp_path / "class", tmp_path / "out"
     make_class(submissions, {"ann": "solution", "bob": "solution", "cy": "solution"})
     for student, stamp in STAMPS.items():
@@ -154,3 +166,54 @@ def test_on_dask_the_worker_judges_lateness_by_the_coordinators_due_date(tmp_pat
     assert run.returncode == 0, run.stdout + run.stderr
     assert penalties(shared) == {
         "ann": (0, 0.0, 6.0), "bob": (5400.0, 6.0, 6.0), "cy": (0, 0.0, 6.0)}, run.stdout
+
+
+def test_without_a_due_date_the_batch_path_says_so_loudly_or_reads_the_courses(tmp_path):
+    """No --duedate and none in the run's gradebook, while submissions carry nbgrader's
+    timestamp.txt: no one can be late, and the output and report.txt say so in capitals.
+    With the due date in the course's own gradebook (where `nbgrader db assignment add
+    --duedate` and formgrader put it), the run takes it from there, read only."""
+    from isolation import require_isolation
+    from nbgrader.api import Gradebook
+
+    require_isolation()
+    course = course_copy(tmp_path / "course")
+    submissions = tmp_path / "class"
+    make_class(submissions, {"ann": "solution", "bob": "solution", "cy": "solution"})
+    for student, stamp in STAMPS.items():
+        (submissions / student / "timestamp.txt").write_text(stamp)
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.pop("RESIDUAL_PACK_DB_URL", None)
+
+    def grade(out):
+        return subprocess.run(
+            [*cli(), "grade", "--course", str(course), ASSIGNMENT, str(submissions),
+             "--out", str(out), "-j", "1"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+
+    run = grade(tmp_path / "undated")
+    assert run.returncode == 0, run.stdout + run.stderr
+    warning = (f"WARNING: NO DUE DATE for {ASSIGNMENT}, so NO LATE PENALTY: 2 of 3 "
+               f"submission(s) carry nbgrader's timestamp.txt (ann, bob), and none is "
+               f"judged late.")
+    assert warning in run.stdout, run.stdout
+    assert warning in (tmp_path / "undated" / "report.txt").read_text()
+    assert penalties(f"sqlite:///{tmp_path / 'undated' / 'gradebook.db'}") == {
+        "ann": (0, 0.0, 6.0), "bob": (0, 0.0, 6.0), "cy": (0, 0.0, 6.0)}
+
+    # the due date in the course's own gradebook, as nbgrader's command sets it there
+    done = subprocess.run([str(BIN / "nbgrader"), "db", "assignment", "add", ASSIGNMENT,
+                           f"--duedate={DUE}"], cwd=course, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    before = (course / "gradebook.db").read_bytes()
+    run = grade(tmp_path / "dated")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (f"due date of {ASSIGNMENT}: 2026-12-01 17:00:00 UTC (from the course's gradebook "
+            f"sqlite:///{course / 'gradebook.db'})") in run.stdout, run.stdout
+    assert "NO DUE DATE" not in run.stdout
+    assert penalties(f"sqlite:///{tmp_path / 'dated' / 'gradebook.db'}") == {
+        "ann": (0, 0.0, 6.0), "bob": (5400.0, 6.0, 6.0), "cy": (0, 0.0, 6.0)}
+    assert (course / "gradebook.db").read_bytes() == before  # read, not written
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        assert gb.find_assignment(ASSIGNMENT).num_submissions == 0

@@ -144,3 +144,58 @@ def test_another_hand_in_time_is_another_submission(tmp_path):
     plain = submission_hash({"nb": nb})
     assert submission_hash({"nb": nb}, None) == plain
     assert submission_hash({"nb": nb}, "2026-12-01 16:00:00 UTC") != plain
+
+
+def test_what_nbgraders_exchange_puts_beside_a_submission_is_not_reported(tmp_path,
+                                                                          monkeypatch):
+    """A class collected through nbgrader's own exchange (release, fetch, submit and
+    collect, run here in-process as this user): `nbgrader submit` writes timestamp.txt and
+    submission_secret.txt beside the notebooks and `nbgrader collect` keeps both. They
+    are the exchange's, not the student's: no "left out" note for every student (issue
+    40, item 8), while a file the student did hand in is still named."""
+    import logging
+
+    import nbformat
+    from nbgrader.auth import Authenticator
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.exchange.default import (
+        ExchangeCollect,
+        ExchangeFetchAssignment,
+        ExchangeReleaseAssignment,
+        ExchangeSubmit,
+    )
+    from traitlets.config import Config
+
+    from autograder.compat import read_alembic_head_in_process
+
+    read_alembic_head_in_process()  # collect opens the gradebook: no `alembic` process
+    course, home, exchange = tmp_path / "course", tmp_path / "home", tmp_path / "exchange"
+    for folder in (course / "release" / "hw", home, exchange):
+        folder.mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]),
+                   str(course / "release" / "hw" / "nb.ipynb"))
+
+    def run(step, root):
+        config = Config()
+        config.CourseDirectory.root = str(root)
+        config.CourseDirectory.course_id = "c"
+        config.CourseDirectory.assignment_id = "hw"
+        config.Exchange.root = str(exchange)
+        step(coursedir=CourseDirectory(config=config), config=config,
+             authenticator=Authenticator(config=config),
+             log=logging.getLogger("exchange-test")).start()
+
+    run(ExchangeReleaseAssignment, course)
+    monkeypatch.chdir(home)  # the student's side works in the current folder
+    run(ExchangeFetchAssignment, home)
+    (home / "hw" / "notes.py").write_text("y = 2\n")  # the student's own extra file
+    run(ExchangeSubmit, home)
+    monkeypatch.chdir(course)
+    run(ExchangeCollect, course)
+    (student,) = [p.name for p in (course / "submitted").iterdir()]
+    collected = course / "submitted" / student / "hw"
+    assert {p.name for p in collected.iterdir()} == {
+        "nb.ipynb", "notes.py", "timestamp.txt", "submission_secret.txt"}
+    files, notes = find_submissions(course / "submitted", "hw", ["nb"])[student]
+    assert files == {"nb": collected / "nb.ipynb"}
+    assert notes == ["left out 1 file(s) that are not notebooks: notes.py"]
