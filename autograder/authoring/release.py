@@ -22,6 +22,11 @@ solutions (`solutions/`) and the instructor notebooks with their hidden tests an
 - `nbgrader_config.py`: the student side of the course's config (Validate's limits);
 - `README.md`: how to install it and work.
 
+The wheels declare setuptools>=77 as their build backend: an environment with an older
+one (Python 3.11's venv brings 65.5, without `bdist_wheel` unless `wheel` is installed)
+has pip build them in an isolated environment filled from the package index; a build that
+fails says in one line what failed and what to do.
+
 `build` checks what it made: a file of the wheel outside that list, an answer left in the
 student wheel, or a notebook with a solution, a hidden test or a model answer's name in
 it, stops it.
@@ -211,12 +216,62 @@ def _stage_solved(course, stage, assignment):
         """), encoding="utf-8")
 
 
-def _wheel(stage, out):
+# the build backend every wheel of the release declares (`_project`); an environment
+# whose setuptools is older (Python 3.11's venv brings 65.5, which without the `wheel`
+# package has no `bdist_wheel`) builds in an isolated environment that pip fills from the
+# package index
+BACKEND = "setuptools"
+BACKEND_MINIMUM = (77,)
+
+
+def _backend_here() -> bool:
+    """Whether this environment's setuptools is the one the release's wheels declare."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version(BACKEND)
+    except metadata.PackageNotFoundError:
+        return False
+    parts = []
+    for part in version.split(".")[:len(BACKEND_MINIMUM)]:
+        digits = "".join(c for c in part if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts) >= BACKEND_MINIMUM
+
+
+def _pip_error(output: str) -> str:
+    """The line of pip's output that says why it failed (pip's own summary, "Failed to
+    build ...", and a subprocess's exit say only that it did)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line.split(":", 1)[1].strip() for line in lines
+              if line.split(":", 1)[0] in ("ERROR", "error")]
+    causes = [e for e in errors
+              if not e.startswith(("Failed to build", "subprocess-exited-with-error"))]
+    return (causes or errors or lines[-1:] or ["pip said nothing"])[0][:300]
+
+
+def _wheel(stage, out, what="the student wheel"):
+    """The one wheel `pip wheel` builds from the project in `stage`, into `out`."""
     before = set(out.glob("*.whl")) if out.exists() else set()
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-         "--no-build-isolation", "--wheel-dir", str(out), str(stage)],
-        check=True, cwd=stage, stdout=subprocess.DEVNULL)
+    isolated = not _backend_here()
+    command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+               "--wheel-dir", str(out), str(stage)]
+    if not isolated:
+        command.insert(-3, "--no-build-isolation")
+    done = subprocess.run(command, cwd=stage, capture_output=True, text=True)
+    if done.returncode != 0:
+        minimum = ".".join(map(str, BACKEND_MINIMUM))
+        if isolated:
+            todo = (f"pip builds it in an environment of its own with {BACKEND}>={minimum} "
+                    f"from the package index: make the index reachable, or install "
+                    f"'{BACKEND}>={minimum}' into this environment ({sys.executable} -m pip "
+                    f"install '{BACKEND}>={minimum}'), then run student-release again")
+        else:
+            todo = (f"it was built with this environment's {BACKEND}: upgrade it "
+                    f"({sys.executable} -m pip install --upgrade '{BACKEND}>={minimum}'), "
+                    f"then run student-release again")
+        raise CourseError(f"building {what} failed ({_pip_error(done.stderr + done.stdout)}): "
+                          f"{todo}")
     made = sorted(set(out.glob("*.whl")) - before)
     if len(made) != 1:
         raise CourseError(f"building a wheel made {len(made)} wheels in {out}")
@@ -275,18 +330,30 @@ def build(course, target, names=None, say=print, solved=()):
         if not notebook_paths(released / name):
             raise CourseError(f"{EXERCISES}/{name} has no notebook; run `residual-pack "
                               f"generate {name}` first")
+    created = not target.exists()
     target.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="residual-pack-release-") as tmp:
-        stage = Path(tmp) / "project"
-        stage.mkdir()
-        _stage(course, stage)
-        wheel = _wheel(stage, target / "wheels")
-        for assignment in solved:
-            stage = Path(tmp) / f"solved-{assignment}"
+    try:
+        with tempfile.TemporaryDirectory(prefix="residual-pack-release-") as tmp:
+            stage = Path(tmp) / "project"
             stage.mkdir()
-            _stage_solved(course, stage, assignment)
-            made = _wheel(stage, target / "wheels")
-            say(f"released answers of {assignment}: {made.relative_to(target)}")
+            _stage(course, stage)
+            wheel = _wheel(stage, target / "wheels")
+            for assignment in solved:
+                stage = Path(tmp) / f"solved-{assignment}"
+                stage.mkdir()
+                _stage_solved(course, stage, assignment)
+                made = _wheel(stage, target / "wheels",
+                              f"the wheel of {assignment}'s answers")
+                say(f"released answers of {assignment}: {made.relative_to(target)}")
+    except BaseException:
+        # a half-made release is no release: leave the folder as it was, so that the
+        # same command works once the cause is fixed
+        if created:
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            for path in target.iterdir():
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+        raise
     say(f"wheel: {wheel.relative_to(target)}")
     for name in names:
         shutil.copytree(released / name, target / "assignments" / name,

@@ -269,3 +269,67 @@ def test_the_students_lab_has_no_instructor_tools(student):
     for plugin in ("formgrader", "create-assignment", "course-list"):
         assert disabled.get(f"@jupyter/nbgrader:{plugin}") is True, disabled
     assert not [k for k in disabled if "validate" in k or "assignment-list" in k], disabled
+
+
+# what a fresh environment brings of its own and the pack's install puts there: not shared
+BUILD_TOOLS = ("setuptools", "pkg_resources", "_distutils_hack", "distutils-precedence",
+               "wheel", "pip", "__editable__", "microgpt_residuals")
+
+
+def _old_setuptools_env(tmp):
+    """(python, environment variables) of a fresh virtual environment as `scripts/demo`
+    makes one: its own pip, setuptools pinned to 65.5.0 (Python 3.11's venv brings it),
+    no `wheel` package, and the pack installed with `pip install -e`. The pack's other
+    dependencies come from this test's environment, through a folder of links to its
+    site-packages without its build tools (which would hide the old setuptools)."""
+    env_dir = tmp / "old-setuptools"
+    venv.EnvBuilder(with_pip=True, symlinks=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    env = {"PATH": f"{env_dir / 'bin'}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp / "home"),
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    for name in ("LANG", "PIP_FIND_LINKS", "PIP_CERT", "PIP_DEFAULT_TIMEOUT"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    for args in (["install", "-q", "setuptools==65.5.0"], ["uninstall", "-q", "-y", "wheel"]):
+        done = _run([python, "-m", "pip", *args], env, tmp)
+        assert done.returncode == 0, done.stderr
+    shared = tmp / "shared-site-packages"
+    shared.mkdir()
+    for entry in Path(sysconfig.get_path("purelib")).iterdir():
+        if not entry.name.startswith(BUILD_TOOLS):
+            (shared / entry.name).symlink_to(entry)
+    purelib = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                        env, tmp).stdout.strip())
+    (purelib / "shared-dependencies.pth").write_text(f"{shared}\n", encoding="utf-8")
+    done = _run([python, "-m", "pip", "install", "-q", "--no-deps", "-e", ROOT], env, tmp)
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = _run([python, "-c", "import importlib.util as u, setuptools; "
+                 "print(setuptools.__version__, u.find_spec('wheel'))"], env, tmp)
+    assert done.stdout.split() == ["65.5.0", "None"], done.stdout + done.stderr
+    return python, env
+
+
+def test_the_release_builds_where_setuptools_is_old(tmp_path):
+    """`residual-pack student-release` in an environment whose setuptools has no
+    `bdist_wheel` (65.5 without `wheel`): pip builds the wheels in an isolated environment
+    with the setuptools they declare. When that cannot be had either (no package index),
+    it says so in one line, with what to do, and leaves no half-made folder."""
+    python, env = _old_setuptools_env(tmp_path)
+    command = [python.parent / "residual-pack", "--course", ROOT, "student-release"]
+    out = tmp_path / "release"
+    done = _run([*command, out, "01_residual_stack", "--solved", "02_degradation"], env,
+                tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stdout + done.stderr
+    assert sorted(p.name.split("-")[0] for p in (out / "wheels").glob("*.whl")) == [
+        "residual_pack_solved_02_degradation", "residual_pack_student"]
+    assert problems(out) == []
+    offline = {**env, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path / "no-wheels")}
+    done = _run([*command, tmp_path / "offline", "01_residual_stack"], offline, tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("residual-pack: building the student wheel failed ("), lines
+    assert "setuptools>=77" in lines[0] and "run student-release again" in lines[0], lines
+    assert not (tmp_path / "offline").exists()
