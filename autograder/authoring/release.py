@@ -7,7 +7,9 @@ solutions (`solutions/`) and the instructor notebooks with their hidden tests an
 - `wheels/`: one wheel, `residual-pack-student`, with the engine (`microgpt`), the torch
   track (`torchtrack`), the package a student's kernel loads (`autograder/kernel/`) and
   `residual-pack progress` (`autograder/student/` with `cells.py` and `runner.py`):
-  nothing of the answers, the grader, the sandbox or the authoring tools; and the Jupyter
+  nothing of the answers, the grader, the sandbox or the authoring tools (nor
+  `torchtrack.value_mirror`, the tests' rebuilding of the torch models on `Value`, which
+  writes the layers and blocks out); and the Jupyter
   config that keeps nbgrader's instructor tools (Formgrader, Create Assignment, the
   course list) out of the student's JupyterLab (`autograder/student/jupyter-config/`,
   installed under the environment's `etc/jupyter/`). Its `microgpt` and `torchtrack` hold
@@ -62,6 +64,10 @@ COPIED_MODULES = ("autograder/__init__.py", "autograder/cells.py", "autograder/r
 # (also what scripts/lab puts on JUPYTER_CONFIG_PATH) go into the environment's
 # etc/jupyter, as data files of the wheel
 JUPYTER_CONFIG = "autograder/student/jupyter-config"
+# modules of the copied packages that a student's kernel does not use and that would show
+# answers: the torch track's models rebuilt on `Value` (the tests' second oracle), with
+# the residual and highway layers and the three block layouts written out
+LEFT_OUT = ("torchtrack/value_mirror.py",)
 WHEEL_PREFIXES = ("microgpt/", "torchtrack/", "autograder/kernel/", "autograder/student/",
                   *COPIED_MODULES, "residual_pack_student-", "residual_pack_solved_")
 # what a student's install needs (the project's dependencies without the grader's sandbox)
@@ -150,6 +156,8 @@ def _stage(course, stage):
         shutil.copytree(course / name, stage / name, ignore=ignore)
     for name in COPIED_MODULES:
         shutil.copy2(course / name, stage / name)
+    for name in LEFT_OUT:
+        (stage / name).unlink()
     for module in _withheld_modules():
         path = stage.joinpath(*module.split(".")).with_suffix(".py")
         path.write_text(withheld.withhold(path.read_text(encoding="utf-8"), module),
@@ -287,6 +295,8 @@ def problems(target):
             for name in z.namelist():
                 if not name.startswith(WHEEL_PREFIXES):
                     found.append(f"{wheel.name}: {name} is not the engine or the kernel side")
+                elif name in LEFT_OUT:
+                    found.append(f"{wheel.name}: {name} is the instructor's only")
             if wheel.name.startswith("residual_pack_student-"):
                 found += [f"{wheel.name}: {p}" for p in _answers_left(z)]
     for path in sorted(target.rglob("*")):

@@ -44,12 +44,13 @@ def test_a_clean_release_has_no_problem(tmp_path):
 
 def test_an_answer_in_the_wheel_or_a_notebook_is_found(tmp_path):
     release = _release(tmp_path, ["microgpt/engine.py", "autograder/answers/reference.py",
-                                  "autograder/grading/judge.py"],
+                                  "autograder/grading/judge.py", "torchtrack/value_mirror.py"],
                        "import autograder.answers.reference as reference\n"
                        "### BEGIN HIDDEN TESTS\n### END HIDDEN TESTS")
     found = "\n".join(problems(release))
     assert "autograder/answers/reference.py" in found
     assert "autograder/grading/judge.py" in found
+    assert "torchtrack/value_mirror.py is the instructor's only" in found
     assert "'autograder.answers'" in found and "'BEGIN HIDDEN TESTS'" in found
 
 
