@@ -49,7 +49,7 @@ from autograder.grading.course import EXERCISES, CourseError, assignments, noteb
 from autograder.kernel.policy import SWITCHED_OFF
 
 __all__ = ["PACKAGE", "WHEEL_PREFIXES", "STUDENT_CONFIG", "WITHHELD", "build", "problems",
-           "solved_package"]
+           "solved_package", "README", "readme"]
 
 PACKAGE = "residual-pack-student"
 VERSION = "0.1.0"
@@ -99,32 +99,151 @@ c.Execute.startup_timeout = 120
 c.Execute.extra_arguments = ["--IPKernelApp.ignore_cwd=True"]
 '''
 
-README = """\
+# the release's README (`readme`): every command in a ```bash block is one that
+# tests/integration/test_student_release.py runs as it stands, in a fresh environment
+# (the numbers: results/benchmarks/student-install-2026-12-05.txt and run-all-2026-12-05.txt)
+README_TEMPLATE = """\
 # Residual connections: the student release
 
-This folder is what you work from. It has the engine the exercises build on and the
-checks the notebooks' test cells call; it has no model answers.
+This folder is what you work from: the engine the exercises build on, the checks that the
+notebooks' test cells call (in `wheels/`) and the notebooks (in `assignments/`). It holds
+no model answers. The commands below are for Linux and macOS, typed in a terminal whose
+current folder is this one (the folder with this README).
 
-Install it once, in a folder of your own (Python 3.10 or later):
+## 1. Install, once
 
-    python3 -m venv .venv
-    .venv/bin/pip install wheels/*.whl
-    .venv/bin/jupyter lab
+You need Python 3.10 or later (`python3 --version` says which you have). Make a virtual
+environment here and install the wheel into it:
 
-Then open `assignments/01_residual_stack/` and work through the notebooks in order. Some
-notebooks build on an earlier assignment's answer (03 and 04 train deep nets with the
-forward pass of Assignment 2, 06 trains GPTs made of Assignment 5's blocks): your
-instructor hands out those answers after each due date, as a wheel of their own
-(`residual_pack_solved_<assignment>-...whl`; install it the same way, into the same
-`.venv`). Until then such a cell says which answer it is waiting for. The
-test cells under each task check your answer; Validate (in the Assignments menu, or
-`.venv/bin/nbgrader validate NOTEBOOK` from this folder, which cuts long lines at 90
-characters) runs them all, and `.venv/bin/residual-pack progress` lists every task as
-passed, failing (with the check's message) or not started.
-Notebooks 08 and 09 need PyTorch: `.venv/bin/pip install torch==2.13.0` (the version
-the course is tested with; without a GPU, PyTorch's CPU-only build is enough and much
-smaller, see pytorch.org). Hand in the notebooks as your instructor says.
+```bash
+python3 -m venv .venv
+.venv/bin/pip install wheels/{wheel}
+```
+
+pip downloads JupyterLab, nbgrader, numpy, matplotlib and what they need: about 110
+packages, 510 MB on disk. On our 2-core test machine, with a fast connection and
+nothing in pip's cache, the install took 74 s; on a slow connection expect several
+minutes. If you move or rename this folder later, make `.venv` again (delete it, then run
+both commands again).
+
+## 2. Work
+
+Start JupyterLab from this folder (Validate reads this folder's `nbgrader_config.py`):
+
+```bash
+.venv/bin/jupyter lab
+```
+
+It opens in your browser; if not, open the `http://localhost:8888/lab?token=...` address
+it prints. Open `assignments/01_residual_stack/01_residual_stack.ipynb` and work through
+the notebooks in order (01, 02, ... 09). Leave the terminal open while you work;
+Ctrl+C twice in it stops JupyterLab when you are done (save your notebooks first).
+
+Each task leaves a TODO (`raise NotImplementedError`) for you to replace. Run the test
+cell under a task to check your answer: a failing test says what it checked, what it
+expected and what it got. **Validate**, the button in the notebook's toolbar (nbgrader's,
+at the top of the notebook), saves the notebook and runs all its tests the way grading
+will; it also reminds you of written answers you have not filled in. The same from the
+terminal, and a list of every task as passed, failing or not started:
+
+```bash
+.venv/bin/nbgrader validate assignments/01_residual_stack/01_residual_stack.ipynb
+.venv/bin/residual-pack progress -a 01_residual_stack
+```
+
+(`.venv/bin/residual-pack progress` alone goes through every notebook: save them first.)
+
+## 3. What takes minutes
+
+Most cells take a second or less. The experiments train many small networks in pure
+Python, and a few take minutes. What a Run All of a finished notebook took on our 2-core
+test machine while much other work ran on it (a quiet laptop is faster):
+
+{timings}
+
+Validate leaves those experiments out (they say "not run while grading"): on the same
+machine, Validate of a finished notebook took from 36 s (01) to 102 s (05). A progress
+bar under an experiment shows that it is still working.
+
+## 4. When a cell hangs
+
+A cell whose `[*]` stays for longer than the times above is probably stuck in your code
+(a loop that never ends, say). Stop it with **Kernel > Interrupt Kernel** (or the square
+button in the toolbar). If it still runs, **Kernel > Restart Kernel...**; a restart
+forgets every variable, so then run the cells above again (**Run > Run All Above
+Selected Cell**) before you go on. Validate stops a cell that runs for more than 120 s
+and reports a timeout.
+
+## 5. The earlier answers (notebooks 03, 04 and 06)
+
+Notebooks 03 and 04 train deep nets with the forward pass of Assignment 2, and 06 trains
+GPTs made of Assignment 5's blocks. Your instructor hands out those answers after each
+due date, as a file of its own: `residual_pack_solved_02_degradation-{version}-py3-none-any.whl`
+for Assignment 2, `residual_pack_solved_05_gpt_residual_adds-{version}-py3-none-any.whl`
+for Assignment 5. Save the file in this folder and install it into the same `.venv`:
+
+```bash
+.venv/bin/pip install residual_pack_solved_02_degradation-{version}-py3-none-any.whl
+```
+
+(the same with the other file name for Assignment 5), then restart the notebook's kernel
+(**Kernel > Restart Kernel...**) so that it finds them. Until then a cell that needs one
+says which (`NotReleased: deepnet.logits (Task 2.2) is released after 02_degradation's due
+date ...`).
+
+## 6. PyTorch, for notebooks 08 and 09
+
+Notebooks 08 and 09 (the torch track) need PyTorch, the version the course is tested
+with:
+
+```bash
+.venv/bin/pip install torch==2.13.0
+```
+
+On our test machine that took 67 s (the CPU-only build: 6 more packages, and `.venv`
+grew to 1.4 GB). On Linux, PyPI's torch comes with NVIDIA's GPU libraries, several GB
+more; these notebooks need no GPU, and PyTorch's CPU-only build is enough:
+
+```bash
+.venv/bin/pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+```
+
+Notebook 09 downloads TinyShakespeare (about 1 MB) the first time; its first cells say
+what to do without a connection.
+
+## 7. Hand in
+
+Save the notebook (Ctrl+S), run Validate once more, then hand it in the way your
+instructor says:
+
+- on a course server with nbgrader's exchange (your instructor tells you if your course
+  has one): **Nbgrader > Assignment List**, then **Submit** next to the assignment;
+- otherwise the notebook file itself, for example
+  `assignments/01_residual_stack/01_residual_stack.ipynb`, unrenamed, where your
+  instructor asks (a course page, an e-mail). Hand in the `.ipynb` only, not `.venv`.
 """
+
+# Run All of each finished notebook: results/benchmarks/run-all-2026-12-05.txt
+TIMINGS = """\
+| notebook | Run All | the cells that take it |
+|---|---:|---|
+| 01 | 7 s | |
+| 02 | 2 min | the experiment that needs Tasks 2.1 and 2.2: 69 s |
+| 03 | 8 min | the experiment that needs Tasks 3.1 to 3.3: 8 min |
+| 04 | 8 min | the depth study that needs Task 4.1: 6 min; the training watch: 1 min |
+| 05 | 5 min | the experiment that needs Tasks 5.1 to 5.3: 3 min; the stress test: 2 min |
+| 06 | 3 min | training the models: 2 min |
+| 07 | 5 s | |
+| 08 | 3.5 min | the experiment that needs Tasks 8.1 and 8.2: 3 min |
+| 09 | 13.5 min | the five training cells (`train(...)`): 2 to 3.5 min each |"""
+
+
+def readme(wheel: str) -> str:
+    """The release's README.md, for the student wheel named `wheel`."""
+    return README_TEMPLATE.format(wheel=wheel, version=VERSION, timings=TIMINGS)
+
+
+README = readme(f"{PACKAGE.replace('-', '_')}-{VERSION}-py3-none-any.whl")
 
 
 def _project(name, what):
@@ -370,7 +489,7 @@ def build(course, target, names=None, say=print, solved=()):
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         say(f"assignment: assignments/{name}")
     (target / "nbgrader_config.py").write_text(STUDENT_CONFIG, encoding="utf-8")
-    (target / "README.md").write_text(README, encoding="utf-8")
+    (target / "README.md").write_text(readme(wheel.name), encoding="utf-8")
     found = problems(target)
     if found:
         raise CourseError("the student release holds what a student must not get:\n  "
