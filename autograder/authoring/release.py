@@ -7,7 +7,9 @@ solutions (`solutions/`) and the instructor notebooks with their hidden tests an
 - `wheels/`: one wheel, `residual-pack-student`, with the engine (`microgpt`), the torch
   track (`torchtrack`), the package a student's kernel loads (`autograder/kernel/`) and
   `residual-pack progress` (`autograder/student/` with `cells.py` and `runner.py`):
-  nothing of the answers, the grader, the sandbox or the authoring tools; and the Jupyter
+  nothing of the answers, the grader, the sandbox or the authoring tools (nor
+  `torchtrack.value_mirror`, the tests' rebuilding of the torch models on `Value`, which
+  writes the layers and blocks out); and the Jupyter
   config that keeps nbgrader's instructor tools (Formgrader, Create Assignment, the
   course list) out of the student's JupyterLab (`autograder/student/jupyter-config/`,
   installed under the environment's `etc/jupyter/`). Its `microgpt` and `torchtrack` hold
@@ -21,6 +23,11 @@ solutions (`solutions/`) and the instructor notebooks with their hidden tests an
 - `assignments/<assignment>/`: the released notebooks (`exercises/`, visible tests only);
 - `nbgrader_config.py`: the student side of the course's config (Validate's limits);
 - `README.md`: how to install it and work.
+
+The wheels declare setuptools>=77 as their build backend: an environment with an older
+one (Python 3.11's venv brings 65.5, without `bdist_wheel` unless `wheel` is installed)
+has pip build them in an isolated environment filled from the package index; a build that
+fails says in one line what failed and what to do.
 
 `build` checks what it made: a file of the wheel outside that list, an answer left in the
 student wheel, or a notebook with a solution, a hidden test or a model answer's name in
@@ -43,7 +50,7 @@ from autograder.grading.course import EXERCISES, CourseError, assignments, noteb
 from autograder.kernel.policy import SWITCHED_OFF
 
 __all__ = ["PACKAGE", "WHEEL_PREFIXES", "STUDENT_CONFIG", "WITHHELD", "build", "problems",
-           "solved_package"]
+           "solved_package", "README", "readme"]
 
 PACKAGE = "residual-pack-student"
 VERSION = "0.1.0"
@@ -58,6 +65,10 @@ COPIED_MODULES = ("autograder/__init__.py", "autograder/cells.py", "autograder/r
 # (also what scripts/lab puts on JUPYTER_CONFIG_PATH) go into the environment's
 # etc/jupyter, as data files of the wheel
 JUPYTER_CONFIG = "autograder/student/jupyter-config"
+# modules of the copied packages that a student's kernel does not use and that would show
+# answers: the torch track's models rebuilt on `Value` (the tests' second oracle), with
+# the residual and highway layers and the three block layouts written out
+LEFT_OUT = ("torchtrack/value_mirror.py",)
 WHEEL_PREFIXES = ("microgpt/", "torchtrack/", "autograder/kernel/", "autograder/student/",
                   *COPIED_MODULES, "residual_pack_student-", "residual_pack_solved_")
 # what a student's install needs (the project's dependencies without the grader's sandbox)
@@ -89,32 +100,156 @@ c.Execute.startup_timeout = 120
 c.Execute.extra_arguments = ["--IPKernelApp.ignore_cwd=True"]
 '''
 
-README = """\
+# the release's README (`readme`): every command in a ```bash block is one that
+# tests/integration/test_student_release.py runs as it stands, in a fresh environment
+# (the numbers: results/benchmarks/student-install-2026-12-05.txt and run-all-2026-12-05.txt)
+README_TEMPLATE = """\
 # Residual connections: the student release
 
-This folder is what you work from. It has the engine the exercises build on and the
-checks the notebooks' test cells call; it has no model answers.
+This folder is what you work from: the engine the exercises build on, the checks that the
+notebooks' test cells call (in `wheels/`) and the notebooks (in `assignments/`). It holds
+no model answers. The commands below are for Linux and macOS, typed in a terminal whose
+current folder is this one (the folder with this README).
 
-Install it once, in a folder of your own (Python 3.10 or later):
+## 1. Install, once
 
-    python3 -m venv .venv
-    .venv/bin/pip install wheels/*.whl
-    .venv/bin/jupyter lab
+You need Python 3.10 or later (`python3 --version` says which you have). Make a virtual
+environment here and install the wheel into it:
 
-Then open `assignments/01_residual_stack/` and work through the notebooks in order. Some
-notebooks build on an earlier assignment's answer (03 and 04 train deep nets with the
-forward pass of Assignment 2, 06 trains GPTs made of Assignment 5's blocks): your
-instructor hands out those answers after each due date, as a wheel of their own
-(`residual_pack_solved_<assignment>-...whl`; install it the same way, into the same
-`.venv`). Until then such a cell says which answer it is waiting for. The
-test cells under each task check your answer; Validate (in the Assignments menu, or
-`.venv/bin/nbgrader validate NOTEBOOK` from this folder, which cuts long lines at 90
-characters) runs them all, and `.venv/bin/residual-pack progress` lists every task as
-passed, failing (with the check's message) or not started.
-Notebooks 08 and 09 need PyTorch: `.venv/bin/pip install torch==2.13.0` (the version
-the course is tested with; without a GPU, PyTorch's CPU-only build is enough and much
-smaller, see pytorch.org). Hand in the notebooks as your instructor says.
+```bash
+python3 -m venv .venv
+.venv/bin/pip install wheels/{wheel}
+```
+
+pip downloads JupyterLab, nbgrader, numpy, matplotlib and what they need: about 110
+packages, 510 MB on disk. On our 2-core test machine, with a fast connection and
+nothing in pip's cache, the install took 74 s; on a slow connection expect several
+minutes. If you move or rename this folder later, make `.venv` again (delete it, then run
+both commands again).
+
+## 2. Work
+
+Start JupyterLab from this folder (Validate reads this folder's `nbgrader_config.py`):
+
+```bash
+.venv/bin/jupyter lab
+```
+
+It opens in your browser; if not, open the `http://localhost:8888/lab?token=...` address
+it prints. Open `assignments/01_residual_stack/01_residual_stack.ipynb` and work through
+the notebooks in order (01, 02, ... 09). Leave the terminal open while you work;
+Ctrl+C twice in it stops JupyterLab when you are done (save your notebooks first).
+
+Each task leaves a TODO (`raise NotImplementedError`) for you to replace. Run the test
+cell under a task to check your answer: a failing test says what it checked, what it
+expected and what it got. **Validate**, the button in the notebook's toolbar (nbgrader's,
+at the top of the notebook), saves the notebook and runs all its tests the way grading
+will; it also reminds you of written answers you have not filled in. The same from the
+terminal, and a list of every task as passed, failing or not started:
+
+```bash
+.venv/bin/nbgrader validate assignments/01_residual_stack/01_residual_stack.ipynb
+.venv/bin/residual-pack progress -a 01_residual_stack
+```
+
+(`.venv/bin/residual-pack progress` alone goes through every notebook: save them first.)
+
+## 3. What takes minutes
+
+Most cells take a second or less. The experiments train many small networks in pure
+Python, and a few take minutes. What a Run All of a finished notebook took on our 2-core
+test machine while much other work ran on it (a quiet laptop is faster):
+
+{timings}
+
+Validate leaves those experiments out (they say "not run while grading"): on the same
+machine, Validate of a finished notebook took from 36 s (01) to 102 s (05). A progress
+bar under an experiment shows that it is still working.
+
+## 4. When a cell hangs
+
+A cell whose `[*]` stays for longer than the times above is probably stuck in your code
+(a loop that never ends, say). Stop it with **Kernel > Interrupt Kernel** (or the square
+button in the toolbar). If it still runs, **Kernel > Restart Kernel...**; a restart
+forgets every variable, so then run the cells above again (**Run > Run All Above
+Selected Cell**) before you go on. Validate stops a cell that runs for more than 120 s
+and reports a timeout.
+
+## 5. The earlier answers (notebooks 03, 04 and 06)
+
+Notebooks 03 and 04 train deep nets with the forward pass of Assignment 2, and 06 trains
+GPTs made of Assignment 5's blocks. Your instructor hands out those answers after each
+due date, as a file of its own: `residual_pack_solved_02_degradation-{version}-py3-none-any.whl`
+for Assignment 2, `residual_pack_solved_05_gpt_residual_adds-{version}-py3-none-any.whl`
+for Assignment 5. Save the file in this folder and install it into the same `.venv`:
+
+```bash
+.venv/bin/pip install residual_pack_solved_02_degradation-{version}-py3-none-any.whl
+```
+
+(the same with the other file name for Assignment 5), then restart the notebook's kernel
+(**Kernel > Restart Kernel...**) so that it finds them. Until then, use your own: 03 and
+04 have a cell after "From Assignment 2" where you paste the body of your Task 2.2
+`mlp_logits`, and 06 one after "The pieces" for your three blocks of Tasks 5.1 to 5.3.
+Run it, and it prints which answer the library will use (a released one, once installed,
+wins; grading always uses the released answers, never yours). With neither, a cell that
+needs one says which (`NotReleased: deepnet.logits (Task 2.2) is released after
+02_degradation's due date ...`), and `residual-pack progress` lists its tests as waiting
+for an earlier answer.
+
+## 6. PyTorch, for notebooks 08 and 09
+
+Notebooks 08 and 09 (the torch track) need PyTorch, the version the course is tested
+with:
+
+```bash
+.venv/bin/pip install torch==2.13.0
+```
+
+On our test machine that took 67 s (the CPU-only build: 6 more packages, and `.venv`
+grew to 1.4 GB). On Linux, PyPI's torch comes with NVIDIA's GPU libraries, several GB
+more; these notebooks need no GPU, and PyTorch's CPU-only build is enough:
+
+```bash
+.venv/bin/pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+```
+
+Notebook 09 downloads TinyShakespeare (about 1 MB) the first time; its first cells say
+what to do without a connection.
+
+## 7. Hand in
+
+Save the notebook (Ctrl+S), run Validate once more, then hand it in the way your
+instructor says:
+
+- on a course server with nbgrader's exchange (your instructor tells you if your course
+  has one): **Nbgrader > Assignment List**, then **Submit** next to the assignment;
+- otherwise the notebook file itself, for example
+  `assignments/01_residual_stack/01_residual_stack.ipynb`, unrenamed, where your
+  instructor asks (a course page, an e-mail). Hand in the `.ipynb` only, not `.venv`.
 """
+
+# Run All of each finished notebook: results/benchmarks/run-all-2026-12-05.txt
+TIMINGS = """\
+| notebook | Run All | the cells that take it |
+|---|---:|---|
+| 01 | 7 s | |
+| 02 | 2 min | the experiment that needs Tasks 2.1 and 2.2: 69 s |
+| 03 | 8 min | the experiment that needs Tasks 3.1 to 3.3: 8 min |
+| 04 | 8 min | the depth study that needs Task 4.1: 6 min; the training watch: 1 min |
+| 05 | 5 min | the experiment that needs Tasks 5.1 to 5.3: 3 min; the stress test: 2 min |
+| 06 | 3 min | training the models: 2 min |
+| 07 | 5 s | |
+| 08 | 3.5 min | the experiment that needs Tasks 8.1 and 8.2: 3 min |
+| 09 | 13.5 min | the five training cells (`train(...)`): 2 to 3.5 min each |"""
+
+
+def readme(wheel: str) -> str:
+    """The release's README.md, for the student wheel named `wheel`."""
+    return README_TEMPLATE.format(wheel=wheel, version=VERSION, timings=TIMINGS)
+
+
+README = readme(f"{PACKAGE.replace('-', '_')}-{VERSION}-py3-none-any.whl")
 
 
 def _project(name, what):
@@ -146,6 +281,8 @@ def _stage(course, stage):
         shutil.copytree(root / name, stage / name, ignore=ignore)
     for name in COPIED_MODULES:
         shutil.copy2(root / name, stage / name)
+    for name in LEFT_OUT:
+        (stage / name).unlink()
     for module in _withheld_modules():
         path = stage.joinpath(*module.split(".")).with_suffix(".py")
         path.write_text(withheld.withhold(path.read_text(encoding="utf-8"), module),
@@ -212,12 +349,62 @@ def _stage_solved(course, stage, assignment):
         """), encoding="utf-8")
 
 
-def _wheel(stage, out):
+# the build backend every wheel of the release declares (`_project`); an environment
+# whose setuptools is older (Python 3.11's venv brings 65.5, which without the `wheel`
+# package has no `bdist_wheel`) builds in an isolated environment that pip fills from the
+# package index
+BACKEND = "setuptools"
+BACKEND_MINIMUM = (77,)
+
+
+def _backend_here() -> bool:
+    """Whether this environment's setuptools is the one the release's wheels declare."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version(BACKEND)
+    except metadata.PackageNotFoundError:
+        return False
+    parts = []
+    for part in version.split(".")[:len(BACKEND_MINIMUM)]:
+        digits = "".join(c for c in part if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts) >= BACKEND_MINIMUM
+
+
+def _pip_error(output: str) -> str:
+    """The line of pip's output that says why it failed (pip's own summary, "Failed to
+    build ...", and a subprocess's exit say only that it did)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line.split(":", 1)[1].strip() for line in lines
+              if line.split(":", 1)[0] in ("ERROR", "error")]
+    causes = [e for e in errors
+              if not e.startswith(("Failed to build", "subprocess-exited-with-error"))]
+    return (causes or errors or lines[-1:] or ["pip said nothing"])[0][:300]
+
+
+def _wheel(stage, out, what="the student wheel"):
+    """The one wheel `pip wheel` builds from the project in `stage`, into `out`."""
     before = set(out.glob("*.whl")) if out.exists() else set()
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-         "--no-build-isolation", "--wheel-dir", str(out), str(stage)],
-        check=True, cwd=stage, stdout=subprocess.DEVNULL)
+    isolated = not _backend_here()
+    command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+               "--wheel-dir", str(out), str(stage)]
+    if not isolated:
+        command.insert(-3, "--no-build-isolation")
+    done = subprocess.run(command, cwd=stage, capture_output=True, text=True)
+    if done.returncode != 0:
+        minimum = ".".join(map(str, BACKEND_MINIMUM))
+        if isolated:
+            todo = (f"pip builds it in an environment of its own with {BACKEND}>={minimum} "
+                    f"from the package index: make the index reachable, or install "
+                    f"'{BACKEND}>={minimum}' into this environment ({sys.executable} -m pip "
+                    f"install '{BACKEND}>={minimum}'), then run student-release again")
+        else:
+            todo = (f"it was built with this environment's {BACKEND}: upgrade it "
+                    f"({sys.executable} -m pip install --upgrade '{BACKEND}>={minimum}'), "
+                    f"then run student-release again")
+        raise CourseError(f"building {what} failed ({_pip_error(done.stderr + done.stdout)}): "
+                          f"{todo}")
     made = sorted(set(out.glob("*.whl")) - before)
     if len(made) != 1:
         raise CourseError(f"building a wheel made {len(made)} wheels in {out}")
@@ -233,6 +420,8 @@ def problems(target):
             for name in z.namelist():
                 if not name.startswith(WHEEL_PREFIXES):
                     found.append(f"{wheel.name}: {name} is not the engine or the kernel side")
+                elif name in LEFT_OUT:
+                    found.append(f"{wheel.name}: {name} is the instructor's only")
             if wheel.name.startswith("residual_pack_student-"):
                 found += [f"{wheel.name}: {p}" for p in _answers_left(z)]
     for path in sorted(target.rglob("*")):
@@ -276,25 +465,37 @@ def build(course, target, names=None, say=print, solved=()):
         if not notebook_paths(released / name):
             raise CourseError(f"{EXERCISES}/{name} has no notebook; run `residual-pack "
                               f"generate {name}` first")
+    created = not target.exists()
     target.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="residual-pack-release-") as tmp:
-        stage = Path(tmp) / "project"
-        stage.mkdir()
-        _stage(course, stage)
-        wheel = _wheel(stage, target / "wheels")
-        for assignment in solved:
-            stage = Path(tmp) / f"solved-{assignment}"
+    try:
+        with tempfile.TemporaryDirectory(prefix="residual-pack-release-") as tmp:
+            stage = Path(tmp) / "project"
             stage.mkdir()
-            _stage_solved(course, stage, assignment)
-            made = _wheel(stage, target / "wheels")
-            say(f"released answers of {assignment}: {made.relative_to(target)}")
+            _stage(course, stage)
+            wheel = _wheel(stage, target / "wheels")
+            for assignment in solved:
+                stage = Path(tmp) / f"solved-{assignment}"
+                stage.mkdir()
+                _stage_solved(course, stage, assignment)
+                made = _wheel(stage, target / "wheels",
+                              f"the wheel of {assignment}'s answers")
+                say(f"released answers of {assignment}: {made.relative_to(target)}")
+    except BaseException:
+        # a half-made release is no release: leave the folder as it was, so that the
+        # same command works once the cause is fixed
+        if created:
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            for path in target.iterdir():
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+        raise
     say(f"wheel: {wheel.relative_to(target)}")
     for name in names:
         shutil.copytree(released / name, target / "assignments" / name,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         say(f"assignment: assignments/{name}")
     (target / "nbgrader_config.py").write_text(STUDENT_CONFIG, encoding="utf-8")
-    (target / "README.md").write_text(README, encoding="utf-8")
+    (target / "README.md").write_text(readme(wheel.name), encoding="utf-8")
     found = problems(target)
     if found:
         raise CourseError("the student release holds what a student must not get:\n  "

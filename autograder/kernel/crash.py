@@ -8,13 +8,12 @@ gives it a rendering of its own, the one a notebook shows (IPython asks an excep
     ValueError in your answer: linear: a row of 16 weights for 32 inputs
     Cell In[7], line 7, the test:
     ----> 7     check_block_values(pre_norm_block, "pre")
-    Cell In[5], line 4, in pre_norm_block:
+    Cell In[5], line 3, in pre_norm_block:
           2     \"\"\"Task 5.1\"\"\"
-          3     x = x + model.attention(rmsnorm(x), layer, cache)
-    ----> 4     m = model.mlp(rmsnorm(x), layer)
+    ----> 3     a = model.attention(x + x, layer, cache)
     microgpt/engine.py, line 359, in linear, where the error was raised:
     ----> 359             raise ValueError(f"linear: a row of {len(row)} weights for ...")
-    Hint: ...
+    Hint: ... (here: two lists joined with `+`, 32 numbers where 16 belong)
 
 Only the notebook's own lines are shown (the test cell's and the student's cells', named
 as Jupyter names them), and of the library the one line that raised; the checks' frames

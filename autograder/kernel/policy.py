@@ -89,7 +89,7 @@ SWITCHED_OFF = {
     ],
     "08_torch_mlp": [
         ("torchtrack.mlp", "ResidualLayer", "forward", "Task 8.1",
-         "write h + self.branch(h)"),
+         "write the shortcut yourself: the layer's input plus what self.branch makes of it"),
         ("torchtrack.mlp", "HighwayLayer", "forward", "Task 8.2",
          "write the gate and the mix yourself"),
     ],

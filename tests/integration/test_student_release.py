@@ -1,32 +1,41 @@
-"""A student's install holds no answer: `residual-pack student-release` into a folder, its
-wheel into a fresh virtual environment, and there
+"""A student's install holds no answer, and its README is followed as it stands:
+`residual-pack student-release` into a folder, then the README's commands, parsed from its
+```bash blocks and run there as written (an edit to the README that this file does not
+follow fails `test_every_command_of_the_readme_is_followed`). `python3 -m venv .venv`
+and `.venv/bin/pip install wheels/...` make a fresh virtual environment with every
+dependency from the package index (pip's cache is shared with this machine's), and there
 
 - the model answers (`autograder.answers.reference`), every registered wrong answer
   (`autograder.answers.mutants.*`) and the grader do not import, and microgpt's answers
   (`deepnet.logits`, `GPT.block`, `GPT.stream_states`) are not in its source: called, they
   say which assignment's released answers they wait for;
-- nbgrader's Validate, run from the release folder with its config, passes a solved copy
-  of a released notebook (its cells run in a real Jupyter kernel of that environment) and
-  fails the untouched one; 05's visible tests pass on stored numbers, without microgpt's
-  blocks; 06, which trains GPTs of Assignment 5's blocks, waits for them, and passes once
-  the wheel of 05's released answers is installed; so do 03 and 04 with 02's; torchtrack
-  holds no answer either, and Validate passes 08 and 09 there (when torch is installed);
-- `residual-pack progress` (the student's) runs there;
+- `.venv/bin/jupyter lab` serves; the README's `nbgrader validate` fails the untouched
+  notebook; `residual-pack progress` runs;
+- Validate, run from the release folder with its config, passes a solved copy of a
+  released notebook (its cells run in a real Jupyter kernel of that environment); 05's
+  visible tests pass on stored numbers, without microgpt's blocks; 06, which trains GPTs
+  of Assignment 5's blocks, waits for them, and passes once the wheel of 05's released
+  answers is installed with the README's command; so do 03 and 04 with 02's; torchtrack
+  holds no answer either, and Validate passes 08 and 09 after the README's `pip install
+  torch==...` (run when this test's own environment has torch, a sign that this machine
+  can install it);
 - the student's JupyterLab there has nbgrader's Validate and assignment list, and not its
   instructor tools (Formgrader, Create Assignment, the course list).
-
-The wheel goes in with `pip install --no-deps`; the other packages a student's install
-pulls in (nbgrader, ipykernel, numpy, ...) come from this test's own environment through
-a `.pth` line naming its site-packages (a path, not a site folder: its `.pth` files,
-among them this checkout's editable install, are not read). A real install with every
-dependency from the package index runs with RESIDUAL_PACK_FULL_STUDENT_INSTALL=1 (the whole
-file then took 2 min 28 s here, against about 1 min 40 s without).
 """
 
+import json
 import os
+import queue
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
+import time
+import urllib.error
+import urllib.request
 import venv
 from pathlib import Path
 
@@ -47,9 +56,42 @@ TORCH = ("08_torch_mlp", "09_torch_transformer")
 SOLVED = ["02_degradation", "05_gpt_residual_adds"]
 MUTANTS = sorted(p.stem for p in (ROOT / "autograder" / "answers" / "mutants").glob("*.py")
                  if p.stem != "__init__")
-FULL = os.environ.get("RESIDUAL_PACK_FULL_STUDENT_INSTALL") == "1"
 
 pytestmark = pytest.mark.slow
+AS_BUILT = {}  # what `student` found in the release folder before following its README
+
+# every command the README may give, and what this file does with it
+COMMANDS = {
+    "venv": r"python3 -m venv \.venv",
+    "install": r"\.venv/bin/pip install wheels/residual_pack_student-\S+\.whl",
+    "lab": r"\.venv/bin/jupyter lab",
+    "validate": r"\.venv/bin/nbgrader validate assignments/\S+\.ipynb",
+    "progress": r"\.venv/bin/residual-pack progress -a \S+",
+    "answers": r"\.venv/bin/pip install residual_pack_solved_\S+\.whl",
+    "torch": r"\.venv/bin/pip install torch==\S+",
+    # PyTorch's own index for its CPU-only build: another host than the package index this
+    # machine reaches, so it is checked for its form only
+    "torch-cpu": r"\.venv/bin/pip install torch==\S+ --index-url https://\S+/cpu",
+}
+
+
+def readme_commands(text):
+    """[(kind, command)] of the ```bash blocks of a README, in order; kind None for a
+    command this file does not know."""
+    found = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            line = line.split(" #")[0].strip()
+            if line and not line.startswith("#"):
+                kind = next((k for k, pattern in COMMANDS.items()
+                             if re.fullmatch(pattern, line)), None)
+                found.append((kind, line))
+    return found
+
+
+def _command(commands, kind):
+    [line] = [c for k, c in commands if k == kind]
+    return line
 
 
 def _run(args, env, cwd, timeout=600):
@@ -60,20 +102,27 @@ def _run(args, env, cwd, timeout=600):
                           text=True, timeout=timeout)
 
 
+def _follow(command, env, release, timeout=1200):
+    """A README command, run as written in the release folder."""
+    return _run(shlex.split(command), env, release, timeout=timeout)
+
+
 @pytest.fixture(scope="module")
 def student(tmp_path_factory):
-    """(release folder, the fresh environment's python, its environment variables)."""
+    """(release folder, the fresh environment's python, its environment variables, the
+    README's commands), the environment made by the README's first two commands."""
     tmp = tmp_path_factory.mktemp("student")
     release = tmp / "release"
-    wheel = build(ROOT, release, list(ASSIGNMENTS), say=lambda *_: None, solved=SOLVED)
-    env_dir = tmp / "venv"
-    venv.EnvBuilder(with_pip=FULL, symlinks=True).create(env_dir)
-    python = env_dir / "bin" / "python"
-    purelib = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                        os.environ, tmp).stdout.strip())
+    build(ROOT, release, list(ASSIGNMENTS), say=lambda *_: None, solved=SOLVED)
+    # the folder as it is handed out, before the README's commands add `.venv` to it
+    AS_BUILT.update(problems=problems(release), names=sorted(p.name for p in release.iterdir()))
+    commands = readme_commands((release / "README.md").read_text(encoding="utf-8"))
     home = tmp / "home"
+    tools = tmp / "bin"  # the student's `python3`: the Python running this test
+    tools.mkdir()
+    (tools / "python3").symlink_to(getattr(sys, "_base_executable", sys.executable))
     env = {
-        "PATH": f"{env_dir / 'bin'}{os.pathsep}/usr/bin:/bin",
+        "PATH": f"{tools}{os.pathsep}/usr/bin:/bin",
         "HOME": str(home),
         "JUPYTER_CONFIG_DIR": str(home / "jupyter-config"),
         "JUPYTER_DATA_DIR": str(home / "jupyter-data"),
@@ -82,39 +131,97 @@ def student(tmp_path_factory):
         "MPLCONFIGDIR": str(home / "matplotlib"),
         "JUPYTER_PLATFORM_DIRS": "0",
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        # what pip fetched before (this machine's cache): a student's first install
+        # downloads it all (the README's time is of an install without a cache)
+        "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR",
+                                        str(Path.home() / ".cache" / "pip")),
+        "BROWSER": "true",  # `jupyter lab` opens no browser here
     }
     for name, value in env.items():
-        if name != "PATH" and value.startswith(str(home)):
+        if name not in ("PATH", "PIP_CACHE_DIR") and value.startswith(str(home)):
             Path(value).mkdir(parents=True, exist_ok=True)
     for name in ("LANG", "PIP_FIND_LINKS", "PIP_CERT", "PIP_DEFAULT_TIMEOUT"):
         if name in os.environ:
             env[name] = os.environ[name]
-    if FULL:
-        done = _run([python, "-m", "pip", "install", "-q", "-c",
-                     ROOT / "scripts" / "constraints.txt", wheel], env, tmp, timeout=1200)
-    else:
-        (purelib / "shared-dependencies.pth").write_text(
-            sysconfig.get_path("purelib") + "\n", encoding="utf-8")
-        # --prefix, as a plain install does: the wheel's data files (its Jupyter config)
-        # go under the environment's etc/jupyter, where Jupyter reads them
-        done = _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                     "--prefix", env_dir, wheel], env, tmp)
-    assert done.returncode == 0, done.stderr
-    done = _run([python, "-m", "ipykernel", "install", "--sys-prefix"], env, tmp)
-    assert done.returncode == 0, done.stderr
-    return release, python, env
+    if os.geteuid() == 0:  # CI's user: Jupyter's server refuses root unless told
+        (home / "jupyter-config" / "jupyter_server_config.json").write_text(
+            json.dumps({"ServerApp": {"allow_root": True}}), encoding="utf-8")
+    assert [k for k, _ in commands[:2]] == ["venv", "install"], commands
+    for _, command in commands[:2]:
+        done = _follow(command, env, release)
+        assert done.returncode == 0, (command, done.stderr[-3000:])
+    python = release / ".venv" / "bin" / "python"
+    return release, python, env, commands
+
+
+def test_every_command_of_the_readme_is_followed(student):
+    """Each command of the README is one this file runs (or, for PyTorch's CPU index,
+    checks), and the README gives each step a student needs."""
+    release, _, _, commands = student
+    unknown = [c for k, c in commands if k is None]
+    assert not unknown, f"the README has commands this test does not follow: {unknown}"
+    assert sorted({k for k, _ in commands}) == sorted(COMMANDS), commands
+    text = (release / "README.md").read_text(encoding="utf-8")
+    assert "TIMINGS_TO_FILL" not in text
+    for step in ("Kernel > Interrupt Kernel", "Kernel > Restart Kernel", "Validate",
+                 "toolbar", "Hand in", "Submit", "74 s", "510 MB"):
+        assert step in text, step
+    assert "Assignments menu" not in text
+
+
+def test_jupyter_lab_serves_as_the_readme_starts_it(student):
+    """`.venv/bin/jupyter lab` from the release folder: the server answers, with the
+    address it prints, and its Lab page loads."""
+    release, _, env, commands = student
+    server = subprocess.Popen(shlex.split(_command(commands, "lab")), cwd=release, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in server.stdout], daemon=True).start()
+    try:
+        deadline, url, seen = time.monotonic() + 180, None, []
+        while url is None and time.monotonic() < deadline and server.poll() is None:
+            try:
+                line = lines.get(timeout=1)
+            except queue.Empty:
+                continue
+            seen.append(line)
+            found = re.search(r"(http://(?:localhost|127\.0\.0\.1):\d+)/lab\?token=(\w+)", line)
+            if found:
+                url = found
+        assert url, "".join(seen)[-3000:]
+        base, token = url[1], url[2]
+        for _ in range(60):  # the address is printed before the server takes connections
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}",
+                                            timeout=30) as r:
+                    assert r.status == 200 and "started" in json.loads(r.read())
+                break
+            except urllib.error.URLError:
+                assert server.poll() is None, "".join(seen)[-3000:]
+                time.sleep(1)
+        else:
+            raise AssertionError(f"{base} took no connection in 60 s")
+        with urllib.request.urlopen(f"{base}/lab?token={token}", timeout=60) as r:
+            page = r.read().decode("utf-8")
+        assert r.status == 200 and "jupyter-config-data" in page
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def test_the_release_holds_nothing_of_the_instructors(student):
-    release, _, _ = student
-    assert problems(release) == []
-    assert sorted(p.name for p in release.iterdir()) == [
-        "README.md", "assignments", "nbgrader_config.py", "wheels"]
+    release, *_ = student
+    assert AS_BUILT["problems"] == []
+    assert AS_BUILT["names"] == ["README.md", "assignments", "nbgrader_config.py", "wheels"]
     assert sorted(p.name for p in (release / "assignments").iterdir()) == list(ASSIGNMENTS)
 
 
 def test_the_engine_and_the_kernel_side_import_from_the_student_install(student):
-    release, python, env = student
+    release, python, env, _ = student
     done = _run([python, "-c",
                  "import importlib.util, autograder.kernel.checks, autograder.kernel.stored, "
                  "microgpt; print(autograder.kernel.checks.__file__); "
@@ -127,7 +234,7 @@ def test_the_engine_and_the_kernel_side_import_from_the_student_install(student)
 
 
 def test_microgpt_in_the_student_install_holds_no_answer(student):
-    release, python, env = student
+    release, python, env, _ = student
     done = _run([python, "-c", (
         "import inspect\n"
         "from microgpt import GPT, deepnet\n"
@@ -162,7 +269,7 @@ def test_microgpt_in_the_student_install_holds_no_answer(student):
     *[f"autograder.answers.mutants.{m}" for m in MUTANTS],
     "autograder.grading", "autograder.authoring", "autograder.sandbox", "autograder.cli"])
 def test_no_answer_nor_grader_imports(student, module):
-    release, python, env = student
+    release, python, env, _ = student
     done = _run([python, "-c", f"import {module}"], env, release)
     assert done.returncode != 0
     assert "ModuleNotFoundError" in done.stderr, done.stderr
@@ -180,11 +287,31 @@ def _solved_copy(release, assignment, folder):
     return solved
 
 
+@pytest.fixture(scope="module")
+def with_torch(student):
+    """The student's environment after the README's `pip install torch==...` (this
+    machine installs it when this test's own environment has it)."""
+    pytest.importorskip("torch")
+    release, python, env, commands = student
+    done = _follow(_command(commands, "torch"), env, release)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return student
+
+
+def test_the_readmes_cpu_only_torch_is_the_same_version(student):
+    """PyTorch's CPU-only index is another host than the package index this machine
+    reaches: its command is checked, not run."""
+    *_, commands = student
+    plain, cpu = _command(commands, "torch"), _command(commands, "torch-cpu")
+    assert cpu.startswith(plain + " --index-url https://download.pytorch.org/whl/cpu"), cpu
+
+
 @pytest.mark.parametrize("assignment", WITHOUT_EARLIER)
-def test_validate_passes_a_solved_copy_in_the_student_install(student, assignment, tmp_path):
+def test_validate_passes_a_solved_copy_in_the_student_install(request, student, assignment,
+                                                             tmp_path):
     if assignment in TORCH:
-        pytest.importorskip("torch")  # the torch extra, shared from this environment
-    release, python, env = student
+        request.getfixturevalue("with_torch")
+    release, python, env, _ = student
     done = _validate(python, env, release, _solved_copy(release, assignment, tmp_path))
     assert "Success! Your notebook passes all the tests." in done.stdout, (
         done.stdout[-3000:] + done.stderr[-3000:])
@@ -224,7 +351,7 @@ def _with_own_earlier_answer(nb, earlier):
 def test_a_later_notebook_waits_for_the_earlier_answers_then_passes(student, tmp_path, later,
                                                                    earlier, waiting):
     """Runs after the tests above (the file's order): it installs released answers."""
-    release, python, env = student
+    release, python, env, commands = student
     solved = [_solved_copy(release, name, tmp_path) for name in later]
     done = _validate(python, env, release, solved[0])
     out = done.stdout + done.stderr
@@ -244,11 +371,12 @@ def test_a_later_notebook_waits_for_the_earlier_answers_then_passes(student, tmp
             mine.name, done.stdout[-3000:] + done.stderr[-3000:])
     wheels = sorted((release / "wheels").glob(f"residual_pack_solved_{earlier}-*.whl"))
     assert len(wheels) == 1
-    if FULL:
-        done = _run([python, "-m", "pip", "install", "-q", wheels[0]], env, tmp_path)
-    else:
-        done = _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix",
-                     python.parent.parent, wheels[0]], env, tmp_path)
+    # the README: save the file the instructor hands out in the release folder, install it
+    # with its command (which names 02's wheel; 05's the same way)
+    shutil.copy2(wheels[0], release / wheels[0].name)
+    command = _command(commands, "answers").replace("02_degradation", earlier)
+    assert command.endswith(" " + wheels[0].name), command
+    done = _follow(command, env, release)
     assert done.returncode == 0, done.stderr
     for notebook in solved:
         done = _validate(python, env, release, notebook)
@@ -257,9 +385,11 @@ def test_a_later_notebook_waits_for_the_earlier_answers_then_passes(student, tmp
 
 
 def test_validate_fails_the_untouched_release_without_an_import_error(student):
-    release, python, env = student
-    notebook = release / "assignments" / ASSIGNMENTS[0] / f"{ASSIGNMENTS[0]}.ipynb"
-    done = _validate(python, env, release, notebook)
+    """The README's `nbgrader validate` command, on the notebook it names."""
+    release, python, env, commands = student
+    command = _command(commands, "validate")
+    assert command.endswith(f"assignments/{ASSIGNMENTS[0]}/{ASSIGNMENTS[0]}.ipynb"), command
+    done = _follow(command, env, release)
     assert "Success!" not in done.stdout
     assert "NotImplementedError" in done.stdout + done.stderr or \
         "not done yet" in done.stdout + done.stderr, done.stdout[-3000:]
@@ -267,9 +397,11 @@ def test_validate_fails_the_untouched_release_without_an_import_error(student):
 
 
 def test_progress_runs_in_the_student_install(student):
-    release, python, env = student
-    done = _run([python, "-m", "autograder.student", "progress", "-a", ASSIGNMENTS[0]], env,
-                release)
+    """The README's `residual-pack progress` command."""
+    release, python, env, commands = student
+    command = _command(commands, "progress")
+    assert command.endswith(f" -a {ASSIGNMENTS[0]}"), command
+    done = _follow(command, env, release)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "task1_1_test_output" in done.stdout and "3 not started" in done.stdout, done.stdout
 
@@ -277,16 +409,10 @@ def test_progress_runs_in_the_student_install(student):
 def test_the_students_lab_has_no_instructor_tools(student):
     """The wheel's Jupyter config switches off what nbgrader's own config (its
     `nbgrader.json`, which `pip install nbgrader` puts in the same folder) switches on."""
-    import json
-    import shutil
-
-    release, python, env = student
+    release, python, env, _ = student
     ours = python.parent.parent / "etc" / "jupyter"
-    nbgrader_json = Path(sys.prefix) / "etc/jupyter/jupyter_server_config.d/nbgrader.json"
+    nbgrader_json = ours / "jupyter_server_config.d" / "nbgrader.json"
     assert nbgrader_json.is_file(), "nbgrader's server config is not where pip puts it"
-    (ours / "jupyter_server_config.d").mkdir(parents=True, exist_ok=True)
-    if not (ours / "jupyter_server_config.d" / "nbgrader.json").exists():  # shared nbgrader
-        shutil.copy2(nbgrader_json, ours / "jupyter_server_config.d" / "nbgrader.json")
     done = _run([python, "-c", (
         "import json\n"
         "from jupyter_core.paths import jupyter_config_path\n"
@@ -307,3 +433,67 @@ def test_the_students_lab_has_no_instructor_tools(student):
     for plugin in ("formgrader", "create-assignment", "course-list"):
         assert disabled.get(f"@jupyter/nbgrader:{plugin}") is True, disabled
     assert not [k for k in disabled if "validate" in k or "assignment-list" in k], disabled
+
+
+# what a fresh environment brings of its own and the pack's install puts there: not shared
+BUILD_TOOLS = ("setuptools", "pkg_resources", "_distutils_hack", "distutils-precedence",
+               "wheel", "pip", "__editable__", "microgpt_residuals")
+
+
+def _old_setuptools_env(tmp):
+    """(python, environment variables) of a fresh virtual environment as `scripts/demo`
+    makes one: its own pip, setuptools pinned to 65.5.0 (Python 3.11's venv brings it),
+    no `wheel` package, and the pack installed with `pip install -e`. The pack's other
+    dependencies come from this test's environment, through a folder of links to its
+    site-packages without its build tools (which would hide the old setuptools)."""
+    env_dir = tmp / "old-setuptools"
+    venv.EnvBuilder(with_pip=True, symlinks=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    env = {"PATH": f"{env_dir / 'bin'}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp / "home"),
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    for name in ("LANG", "PIP_FIND_LINKS", "PIP_CERT", "PIP_DEFAULT_TIMEOUT"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    for args in (["install", "-q", "setuptools==65.5.0"], ["uninstall", "-q", "-y", "wheel"]):
+        done = _run([python, "-m", "pip", *args], env, tmp)
+        assert done.returncode == 0, done.stderr
+    shared = tmp / "shared-site-packages"
+    shared.mkdir()
+    for entry in Path(sysconfig.get_path("purelib")).iterdir():
+        if not entry.name.startswith(BUILD_TOOLS):
+            (shared / entry.name).symlink_to(entry)
+    purelib = Path(_run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                        env, tmp).stdout.strip())
+    (purelib / "shared-dependencies.pth").write_text(f"{shared}\n", encoding="utf-8")
+    done = _run([python, "-m", "pip", "install", "-q", "--no-deps", "-e", ROOT], env, tmp)
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = _run([python, "-c", "import importlib.util as u, setuptools; "
+                 "print(setuptools.__version__, u.find_spec('wheel'))"], env, tmp)
+    assert done.stdout.split() == ["65.5.0", "None"], done.stdout + done.stderr
+    return python, env
+
+
+def test_the_release_builds_where_setuptools_is_old(tmp_path):
+    """`residual-pack student-release` in an environment whose setuptools has no
+    `bdist_wheel` (65.5 without `wheel`): pip builds the wheels in an isolated environment
+    with the setuptools they declare. When that cannot be had either (no package index),
+    it says so in one line, with what to do, and leaves no half-made folder."""
+    python, env = _old_setuptools_env(tmp_path)
+    command = [python.parent / "residual-pack", "--course", ROOT, "student-release"]
+    out = tmp_path / "release"
+    done = _run([*command, out, "01_residual_stack", "--solved", "02_degradation"], env,
+                tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stdout + done.stderr
+    assert sorted(p.name.split("-")[0] for p in (out / "wheels").glob("*.whl")) == [
+        "residual_pack_solved_02_degradation", "residual_pack_student"]
+    assert problems(out) == []
+    offline = {**env, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path / "no-wheels")}
+    done = _run([*command, tmp_path / "offline", "01_residual_stack"], offline, tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("residual-pack: building the student wheel failed ("), lines
+    assert "setuptools>=77" in lines[0] and "run student-release again" in lines[0], lines
+    assert not (tmp_path / "offline").exists()

@@ -44,12 +44,13 @@ def test_a_clean_release_has_no_problem(tmp_path):
 
 def test_an_answer_in_the_wheel_or_a_notebook_is_found(tmp_path):
     release = _release(tmp_path, ["microgpt/engine.py", "autograder/answers/reference.py",
-                                  "autograder/grading/judge.py"],
+                                  "autograder/grading/judge.py", "torchtrack/value_mirror.py"],
                        "import autograder.answers.reference as reference\n"
                        "### BEGIN HIDDEN TESTS\n### END HIDDEN TESTS")
     found = "\n".join(problems(release))
     assert "autograder/answers/reference.py" in found
     assert "autograder/grading/judge.py" in found
+    assert "torchtrack/value_mirror.py is the instructor's only" in found
     assert "'autograder.answers'" in found and "'BEGIN HIDDEN TESTS'" in found
 
 
@@ -120,3 +121,25 @@ def test_an_answer_left_in_microgpt_or_a_released_module_in_the_student_wheel_is
     assert problems(_student_wheel(tmp_path / "c", released)) == [
         "residual_pack_student-0.1.0-py3-none-any.whl: microgpt/solved/"
         "a05_gpt_residual_adds.py is a released answer"]
+
+
+def test_a_failed_build_names_its_cause_not_pips_summary():
+    """pip's output when the isolated build cannot get its setuptools, and when an old
+    setuptools builds in place: the line kept is the cause."""
+    from autograder.authoring.release import _pip_error
+
+    offline = """\
+  error: subprocess-exited-with-error
+  × installing build dependencies did not run successfully.
+  ╰─> [3 lines of output]
+      ERROR: Could not find a version that satisfies the requirement setuptools>=77 \
+(from versions: none)
+      ERROR: No matching distribution found for setuptools>=77
+      [end of output]
+ERROR: Failed to build 'file:///tmp/p' when installing build dependencies
+"""
+    assert _pip_error(offline) == ("Could not find a version that satisfies the requirement "
+                                   "setuptools>=77 (from versions: none)")
+    old = "usage: setup.py [global_opts] cmd1 [cmd1_opts]\nerror: invalid command 'bdist_wheel'\n"
+    assert _pip_error(old) == "invalid command 'bdist_wheel'"
+    assert _pip_error("") == "pip said nothing"
