@@ -68,6 +68,8 @@ TASK_IN_CELL = re.compile(r'\b(?:task|needs_answer)\(\s*"([^"]+)"')
 # 1000 px wide (about 120 characters of JupyterLab's code font); 72 leave room to spare
 DIALOG_WIDTH = 72
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# the folder of the CSS that a student's JupyterLab loads as its custom.css
+CUSTOM_CSS = Path(__file__).resolve().parent / "jupyter-config" / "custom"
 
 
 class StudentValidate(Configurable):
@@ -464,6 +466,12 @@ def _load_jupyter_server_extension(serverapp):
     base_url = webapp.settings["base_url"]
     webapp.settings["root_dir"] = serverapp.root_dir
     webapp.settings["residual_pack_validate"] = StudentValidate(parent=serverapp)
+    # JupyterLab serves custom/custom.css (the student's config sets LabApp.custom_css)
+    # from these folders, searched at each request: ours after the user's own, so that a
+    # student's ~/.jupyter/custom/custom.css still wins
+    custom = webapp.settings.get("static_custom_path")
+    if isinstance(custom, list) and str(CUSTOM_CSS) not in custom:
+        custom.insert(min(1, len(custom)), str(CUSTOM_CSS))
     webapp.add_handlers(".*$", [(url_path_join(base_url, pattern), handler)
                                 for pattern, handler in _handlers()])
     serverapp.log.info("residual-pack: Validate runs off the event loop (%s)",
