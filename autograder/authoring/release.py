@@ -299,7 +299,7 @@ def _stage(course, stage):
     config = stage / JUPYTER_CONFIG
     data_files = {}
     for path in sorted(config.rglob("*.json")):
-        folder = "etc/jupyter/" + path.parent.relative_to(config).as_posix()
+        folder = "/".join(("etc/jupyter", *path.parent.relative_to(config).parts))
         data_files.setdefault(folder, []).append(path.relative_to(stage).as_posix())
     data = "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in data_files.items())
     (stage / "pyproject.toml").write_text(
@@ -314,6 +314,7 @@ def _stage(course, stage):
 
         [tool.setuptools.package-data]
         "autograder.kernel" = ["*.json"]
+        "autograder.student" = ["jupyter-config/custom/*.css"]
 
         [tool.setuptools.data-files]
         """) + data, encoding="utf-8")

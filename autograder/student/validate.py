@@ -27,7 +27,12 @@ dialog shows it), but:
   cells were not run;
 - a cell whose output was cut (`kernel.runaway`: more than 1 MB printed) says so in its
   entry when it fails; output that floods the kernel's channel anyway, or a kernel that
-  dies, is said as such, not as nbclient's traceback.
+  dies, is said as such, not as nbclient's traceback;
+- each failed cell reads in the dialog as the cell's first line (what the student sees at
+  the top of the test cell) and its message, both wrapped at `DIALOG_WIDTH` characters
+  (`for_the_dialog`): nbgrader's lab extension shows an entry's `source` and `error` in
+  two `pre`s that do not wrap, so a whole test cell filled the dialog and the message
+  scrolled sideways out of it.
 
 Both budgets are settings of the `StudentValidate` section of the server's config
 (`--StudentValidate.cell_timeout=20` on the command line, as the browser test does).
@@ -39,8 +44,10 @@ import os
 import re
 import signal
 import sys
+import textwrap
 import time
 import traceback
+from html import escape
 from pathlib import Path
 
 from traitlets import Integer
@@ -50,12 +57,19 @@ from autograder.kernel.crash import BUDGET_VARIABLE
 from autograder.kernel.runaway import CUT_MARK, output_limit, size_text
 
 __all__ = ["StudentValidate", "validate_notebook", "run_validation", "describe_cell",
-           "_jupyter_server_extension_points", "_load_jupyter_server_extension"]
+           "for_the_dialog", "_jupyter_server_extension_points",
+           "_load_jupyter_server_extension"]
 
 TIMEOUT_NAME = "CellTimeoutError"  # nbgrader's Execute.error_on_timeout
 NOT_RUN_NAME = "NotRun"
 MARGIN_S = 60  # past the total budget, before the server kills the subprocess
 TASK_IN_CELL = re.compile(r'\b(?:task|needs_answer)\(\s*"([^"]+)"')
+# characters per line in Validate's dialog: its pres do not wrap, and the dialog is at most
+# 1000 px wide (about 120 characters of JupyterLab's code font); 72 leave room to spare
+DIALOG_WIDTH = 72
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# the folder of the CSS that a student's JupyterLab loads as its custom.css
+CUSTOM_CSS = Path(__file__).resolve().parent / "jupyter-config" / "custom"
 
 
 class StudentValidate(Configurable):
@@ -120,6 +134,45 @@ def _test_cells_text(cells):
 def _was_cut(cell):
     return any(output.get("output_type") == "stream" and CUT_MARK in output.get("text", "")
                for output in cell.get("outputs", []))
+
+
+def _wrapped(text: str, width: int = DIALOG_WIDTH) -> str:
+    """`text` with each line longer than `width` broken at spaces; a line's continuation
+    keeps its indent plus two spaces (a code line in a traceback stays readable)."""
+    out = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        out.extend(textwrap.wrap(line, width, subsequent_indent=indent + "  ",
+                                 break_on_hyphens=False, drop_whitespace=True) or [""])
+    return "\n".join(out)
+
+
+def _cell_title(source: str) -> str:
+    """The line that names a cell in the dialog: its first line, a docstring's quotes off
+    ("Task 1.1, output: residual_stack(...) is ..."; a written answer's "**Your answer to
+    Task 1.3**")."""
+    first = next((line.strip() for line in source.splitlines() if line.strip()), "")
+    for quote in ('"""', "'''"):
+        if first.startswith(quote):
+            first = first[len(quote):]
+            first = first[:-len(quote)] if first.endswith(quote) else first + " ..."
+    return first.strip() or "(an empty cell)"
+
+
+def for_the_dialog(result: dict) -> dict:
+    """nbgrader's validate result as nbgrader's lab extension should show it: each failed
+    cell named by its first line, not its whole source, and its message as plain text
+    (colour codes off) wrapped at `DIALOG_WIDTH`. The extension shows `source` as text and
+    `error` as HTML, each in a `pre`; `raw_error` stays nbgrader's. A changed cell keeps its
+    whole source (the student must find the cell that was edited)."""
+    for entry in result.get("failed", []):
+        entry["source"] = _wrapped(_cell_title(entry.get("source", "")))
+        plain = ANSI.sub("", entry.get("raw_error", ""))
+        entry["error"] = escape(_wrapped(plain), quote=False)
+    return result
 
 
 # ---------------------------------------------------------------- in the subprocess
@@ -308,7 +361,7 @@ def validate_notebook(path: str, cell_timeout: int = 0, total_timeout: int = 600
     if validator.executed is not None:
         budgets = {"cell": budget, "total": total_timeout, "output": output_limit()}
         result = _runaway_report(result, validator.executed, validator.stop, budgets)
-    return {"success": True, "value": result}
+    return {"success": True, "value": for_the_dialog(result)}
 
 
 def main(argv=None) -> int:
@@ -392,6 +445,8 @@ def _handlers():
                           budget.cell_timeout or "nbgrader's", budget.total_timeout)
             answer = await run_validation(str(target), budget.cell_timeout,
                                           budget.total_timeout, self.log)
+            if not answer.get("success") and isinstance(answer.get("value"), str):
+                answer["value"] = _wrapped(answer["value"])  # shown in a pre that does not wrap
             self.finish(json.dumps(answer))
 
     return [(r"/assignments/validate", ValidateHandler),
@@ -411,6 +466,12 @@ def _load_jupyter_server_extension(serverapp):
     base_url = webapp.settings["base_url"]
     webapp.settings["root_dir"] = serverapp.root_dir
     webapp.settings["residual_pack_validate"] = StudentValidate(parent=serverapp)
+    # JupyterLab serves custom/custom.css (the student's config sets LabApp.custom_css)
+    # from these folders, searched at each request: ours after the user's own, so that a
+    # student's ~/.jupyter/custom/custom.css still wins
+    custom = webapp.settings.get("static_custom_path")
+    if isinstance(custom, list) and str(CUSTOM_CSS) not in custom:
+        custom.insert(min(1, len(custom)), str(CUSTOM_CSS))
     webapp.add_handlers(".*$", [(url_path_join(base_url, pattern), handler)
                                 for pattern, handler in _handlers()])
     serverapp.log.info("residual-pack: Validate runs off the event loop (%s)",

@@ -236,8 +236,11 @@ def run_student_session(nbp, nb_path, student, answers, graded, solutions, summa
     summary.append(f"Validate on the stub: {kind}: {' '.join(message.split())[:400]}")
     assert kind == "error" and "The following cell failed" in message, (
         f"Validate did not report the stub's failures ({kind}): {message[:2000]}")
+    # each failed cell is named by its first line (a docstring without its quotes), wrapped
+    flat_message = " ".join(message.split())
     unreported = [g for i, g, _, _ in graded
-                  if lh.cell_text(student["cells"][i]).split("\n")[0] not in message]
+                  if " ".join(lh.cell_text(student["cells"][i]).split("\n")[0].strip('"')
+                              .split()) not in flat_message]
     assert not unreported, f"Validate on the stub did not list the graded cells {unreported}"
     # an unwritten answer is shown as its cell, whose first line names the task
     written = [c for c in student["cells"] if c["cell_type"] == "markdown"
@@ -246,7 +249,8 @@ def run_student_session(nbp, nb_path, student, answers, graded, solutions, summa
     assert written, "the notebook has no written answer"
     for cell in written:
         lead = lh.cell_text(cell).split("\n")[0]
-        assert lead.startswith("**Your answer to Task ") and lead in message, (
+        assert lead.startswith("**Your answer to Task ") \
+            and " ".join(lead.split()) in flat_message, (
             f"Validate did not name the unwritten answer {lead!r}: {message[-2000:]}")
     assert "You did not provide a response" in message
     nbp.close_dialog()
