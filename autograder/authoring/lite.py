@@ -6,13 +6,13 @@ own build (`jupyter lite build`) and its Pyodide kernel. The site holds:
 - the released notebooks of the assignments without the torch track (`exercises/`, as the
   student release has them: visible tests only), under `files/`;
 - the student wheel (`release.build` makes it and checks it holds no answer) and the
-  wheels of the data and tools the notebooks read that Pyodide does not carry (`names`,
-  the census names; `tqdm`), as piplite wheels in `pypi/`, installed with `%pip install`;
+  wheels of the data and tools the site needs that Pyodide does not carry (`names`,
+  the census names; `tqdm`; `comm`), as piplite wheels in `pypi/`, installed with `%pip install`;
 - a start page, `START.md`, saying what works there and what does not.
 
 JupyterLite does the work: the lite folder gets a `jupyter_lite_config.json`
 (`LiteBuildConfig.contents`, `PipliteAddon.piplite_urls`) and a `jupyter-lite.json` (the
-Pyodide kernel's settings: where Pyodide is loaded from, no fallback to PyPI), and
+Pyodide kernel's settings: where Pyodide is loaded from), and
 `jupyter lite build` makes the site from them.
 """
 
@@ -33,14 +33,16 @@ __all__ = ["EXTRA_WHEELS", "KERNEL_PLUGIN", "START", "assignments", "build", "si
 
 # the Pyodide kernel's settings, in jupyter-lite.json's litePluginSettings
 KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
-# projects the notebooks need beside the student wheel that Pyodide's core lacks: the
-# census names (`microgpt.census_names`, the data of 05 and 06) and the progress bars
-# (Pyodide's packages have a tqdm too, but only from its CDN)
-EXTRA_WHEELS = ("names", "tqdm")
+# projects the site needs beside the student wheel that Pyodide's core lacks: the census
+# names (`microgpt.census_names`, the data of 05 and 06), the progress bars (Pyodide's
+# packages have a tqdm too, but only from its CDN) and `comm`, which the Pyodide kernel's
+# own ipykernel requires and Pyodide's packages do not have (without it the kernel would
+# fetch it from PyPI at every start)
+EXTRA_WHEELS = ("names", "tqdm", "comm")
 START = "START.md"
 # the lab extensions of this environment that JupyterLite picks up but the site cannot use
 DISABLED = ["@jupyter/nbgrader"]
-INSTALL = ("%pip install -q --no-deps residual-pack-student names tqdm")
+INSTALL = "%pip install -q --no-deps residual-pack-student names tqdm"
 
 START_TEXT = f"""\
 # Residual connections, in your browser
@@ -161,7 +163,7 @@ def build(course: Path | str, target: Path | str, names: list[str] | None = None
         wheels = lite / "wheels"
         shutil.copytree(student / "wheels", wheels)
         _extra_wheels(wheels)
-        settings = {"disablePyPIFallback": True}
+        settings = {}
         if pyodide_url:
             settings["pyodideUrl"] = pyodide_url
         (lite / "jupyter-lite.json").write_text(json.dumps({

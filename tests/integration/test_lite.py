@@ -3,9 +3,9 @@ JupyterLite's own build (the `lite` extra) into a folder, and what it holds:
 
 - the released notebooks of 01-07 as `exercises/` has them, and none of the torch track;
 - the student wheel, which holds no answer (release.py's own check, run on the site's
-  wheels and notebooks), with the data the notebooks read (`names`) and `tqdm` beside it,
-  all in the piplite index the Pyodide kernel installs from;
-- the start page; the kernel's settings (Pyodide's URL as given, no fallback to PyPI);
+  wheels and notebooks), with the data the notebooks read (`names`), `tqdm` and the
+  kernel's `comm` beside it, all in the piplite index the Pyodide kernel installs from;
+- the start page; the kernel's settings (Pyodide's URL as given);
 - its size, measured and printed.
 
 Skipped, with the reason, when JupyterLite is not installed (`pip install -e '.[lite]'`);
@@ -69,7 +69,7 @@ def test_the_notebooks_of_01_to_07_are_there_as_released(site):
 
 def test_the_student_wheel_is_there_and_holds_no_answer(site):
     wheels = {w.name.split("-")[0]: w for w in lite.site_wheels(site)}
-    assert set(wheels) == {"residual_pack_student", "names", "tqdm"}
+    assert set(wheels) == {"residual_pack_student", "names", "tqdm", "comm"}
     with zipfile.ZipFile(wheels["residual_pack_student"]) as z:
         names = z.namelist()
     assert "microgpt/engine.py" in names and "autograder/kernel/checks.py" in names
@@ -79,7 +79,7 @@ def test_the_student_wheel_is_there_and_holds_no_answer(site):
     with zipfile.ZipFile(wheels["names"]) as z:  # the census names of 05 and 06
         assert {"names/dist.female.first", "names/dist.male.first"} <= set(z.namelist())
     index = json.loads((site / "pypi" / "all.json").read_text())
-    assert {"residual-pack-student", "names", "tqdm"} <= set(index)
+    assert {"residual-pack-student", "names", "tqdm", "comm"} <= set(index)
 
 
 def test_the_check_finds_an_answer_put_back_in_the_wheel(site, tmp_path):
@@ -108,11 +108,10 @@ def test_the_start_page_says_what_works_and_what_does_not(site):
         assert said in text, said
 
 
-def test_the_kernel_loads_pyodide_from_the_given_url_and_never_from_pypi(site):
+def test_the_kernel_loads_pyodide_from_the_given_url(site):
     config = json.loads((site / "jupyter-lite.json").read_text())["jupyter-config-data"]
     kernel = config["litePluginSettings"][lite.KERNEL_PLUGIN]
     assert kernel["pyodideUrl"] == PYODIDE_URL
-    assert kernel["disablePyPIFallback"] is True
     assert any(u.startswith("./pypi/all.json") for u in kernel["pipliteUrls"])
     assert "@jupyter/nbgrader" in config["disabledExtensions"]
 
