@@ -15,6 +15,7 @@
     residual-pack stored                        the numbers the visible tests of 2-4 compare
                                                 with, from the model answers
     residual-pack student-release DIR [ASSIGNMENT ...]
+    residual-pack lite DIR [ASSIGNMENT ...] [--pyodide-url URL]
                                                 what a student installs: the engine, the
                                                 kernel side, the released notebooks
 
@@ -465,6 +466,15 @@ def cmd_student_release(args, course):
     return 0
 
 
+def cmd_lite(args, course):
+    from autograder.authoring.lite import build
+
+    build(course, args.folder, args.assignments, pyodide_url=args.pyodide_url, say=_say)
+    _say(f"JupyterLite site in {args.folder}: serve the folder as it is (see its "
+         f"files/START.md); `python -m http.server -d {args.folder}` tries it locally")
+    return 0
+
+
 def cmd_check_exchange(args, course):
     from autograder.grading.reach import check
 
@@ -661,6 +671,21 @@ def parser():
                          "engine (02, 05, 06, 08, 09), to hand out after its due date "
                          "(03 and 04 build on 02's, 06 on 05's)")
     sr.set_defaults(run=cmd_student_release)
+
+    li = sub.add_parser(
+        "lite", help="build a JupyterLite site into DIR: the torch-free notebooks in the "
+                     "browser, nothing to install",
+        description="Build into DIR (new or empty), with JupyterLite's own build and its "
+                    "Pyodide kernel, a static site with the released notebooks of each "
+                    "ASSIGNMENT (all but the torch track by default), the student wheel "
+                    "(no model answers), the wheels of the data the notebooks read and a "
+                    "start page (START.md). Needs the `lite` extra. See docs/lite.md.")
+    li.add_argument("folder", metavar="DIR")
+    li.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
+    li.add_argument("--pyodide-url", metavar="URL",
+                    help="where the kernel loads Pyodide from: the URL of its pyodide.mjs "
+                         "(default: the Pyodide kernel's own, a CDN)")
+    li.set_defaults(run=cmd_lite)
     return p
 
 
