@@ -27,6 +27,7 @@ def ipc_kernel_manager(kernel_cmd=None, prefix="residual-pack-kernel-"):
             self.transport, self.ip = "ipc", os.path.join(self.folder, "k")
             self.connection_file = os.path.join(self.folder, "kernel.json")
 
+        # jupyter_client's private hook: registered in autograder/compat.py
         async def _async_cleanup_resources(self, restart=False):
             await super()._async_cleanup_resources(restart)
             if not restart:

@@ -14,28 +14,28 @@ from .tokenizer import CharTokenizer
 from .train import sample, train
 
 
-def _positive_int(text):
+def _positive_int(text: str) -> int:
     n = int(text)
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
     return n
 
 
-def _non_negative_int(text):
+def _non_negative_int(text: str) -> int:
     n = int(text)
     if n < 0:
         raise argparse.ArgumentTypeError(f"must be at least 0, not {n}")
     return n
 
 
-def _positive_float(text):
+def _positive_float(text: str) -> float:
     x = float(text)
     if not x > 0:
         raise argparse.ArgumentTypeError(f"must be positive, not {text}")
     return x
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m microgpt",
         description="Train the tiny GPT (pure-Python autograd) on a names list and print samples.",
@@ -64,11 +64,11 @@ def build_parser():
     return p
 
 
-def _window_mean(values):
+def _window_mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         docs = load_docs(args.data)

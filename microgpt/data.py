@@ -46,7 +46,7 @@ class DownloadError(OSError):
 
 # ---- the offline default ----
 
-def census_names():
+def census_names() -> list[str]:
     """US census first names: 5,163 distinct lower-case names of letters a-z, sorted.
 
     Source: the files ``dist.female.first`` and ``dist.male.first`` inside the PyPI
@@ -72,7 +72,7 @@ def census_names():
 
 # ---- checksums, the cache and downloads ----
 
-def sha256_of(path):
+def sha256_of(path: str | os.PathLike[str]) -> str:
     """The SHA-256 of a file's bytes, as 64 hex digits."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -81,7 +81,7 @@ def sha256_of(path):
     return digest.hexdigest()
 
 
-def verify_sha256(path, sha256):
+def verify_sha256(path: str | os.PathLike[str], sha256: str) -> None:
     """Raise `ValueError` unless the file at `path` has SHA-256 `sha256`."""
     actual = sha256_of(path)
     if actual != sha256.lower():
@@ -92,7 +92,7 @@ def verify_sha256(path, sha256):
         )
 
 
-def default_cache_dir():
+def default_cache_dir() -> Path:
     """Where downloads are kept: ``$MICROGPT_CACHE``, else ``~/.cache/microgpt-residuals``."""
     env = os.environ.get("MICROGPT_CACHE")
     if env:
@@ -100,7 +100,9 @@ def default_cache_dir():
     return Path.home() / ".cache" / "microgpt-residuals"
 
 
-def fetch(url, sha256, filename, cache_dir=None, timeout=30.0):
+def fetch(url: str, sha256: str, filename: str,
+          cache_dir: str | os.PathLike[str] | None = None,
+          timeout: float = 30.0) -> Path:
     """Return the path of `filename` in the cache, downloading it from `url` if needed.
 
     A cached copy is used only if its SHA-256 matches (a copy that does not match is
@@ -146,13 +148,15 @@ def fetch(url, sha256, filename, cache_dir=None, timeout=30.0):
 
 # ---- documents ----
 
-def read_lines(path):
+def read_lines(path: str | os.PathLike[str]) -> list[str]:
     """The stripped, non-empty lines of a UTF-8 text file."""
     with open(path, encoding="utf-8") as f:
         return [s for s in (line.strip() for line in f) if s]
 
 
-def canonical_names(path=None, cache_dir=None, url=CANONICAL_NAMES_URL, timeout=30.0):
+def canonical_names(path: str | os.PathLike[str] | None = None,
+                    cache_dir: str | os.PathLike[str] | None = None,
+                    url: str = CANONICAL_NAMES_URL, timeout: float = 30.0) -> list[str]:
     """microgpt's names list, makemore's ``names.txt``: 32,033 names, in file order.
 
     (``wc -l`` says 32,032: there is no newline after the last name.)
@@ -178,7 +182,7 @@ def canonical_names(path=None, cache_dir=None, url=CANONICAL_NAMES_URL, timeout=
     return read_lines(cached)
 
 
-def load_docs(source="census"):
+def load_docs(source: str = "census") -> list[str]:
     """Documents by name: ``"census"``, ``"canonical"``, or the path of a text file.
 
     A text file holds one document per line; lines are stripped and empty ones dropped.

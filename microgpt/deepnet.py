@@ -11,7 +11,10 @@ however large the stream grows. Every random draw comes from a seed passed in.
 """
 
 import math
+import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .engine import Value, cycle_collector_paused, linear, zero_grad
 from .nn import Adam, cross_entropy, layernorm, make_rng, matrix
@@ -33,7 +36,8 @@ __all__ = [
 # ---------------------------------------------------------------- the task
 
 
-def teacher_data(n, d_in=8, n_classes=4, seed=0, hidden=16):
+def teacher_data(n: int, d_in: int = 8, n_classes: int = 4, seed: int = 0,
+                 hidden: int = 16) -> tuple[list[list[float]], list[int]]:
     """`n` points $x \\sim N(0, I)$ labelled $y = \\arg\\max \\tanh(2\\tanh(2 x W_1) W_2) W_3$.
 
     The teacher's weights are drawn from $N(0, 1/\\mathrm{fan\\_in})$ with `seed`, then the
@@ -41,10 +45,10 @@ def teacher_data(n, d_in=8, n_classes=4, seed=0, hidden=16):
     """
     rng = make_rng(seed)
 
-    def weights(n_out, n_in):
+    def weights(n_out: int, n_in: int) -> list[list[float]]:
         return [[rng.gauss(0, 1) / math.sqrt(n_in) for _ in range(n_in)] for _ in range(n_out)]
 
-    def times(w, v):
+    def times(w: list[list[float]], v: list[float]) -> list[float]:
         return [math.fsum(a * b for a, b in zip(row, v)) for row in w]
 
     w1, w2, w3 = weights(hidden, d_in), weights(hidden, hidden), weights(n_classes, hidden)
@@ -58,10 +62,10 @@ def teacher_data(n, d_in=8, n_classes=4, seed=0, hidden=16):
     return X, Y
 
 
-def label_entropy(labels):
+def label_entropy(labels: Sequence[int]) -> float:
     """$H(y) = -\\sum_c p_c \\ln p_c$: the loss of the best constant guess, in nats."""
     n = len(labels)
-    counts = {}
+    counts: dict[int, int] = {}
     for y in labels:
         counts[y] = counts.get(y, 0) + 1
     return -math.fsum(k / n * math.log(k / n) for k in counts.values())
@@ -70,12 +74,12 @@ def label_entropy(labels):
 # ---------------------------------------------------------------- the net
 
 
-def layer_std(width):
+def layer_std(width: int) -> float:
     """$\\sigma = 1/\\sqrt{3w}$, PyTorch's `nn.Linear` default scale for a layer's weights."""
     return 1 / math.sqrt(3 * width)
 
 
-def plain_params(width, rng):
+def plain_params(width: int, rng: random.Random) -> dict[str, Any]:
     """Parameters of a plain layer: {"W": a $w \\times w$ matrix from $N(0, \\sigma^2)$}."""
     return {"W": matrix(width, width, rng, layer_std(width))}
 
@@ -89,10 +93,10 @@ class Net:
     w_out: list
 
     @property
-    def depth(self):
+    def depth(self) -> int:
         return len(self.layers)
 
-    def parameters(self):
+    def parameters(self) -> list[Value]:
         """Every parameter `Value`: input matrix, the layers in order, then the head."""
         out = _flat(self.w_in)
         for params in self.layers:
@@ -102,15 +106,16 @@ class Net:
         return out
 
 
-def _flat(value):
+def _flat(value: list) -> list[Value]:
     """The `Value`s of a vector or a matrix (a list of rows), in order."""
-    out = []
+    out: list[Value] = []
     for item in value:
         out.extend(item if isinstance(item, list) else [item])
     return out
 
 
-def make_net(depth, width=8, d_in=8, n_classes=4, seed=0, layer_params=plain_params):
+def make_net(depth: int, width: int = 8, d_in: int = 8, n_classes: int = 4, seed: int = 0,
+             layer_params: Callable[[int, random.Random], dict[str, Any]] = plain_params) -> Net:
     """A net with $W_{in} \\sim N(0, 1/d_{in})$, $W_{out} \\sim N(0, 1/w)$, and `depth` layers
     whose parameters come from `layer_params(width, rng)` (drawn in this order)."""
     rng = make_rng(seed)
@@ -120,7 +125,7 @@ def make_net(depth, width=8, d_in=8, n_classes=4, seed=0, layer_params=plain_par
     return Net(w_in, layers, w_out)
 
 
-def logits(net, x, layer):
+def logits(net: Net, x: Sequence[Any], layer: Callable[..., list[Value]]) -> list[Value]:
     """$W_{out}\\,\\mathrm{LayerNorm}(h_L)$; $h_0 = W_{in} x$, $h_{l+1} = layer(h_l, **p_l)$."""
     h = linear(x, net.w_in)
     for params in net.layers:
@@ -128,14 +133,17 @@ def logits(net, x, layer):
     return linear(layernorm(h), net.w_out)
 
 
-def mean_loss(net, X, Y, layer, forward=logits):
+def mean_loss(net: Net, X: Sequence[Sequence[Any]], Y: Sequence[int], layer: Callable[..., Any],
+              forward: Callable[..., list[Value]] = logits) -> Value:
     """$L = -\\frac{1}{n}\\sum_i \\ln \\mathrm{softmax}(forward(net, x_i, layer))_{y_i}$"""
     losses = [cross_entropy(forward(net, x, layer), y) for x, y in zip(X, Y)]
     return Value.sum(losses) * (1 / len(losses))
 
 
-def train(net, X, Y, layer, steps, lr=0.01, batch=8, seed=0, forward=logits, progress=False,
-          after_step=None):
+def train(net: Net, X: Sequence[Sequence[Any]], Y: Sequence[int], layer: Callable[..., Any],
+          steps: int, lr: float = 0.01, batch: int = 8, seed: int = 0,
+          forward: Callable[..., list[Value]] = logits, progress: Any = False,
+          after_step: Callable[[int], object] | None = None) -> list[float]:
     """Adam (betas 0.9/0.999, constant `lr`) on minibatches of `batch` points drawn with
     replacement by `seed`; returns the minibatch losses, one per step.
 
@@ -148,7 +156,7 @@ def train(net, X, Y, layer, steps, lr=0.01, batch=8, seed=0, forward=logits, pro
         from tqdm.auto import tqdm  # here: importing the module (as a graded kernel does,
         # before any cell) need not load tqdm and the widgets it brings
 
-        bar = tqdm(total=steps, desc="training", unit="step", mininterval=0.5)
+        bar: Any = tqdm(total=steps, desc="training", unit="step", mininterval=0.5)
     else:
         bar = progress if progress is not False else None
     history = []
@@ -168,7 +176,9 @@ def train(net, X, Y, layer, steps, lr=0.01, batch=8, seed=0, forward=logits, pro
     return history
 
 
-def gradient_norms(net, X, Y, layer, forward=logits, key="W"):
+def gradient_norms(net: Net, X: Sequence[Sequence[Any]], Y: Sequence[int],
+                   layer: Callable[..., Any],
+                   forward: Callable[..., list[Value]] = logits, key: str = "W") -> list[float]:
     """$\\lVert \\partial L / \\partial W_l \\rVert_F$ for each layer $l$ (first layer first),
     $L$ the mean loss on (X, Y); every gradient is left at 0."""
     params = net.parameters()

@@ -24,13 +24,15 @@ import contextlib
 import gc
 import math
 import operator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 __all__ = ["Value", "dot", "fused", "linear", "zero_grad", "cycle_collector_paused"]
 
 # math.exp overflows a float just above this
 _EXP_MAX = 709.782712893384
 
-_new = object.__new__  # a node with its slots still empty (see __add__)
+_new: Any = object.__new__  # a node with its slots still empty (see __add__)
 
 
 class Value:
@@ -49,13 +51,13 @@ class Value:
     # (`_Fused`, `_Linear`). `microgpt.draw` labels nodes with it.
     _op = ""
 
-    def __init__(self, data, children=(), local_grads=()):
+    def __init__(self, data: float, children: tuple = (), local_grads: tuple = ()) -> None:
         self.data = data
-        self.grad = 0
+        self.grad: Any = 0
         self._children = children
         self._local_grads = local_grads
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Value(data={self.data!r}, grad={self.grad!r})"
 
     # ---- primitive operations: each stores its local gradients at forward time ----
@@ -65,7 +67,7 @@ class Value:
     # themselves instead of calling a constructor: the same node, without the cost of
     # running `__init__`. A number operand still becomes a leaf `Value`, as in microgpt.
 
-    def __add__(self, other):
+    def __add__(self, other: "Value | float") -> "Value":
         """$f(a, b) = a + b$"""
         out = _new(_Op)
         if isinstance(other, Value):
@@ -83,7 +85,7 @@ class Value:
         out._op = "+"
         return out
 
-    def __mul__(self, other):
+    def __mul__(self, other: "Value | float") -> "Value":
         """$f(a, b) = a b$"""
         out = _new(_Op)
         a = self.data
@@ -103,7 +105,7 @@ class Value:
         out._op = "*"
         return out
 
-    def __pow__(self, other):
+    def __pow__(self, other: float) -> "Value":
         """$f(a) = a^n$ for a number $n$ (the exponent gets no gradient)."""
         x = self.data
         if x > 0 and (type(other) is float or type(other) is int):  # the common case
@@ -118,31 +120,31 @@ class Value:
         local = other * x ** (other - 1) if other != 0 else 0.0
         return _unary(x**other, self, local, "**", other)
 
-    def log(self):
+    def log(self) -> "Value":
         """$f(a) = \\ln a$, defined for $a > 0$."""
         if self.data <= 0:
             raise ValueError(f"log of a non-positive number: log({self.data!r}) is undefined")
         return _unary(math.log(self.data), self, 1 / self.data, "log")
 
-    def exp(self):
+    def exp(self) -> "Value":
         """$f(a) = e^a$"""
         if self.data > _EXP_MAX:
             raise OverflowError(f"exp overflows a float: exp({self.data!r}) is above 1.8e308")
         e = math.exp(self.data)
         return _unary(e, self, e, "exp")
 
-    def relu(self):
+    def relu(self) -> "Value":
         """$f(a) = \\max(0, a)$"""
         x = self.data
         # max(0, x) as microgpt
         return _unary(x, self, 1.0, "relu") if x > 0 else _unary(0, self, 0.0, "relu")
 
-    def tanh(self):
+    def tanh(self) -> "Value":
         """$f(a) = \\tanh a$, $f' = 1 - f^2$"""
         t = math.tanh(self.data)
         return _unary(t, self, 1 - t * t, "tanh")
 
-    def sigmoid(self):
+    def sigmoid(self) -> "Value":
         """$f(a) = 1 / (1 + e^{-a})$, $f' = f (1 - f)$"""
         x = self.data
         if x >= 0:
@@ -154,31 +156,31 @@ class Value:
 
     # ---- derived operations: built from the primitives above, as in microgpt ----
 
-    def __neg__(self):  # -self
+    def __neg__(self) -> "Value":  # -self
         return self * -1
 
     # other + self is self + other, the same node as microgpt's (self first, the number
     # as a leaf second): the method itself, which saves `sum()` a call per sum
     __radd__ = __add__
 
-    def __sub__(self, other):  # self - other
+    def __sub__(self, other: "Value | float") -> "Value":  # self - other
         return self + (-other)
 
-    def __rsub__(self, other):  # other - self
+    def __rsub__(self, other: float) -> "Value":  # other - self
         return other + (-self)
 
     __rmul__ = __mul__  # other * self is self * other, the same node as microgpt's
 
-    def __truediv__(self, other):  # self / other
+    def __truediv__(self, other: "Value | float") -> "Value":  # self / other
         return self * other**-1
 
-    def __rtruediv__(self, other):  # other / self
+    def __rtruediv__(self, other: float) -> "Value":  # other / self
         return other * self**-1
 
     # ---- fused nodes: one node with many children ----
 
     @staticmethod
-    def sum(values):
+    def sum(values: "Iterable[Value | float]") -> "Value":
         """$f(v_1, \\dots, v_n) = \\sum_i v_i$ as one node (plain numbers allowed)."""
         children, total = [], 0
         for v in values:
@@ -191,7 +193,7 @@ class Value:
 
     # ---- the backward pass ----
 
-    def backward(self):
+    def backward(self) -> None:
         """Set `grad` of every node in the graph to $d\\,self / d\\,node$.
 
         Leaves (nodes with no children, such as parameters) accumulate: a second call
@@ -233,14 +235,14 @@ class _Op(Value):
     # `_db` holds the exponent, so the node says all it was made from
 
     @property
-    def _children(self):
+    def _children(self) -> tuple:  # type: ignore[override]
         return (self._a,) if self._b is None else (self._a, self._b)
 
     @property
-    def _local_grads(self):
+    def _local_grads(self) -> tuple:  # type: ignore[override]
         return (self._da,) if self._b is None else (self._da, self._db)
 
-    def __getstate__(self):  # copy and pickle: the slots that hold the node
+    def __getstate__(self) -> tuple:  # copy and pickle: the slots that hold the node
         return None, {"data": self.data, "grad": self.grad, "_a": self._a, "_b": self._b,
                       "_da": self._da, "_db": self._db, "_op": self._op}
 
@@ -248,7 +250,7 @@ class _Op(Value):
 _Op.__name__ = "Value"  # its __qualname__ stays _Op: repr(type(node)) and pickle find it
 
 
-def _unary(data, child, local, op, exponent=None):
+def _unary(data: float, child: Value, local: float, op: str, exponent: Any = None) -> Value:
     """A node of one child: $data = f(child)$, $local = f'(child)$, `op` the name of f
     (and for `**` its exponent)."""
     out = _new(_Op)
@@ -269,7 +271,7 @@ class _Fused(Value):
 
     __slots__ = ("_op",)
 
-    def __init__(self, data, children, local_grads, op):
+    def __init__(self, data: float, children: tuple, local_grads: tuple, op: str) -> None:
         self.data = data
         self.grad = 0
         self._children = children
@@ -280,13 +282,13 @@ class _Fused(Value):
 _Fused.__name__ = "Value"
 
 
-def fused(op, data, children, local_grads):
+def fused(op: str, data: float, children: tuple, local_grads: tuple) -> Value:
     """A node of the fused operation `op` (its name, as `microgpt.draw` labels it): `data`,
     its `children` and its local derivative with respect to each."""
     return _Fused(data, children, local_grads, op)
 
 
-def _inner_nodes_in_topological_order(root):
+def _inner_nodes_in_topological_order(root: Value) -> list[Value]:
     """The nodes reachable from `root` that have children, children before parents.
 
     microgpt's depth-first search, in a loop instead of recursion, so a graph of any
@@ -304,7 +306,7 @@ def _inner_nodes_in_topological_order(root):
     never a child of the nodes above it). The marks live in `grad`, which is cheaper
     than a set of seen nodes; listed nodes' grads are reset to 0 at the end anyway.
     """
-    order = []
+    order: list[Value] = []
     listed = order.append
     entered, done = object(), object()  # fresh markers: no grad can hold them yet
     stack = [root]
@@ -359,7 +361,7 @@ class _Linear(Value):
     __slots__ = ("_inner",)
     _op = "dot"
 
-    def __init__(self, data, children, local_grads, inner):
+    def __init__(self, data: float, children: tuple, local_grads: tuple, inner: tuple) -> None:
         self.data = data
         self.grad = 0
         self._children = children
@@ -367,7 +369,7 @@ class _Linear(Value):
         self._inner = inner
 
 
-def dot(ws, xs):
+def dot(ws: Sequence[Value | float], xs: Sequence[Value | float]) -> Value:
     """$f(w, x) = \\sum_i w_i x_i$ as one node; either side may hold plain numbers."""
     if len(ws) != len(xs):
         raise ValueError(f"dot of sequences of different lengths: {len(ws)} and {len(xs)}")
@@ -379,7 +381,7 @@ def dot(ws, xs):
     return _Fused(sum(map(operator.mul, wd, xd)), (*ws, *xs), (*xd, *wd), "dot")
 
 
-def _dot_mixed(ws, xs):
+def _dot_mixed(ws: Sequence[Value | float], xs: Sequence[Value | float]) -> Value:
     total = 0
     children, local = [], []
     for w, x in zip(ws, xs):
@@ -396,7 +398,8 @@ def _dot_mixed(ws, xs):
     return _Fused(total, tuple(children), tuple(local), "dot")
 
 
-def linear(x, w, w_data=None, leaf_weights=False):
+def linear(x: Iterable[Value], w: Sequence[Sequence[Value]], w_data: Sequence | None = None,
+           leaf_weights: bool = False) -> list[Value]:
     """$y = W x$ for a list of rows `w` (no bias): one node per output, as `dot` makes.
 
     Two hints for a caller that applies the same weights many times, as a model does at
@@ -431,14 +434,14 @@ def linear(x, w, w_data=None, leaf_weights=False):
     return out
 
 
-def zero_grad(params):
+def zero_grad(params: Iterable[Value]) -> None:
     """Set `grad` to 0 on every parameter, before the next backward."""
     for p in params:
         p.grad = 0
 
 
 @contextlib.contextmanager
-def cycle_collector_paused():
+def cycle_collector_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector inside a `with` block, then restore it.
 
     Safe with this engine: its graphs hold no reference cycles, so reference counting

@@ -10,7 +10,9 @@ no biases, and a linear head. The residual layout of each block is an option:
 """
 
 import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .engine import Value, dot, linear
 from .nn import cross_entropy, make_rng, matrix, rmsnorm, softmax
@@ -33,21 +35,21 @@ class GPTConfig:
     layout: str = "pre"
     final_norm: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {LAYOUTS}, not {self.layout!r}")
         if self.n_embd % self.n_head:
             raise ValueError(f"n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
 
     @property
-    def head_dim(self):
+    def head_dim(self) -> int:
         return self.n_embd // self.n_head
 
 
 class GPT:
     """A tiny GPT of `Value` parameters, initialised from `seed` (an int or a `random.Random`)."""
 
-    def __init__(self, config=None, seed=0, **overrides):
+    def __init__(self, config: GPTConfig | None = None, seed: Any = 0, **overrides: Any) -> None:
         config = config or GPTConfig()
         if overrides:
             config = GPTConfig(**{**config.__dict__, **overrides})
@@ -66,10 +68,10 @@ class GPT:
             sd[f"layer{i}.mlp_fc1"] = matrix(4 * c.n_embd, c.n_embd, rng, std)
             sd[f"layer{i}.mlp_fc2"] = matrix(c.n_embd, 4 * c.n_embd, rng, std)
         self.state_dict = sd
-        self._weight_numbers = None  # see _applying_fixed_weights
+        self._weight_numbers: dict | None = None  # see _applying_fixed_weights
 
     @contextlib.contextmanager
-    def _applying_fixed_weights(self):
+    def _applying_fixed_weights(self) -> Iterator[None]:
         """Inside, each weight matrix's numbers are read once and reused at every position.
 
         A whole sequence's forward pass applies the same matrices at each position, and
@@ -83,7 +85,7 @@ class GPT:
         finally:
             self._weight_numbers = None
 
-    def _linear(self, x, name):
+    def _linear(self, x: Sequence[Value], name: str) -> list[Value]:
         rows, numbers = self.state_dict[name], self._weight_numbers
         if numbers is None:
             return linear(x, rows)
@@ -94,13 +96,13 @@ class GPT:
             known = numbers[name] = (data, leaves)
         return linear(x, rows, *known)
 
-    def parameters(self):
+    def parameters(self) -> list[Value]:
         """Every parameter, in microgpt's order."""
         return [p for mat in self.state_dict.values() for row in mat for p in row]
 
     # ---- the pieces of a block ----
 
-    def attention(self, x, layer, cache):
+    def attention(self, x: list[Value], layer: int, cache: dict) -> list[Value]:
         """Multi-head causal self-attention of one position over the cached ones."""
         c = self.config
         q = self._linear(x, f"layer{layer}.attn_wq")
@@ -117,12 +119,12 @@ class GPT:
                 out.append(dot(weights, [v[j] for v in cache["v"]]))
         return self._linear(out, f"layer{layer}.attn_wo")
 
-    def mlp(self, x, layer):
+    def mlp(self, x: list[Value], layer: int) -> list[Value]:
         """$W_2\\, \\mathrm{relu}(W_1 x)$"""
         h = [v.relu() for v in self._linear(x, f"layer{layer}.mlp_fc1")]
         return self._linear(h, f"layer{layer}.mlp_fc2")
 
-    def block(self, x, layer, cache):
+    def block(self, x: list[Value], layer: int, cache: dict) -> list[Value]:
         """One transformer block in the configured residual layout."""
         layout = self.config.layout
         if layout == "pre":
@@ -140,29 +142,29 @@ class GPT:
 
     # ---- whole model ----
 
-    def new_cache(self):
+    def new_cache(self) -> list[dict]:
         """An empty key/value cache, one per layer."""
         return [{"k": [], "v": []} for _ in range(self.config.n_layer)]
 
-    def embed(self, token_id, pos_id):
+    def embed(self, token_id: int, pos_id: int) -> list[Value]:
         """The stream's first state: RMSNorm of token plus position embedding."""
         sd = self.state_dict
         return rmsnorm([t + p for t, p in zip(sd["wte"][token_id], sd["wpe"][pos_id])])
 
-    def head(self, x):
+    def head(self, x: list[Value]) -> list[Value]:
         """Logits from a stream state (through the final norm when the model has one)."""
         if self.config.final_norm:
             x = rmsnorm(x)
         return self._linear(x, "lm_head")
 
-    def step(self, token_id, pos_id, cache):
+    def step(self, token_id: int, pos_id: int, cache: list[dict]) -> list[Value]:
         """Logits for the next token after `token_id` at `pos_id`; appends to `cache`."""
         x = self.embed(token_id, pos_id)
         for layer in range(self.config.n_layer):
             x = self.block(x, layer, cache[layer])
         return self.head(x)
 
-    def stream_states(self, tokens):
+    def stream_states(self, tokens: Sequence[int]) -> list[list[list[Value]]]:
         """For each position, the stream after the embedding and after every block
         (n_layer + 1 lists of n_embd Values per position)."""
         cache = self.new_cache()
@@ -177,7 +179,7 @@ class GPT:
                 out.append(states)
         return out
 
-    def loss(self, tokens):
+    def loss(self, tokens: Sequence[int]) -> Value:
         """Mean next-token cross-entropy over a token sequence (at most block_size targets)."""
         n = min(self.config.block_size, len(tokens) - 1)
         if n < 1:

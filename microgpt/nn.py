@@ -6,6 +6,7 @@ always comes from a seed or a `random.Random` passed in, never the global random
 
 import math
 import random
+from collections.abc import Iterable, Sequence
 
 from .engine import Value, dot, fused, linear
 
@@ -23,20 +24,21 @@ __all__ = [
 ]
 
 
-def make_rng(seed_or_rng):
+def make_rng(seed_or_rng: int | random.Random | None) -> random.Random:
     """A `random.Random` from a seed, or the generator itself when given one."""
     if isinstance(seed_or_rng, random.Random):
         return seed_or_rng
     return random.Random(seed_or_rng)
 
 
-def matrix(n_out, n_in, rng, std=0.08):
+def matrix(n_out: int, n_in: int, rng: int | random.Random | None,
+           std: float = 0.08) -> list[list[Value]]:
     """An `n_out` x `n_in` list of rows of parameters drawn from $N(0, std^2)$."""
     rng = make_rng(rng)
     return [[Value(rng.gauss(0, std)) for _ in range(n_in)] for _ in range(n_out)]
 
 
-def _inv_rms(x, eps):
+def _inv_rms(x: Sequence[Value], eps: float) -> Value:
     """$s = (\\frac{1}{n}\\sum_i x_i^2 + eps)^{-1/2}$ as one node."""
     n = len(x)
     xd = [v.data for v in x]
@@ -45,13 +47,13 @@ def _inv_rms(x, eps):
     return fused("1/rms", s, tuple(x), tuple(c * a for a in xd))
 
 
-def rmsnorm(x, eps=1e-5):
+def rmsnorm(x: Sequence[Value], eps: float = 1e-5) -> list[Value]:
     """$y_i = x_i / \\sqrt{\\mathrm{mean}(x^2) + eps}$ (no gain, as in microgpt)."""
     s = _inv_rms(x, eps)
     return [v * s for v in x]
 
 
-def layernorm(x, eps=1e-5):
+def layernorm(x: Sequence[Value], eps: float = 1e-5) -> list[Value]:
     """$y_i = (x_i - \\mu) / \\sqrt{\\sigma^2 + eps}$ (no gain or bias)."""
     n = len(x)
     mu = fused("mean", sum(v.data for v in x) / n, tuple(x), (1 / n,) * n)
@@ -60,7 +62,7 @@ def layernorm(x, eps=1e-5):
     return [v * s for v in centred]
 
 
-def softmax(logits):
+def softmax(logits: Sequence[Value]) -> list[Value]:
     """$p_i = e^{z_i} / \\sum_j e^{z_j}$, shifted by the largest logit so it cannot overflow.
 
     Each $p_i$ is one node whose children are all the logits, with local gradients
@@ -80,14 +82,14 @@ def softmax(logits):
     return out
 
 
-def _log_sum_exp(zd):
+def _log_sum_exp(zd: list[float]) -> tuple[float, list[float]]:
     m = max(zd)
     exps = [math.exp(z - m) for z in zd]
     total = sum(exps)
     return m + math.log(total), [e / total for e in exps]
 
 
-def log_softmax(logits):
+def log_softmax(logits: Sequence[Value]) -> list[Value]:
     """$\\log p_i = z_i - \\log \\sum_j e^{z_j}$, finite even where $p_i$ underflows to 0."""
     zd = [z.data for z in logits]
     lse, probs = _log_sum_exp(zd)
@@ -100,7 +102,7 @@ def log_softmax(logits):
     return out
 
 
-def cross_entropy(logits, target):
+def cross_entropy(logits: Sequence[Value], target: int) -> Value:
     """$-\\log p_t = \\log \\sum_j e^{z_j} - z_t$ as one node, with gradient $p - onehot(t)$.
 
     Never computes $\\log p_t$ from $p_t$, so a target probability that underflows
@@ -120,7 +122,9 @@ class Adam:
     `step()` also clears the gradients, ready for the next backward.
     """
 
-    def __init__(self, params, lr=0.01, betas=(0.85, 0.99), eps=1e-8, total_steps=None):
+    def __init__(self, params: Iterable[Value], lr: float = 0.01,
+                 betas: tuple[float, float] = (0.85, 0.99), eps: float = 1e-8,
+                 total_steps: int | None = None) -> None:
         self.params = list(params)
         self.lr, (self.beta1, self.beta2), self.eps = lr, betas, eps
         self.total_steps = total_steps
@@ -128,13 +132,13 @@ class Adam:
         self.v = [0.0] * len(self.params)
         self.t = 0
 
-    def current_lr(self):
+    def current_lr(self) -> float:
         """The learning rate for the next step (linear decay when `total_steps` is set)."""
         if self.total_steps is None:
             return self.lr
         return self.lr * (1 - self.t / self.total_steps)
 
-    def step(self):
+    def step(self) -> None:
         lr, b1, b2, eps = self.current_lr(), self.beta1, self.beta2, self.eps
         self.t += 1
         c1, c2 = 1 - b1**self.t, 1 - b2**self.t

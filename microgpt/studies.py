@@ -11,7 +11,9 @@ lives here, beside the studies, as `torchtrack.studies` keeps it for the torch t
 """
 
 import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import deepnet
 from .deepnet import Net, label_entropy, make_net, mean_loss, plain_params, teacher_data, train
@@ -82,22 +84,22 @@ DEPTH_PAYS = Config(width=12, lr=0.002, steps=600, seeds=(0,))
 DEPTH_PAYS_GRADING = Config(width=12, lr=0.002, steps=60, n=64, depths=(3, 10), seeds=(0,))
 
 
-def grading():
+def grading() -> bool:
     """True while nbgrader validates or autogrades (it sets ``NBGRADER_EXECUTION``)."""
     return bool(os.environ.get("NBGRADER_EXECUTION"))
 
 
-def study_config():
+def study_config() -> Config:
     """GRADING while nbgrader validates or autogrades (`grading()`), else INTERACTIVE."""
     return GRADING if grading() else INTERACTIVE
 
 
-def depth_pays_config():
+def depth_pays_config() -> Config:
     """DEPTH_PAYS_GRADING while nbgrader grades, else DEPTH_PAYS."""
     return DEPTH_PAYS_GRADING if grading() else DEPTH_PAYS
 
 
-def data_seed(seed):
+def data_seed(seed: int) -> int:
     """The seed of a run's teacher task: apart from the net's, so their draws differ."""
     return 1000 + seed
 
@@ -106,11 +108,11 @@ def data_seed(seed):
 class Variant:
     """One net of a study: its layer function, depth and parameters, and how long it trains."""
 
-    layer: object
+    layer: Callable[..., Any]
     depth: int
-    layer_params: object = plain_params
+    layer_params: Callable[..., dict[str, Any]] = plain_params
     steps: int = 0  # 0: the config's `steps`
-    forward: object = deepnet.logits
+    forward: Callable[..., Any] = deepnet.logits
 
 
 @dataclass
@@ -119,21 +121,22 @@ class Run:
     history: list  # minibatch loss per step
     loss: float  # mean loss on the whole training set after training
     entropy: float  # H(y) of the training labels: the best constant guess
-    net: Net = field(repr=False, default=None)
-    X: list = field(repr=False, default=None)
+    net: Net | None = field(repr=False, default=None)
+    X: list | None = field(repr=False, default=None)
     loss_at: dict = field(default_factory=dict)  # {step: mean loss on all points then}
 
 
-def run(variant, seed, config, progress=False, checkpoints=()):
+def run(variant: Variant, seed: int, config: Config, progress: Any = False,
+        checkpoints: Sequence[int] = ()) -> Run:
     """Train `variant` on the teacher task of `seed` (net and batches seeded by `seed` too);
     the loss on all training points is also read after each step number in `checkpoints`."""
     X, Y = teacher_data(config.n, config.d_in, config.n_classes, data_seed(seed))
     net = make_net(variant.depth, config.width, config.d_in, config.n_classes, seed,
                    variant.layer_params)
     steps = variant.steps or config.steps
-    loss_at = {}
+    loss_at: dict[int, float] = {}
 
-    def read_loss(step):
+    def read_loss(step: int) -> None:
         if step in checkpoints:
             loss_at[step] = mean_loss(net, X, Y, variant.layer, variant.forward).data
 
@@ -144,7 +147,8 @@ def run(variant, seed, config, progress=False, checkpoints=()):
     return Run(seed, history, loss, label_entropy(Y), net, X, loss_at)
 
 
-def study(variants, config, seeds=None, progress=True, checkpoints=()):
+def study(variants: dict[str, Variant], config: Config, seeds: Sequence[int] | None = None,
+          progress: bool = True, checkpoints: Sequence[int] = ()) -> dict[str, list[Run]]:
     """{name: [Run per seed]} for a dict of named `Variant`s, with one progress bar for all
     (`checkpoints`: step numbers after which each run also reads its loss on all points)."""
     seeds = config.seeds if seeds is None else seeds
@@ -152,7 +156,7 @@ def study(variants, config, seeds=None, progress=True, checkpoints=()):
     from tqdm.auto import tqdm  # here, as in deepnet.train
 
     bar = tqdm(total=total, desc="training", unit="step", mininterval=0.5, disable=not progress)
-    results = {name: [] for name in variants}
+    results: dict[str, list[Run]] = {name: [] for name in variants}
     for seed in seeds:
         for name, variant in variants.items():
             bar.set_postfix_str(f"{name}, seed {seed}", refresh=False)
@@ -162,9 +166,10 @@ def study(variants, config, seeds=None, progress=True, checkpoints=()):
     return results
 
 
-def smooth(values, k=20):
+def smooth(values: Sequence[float], k: int = 20) -> list[float]:
     """The running mean of the last `k` values at each step (fewer at the start)."""
-    out, total = [], 0.0
+    out: list[float] = []
+    total = 0.0
     for i, v in enumerate(values):
         total += v
         if i >= k:
@@ -173,13 +178,13 @@ def smooth(values, k=20):
     return out
 
 
-def probe_data(config, seed):
+def probe_data(config: Config, seed: int) -> tuple[list[list[float]], list[int]]:
     """The points whose mean loss the gradient probes differentiate: `probe_points` of the task."""
     return teacher_data(config.probe_points, config.d_in, config.n_classes, data_seed(seed))
 
 
 
-def without_layer(net, index):
+def without_layer(net: Net, index: int) -> Net:
     """A net sharing `net`'s weights with layer `index` left out (`net` is unchanged)."""
     return Net(net.w_in, net.layers[:index] + net.layers[index + 1:], net.w_out)
 
@@ -207,12 +212,12 @@ STRESS_GRADING = StressConfig(steps=20, val_names=10)
 SPLIT_SEED = 12345  # the split of the names into training and validation, as in the search
 
 
-def stress_config():
+def stress_config() -> StressConfig:
     """STRESS_GRADING while nbgrader grades, else STRESS."""
     return STRESS_GRADING if grading() else STRESS
 
 
-def stress_split(names):
+def stress_split(names: Iterable[str]) -> tuple[list[str], list[str]]:
     """(training names, validation names): a tenth held out after a shuffle by SPLIT_SEED."""
     from .nn import make_rng
 
@@ -222,7 +227,7 @@ def stress_split(names):
     return order[n_val:], order[:n_val]
 
 
-def validation_loss(model, names, tokenizer):
+def validation_loss(model: Any, names: Iterable[str], tokenizer: Any) -> float:
     """The mean next-token loss over every target of `names` (longer names weigh more)."""
     total, count = 0.0, 0
     with cycle_collector_paused():
@@ -234,17 +239,19 @@ def validation_loss(model, names, tokenizer):
     return total / count
 
 
-def _targets(names, tokenizer, block_size):
+def _targets(names: Iterable[str], tokenizer: Any,
+             block_size: int) -> Iterator[tuple[int, int]]:
     for name in names:
         yield from enumerate(tokenizer.encode(name)[1:block_size + 1])
 
 
-def unigram_loss(train_names, val_names, tokenizer, block_size=16):
+def unigram_loss(train_names: Iterable[str], val_names: Iterable[str], tokenizer: Any,
+                 block_size: int = 16) -> float:
     """The loss on `val_names` of predicting the training letters' frequencies everywhere:
     what a model that ignores its input reaches."""
     import math
 
-    counts = {}
+    counts: dict[int, int] = {}
     for _, t in _targets(train_names, tokenizer, block_size):
         counts[t] = counts.get(t, 0) + 1
     total = sum(counts.values())
@@ -253,13 +260,14 @@ def unigram_loss(train_names, val_names, tokenizer, block_size=16):
     return math.fsum(losses) / len(losses)
 
 
-def position_loss(train_names, val_names, tokenizer, block_size=16):
+def position_loss(train_names: Iterable[str], val_names: Iterable[str], tokenizer: Any,
+                  block_size: int = 16) -> float:
     """The loss on `val_names` of predicting, at each position, the training letters'
     frequencies there (add-0.1 smoothing): a model that knows where it is in a name but
     not which letters it has seen."""
     import math
 
-    counts = {}
+    counts: dict[int, dict[int, int]] = {}
     for p, t in _targets(train_names, tokenizer, block_size):
         row = counts.setdefault(p, {})
         row[t] = row.get(t, 0) + 1

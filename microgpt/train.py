@@ -1,6 +1,8 @@
 """Training the tiny GPT on a list of documents, and sampling from it."""
 
 import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .engine import Value, cycle_collector_paused
 from .nn import Adam, make_rng, softmax
@@ -8,8 +10,10 @@ from .nn import Adam, make_rng, softmax
 __all__ = ["train", "sample"]
 
 
-def train(model, docs, tokenizer, steps=1000, lr=0.01, betas=(0.85, 0.99), eps=1e-8,
-          seed=42, progress=True, callback=None):
+def train(model: Any, docs: Sequence[str], tokenizer: Any, steps: int = 1000, lr: float = 0.01,
+          betas: tuple[float, float] = (0.85, 0.99), eps: float = 1e-8, seed: int = 42,
+          progress: bool = True,
+          callback: Callable[[int, float], object] | None = None) -> list[float]:
     """Train `model` for `steps` steps, one document per step, and return the loss history.
 
     The documents are shuffled once with `seed` and taken in turn (microgpt's loop);
@@ -36,7 +40,8 @@ def train(model, docs, tokenizer, steps=1000, lr=0.01, betas=(0.85, 0.99), eps=1
     return history
 
 
-def sample(model, tokenizer, n=20, temperature=0.5, seed=0):
+def sample(model: Any, tokenizer: Any, n: int = 20, temperature: float = 0.5,
+           seed: int = 0) -> list[str]:
     """`n` documents drawn from the model, each up to block_size tokens, stopping at BOS."""
     if temperature <= 0:
         raise ValueError(f"temperature must be positive, not {temperature}")
@@ -55,7 +60,7 @@ def sample(model, tokenizer, n=20, temperature=0.5, seed=0):
     return out
 
 
-def mean_last(history, k=100):
+def mean_last(history: Sequence[float], k: int = 100) -> float:
     """The mean of the last `k` losses (or of all of them when there are fewer)."""
     tail = history[-k:]
     return math.fsum(tail) / len(tail)

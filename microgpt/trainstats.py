@@ -18,12 +18,14 @@ seeds and its numbers are those of `studies.run`.
 """
 
 import math
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import deepnet
-from .deepnet import gradient_norms, make_net, teacher_data, train
+from .deepnet import Net, gradient_norms, make_net, teacher_data, train
 from .engine import cycle_collector_paused, linear
-from .studies import data_seed
+from .studies import Config, Variant, data_seed
 
 __all__ = ["LayerStats", "layer_rms", "layer_stats", "watched_run", "plot_layer_stats",
            "stats_table"]
@@ -38,7 +40,7 @@ class LayerStats:
     history: list = field(default_factory=list)  # the minibatch loss per step
 
 
-def layer_rms(net, X, layer):
+def layer_rms(net: Net, X: Sequence[Sequence[Any]], layer: Callable[..., Any]) -> list[float]:
     """[RMS of $h_0$, RMS of $h_1$, ..., RMS of $h_L$] over the points `X`, for a net whose
     forward is `deepnet.logits` ($h_0 = W_{in} x$, $h_{l+1} = layer(h_l, **p_l)$)."""
     totals = [0.0] * (len(net.layers) + 1)
@@ -54,12 +56,14 @@ def layer_rms(net, X, layer):
     return [math.sqrt(t / count) for t in totals]
 
 
-def layer_stats(net, X, Y, layer, key="W"):
+def layer_stats(net: Net, X: Sequence[Sequence[Any]], Y: Sequence[int], layer: Callable[..., Any],
+                key: str = "W") -> tuple[list[float], list[float]]:
     """(activation RMS per layer, weight-gradient norm per layer) on the points (X, Y)."""
     return layer_rms(net, X, layer), gradient_norms(net, X, Y, layer, key=key)
 
 
-def watched_run(variant, seed, config, at, probe_points=32, key="W"):
+def watched_run(variant: Variant, seed: int, config: Config, at: Iterable[int],
+                probe_points: int = 32, key: str = "W") -> LayerStats:
     """Train `variant` on the teacher task of `seed` as `studies.run` does (same data, net,
     batches and steps) and read `layer_stats` on `probe_points` training points before
     training (step 0) and after each step number in `at`. Returns a `LayerStats`."""
@@ -73,7 +77,7 @@ def watched_run(variant, seed, config, at, probe_points=32, key="W"):
     stats = LayerStats()
     wanted = {0, *at}
 
-    def read(step):
+    def read(step: int) -> None:
         if step in wanted:
             stats.rms[step], stats.grad[step] = layer_stats(net, PX, PY, variant.layer, key)
 
@@ -84,7 +88,7 @@ def watched_run(variant, seed, config, at, probe_points=32, key="W"):
     return stats
 
 
-def stats_table(runs, steps=None):
+def stats_table(runs: dict[Any, LayerStats], steps: Collection[int] | None = None) -> str:
     """The numbers behind `plot_layer_stats`, as text: one line per named run ({name:
     LayerStats}) and step read (`steps`: those steps only), with the gradient norm of the
     first and the last layer's weights, their ratio, and the smallest and largest
@@ -103,7 +107,7 @@ def stats_table(runs, steps=None):
     return "\n".join(lines)
 
 
-def _log_limits(series):
+def _log_limits(series: Iterable[Iterable[float]]) -> tuple[float, float] | None:
     """(low, high) y limits of a log axis that shows every positive value in `series`."""
     positive = [v for ys in series for v in ys if v > 0]
     if not positive:
@@ -111,7 +115,9 @@ def _log_limits(series):
     return min(positive) / 2, max(positive) * 2
 
 
-def plot_layer_stats(runs, title="per-layer statistics during training", same_scale=False):
+def plot_layer_stats(runs: dict[Any, LayerStats],
+                     title: str = "per-layer statistics during training",
+                     same_scale: bool = False) -> Any:
     """One row per named run ({name: LayerStats}): activation RMS and weight-gradient norm
     against the layer, one line per step read (lighter lines are earlier). Log scale on
     both. With `same_scale`, every row of a column has the same y limits (the range of all

@@ -60,6 +60,8 @@ class SandboxKernelClient(AsyncKernelClient):
 
     quiet = 0.02
 
+    # stands in for jupyter_client's private _async_wait_for_ready (and calls its
+    # _handle_kernel_info_reply, _async_is_alive): registered in compat.PRIVATE_NAMES
     async def _ready(self, timeout=None):
         deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
         while True:
@@ -131,6 +133,7 @@ class SandboxKernelManager(AsyncKernelManager):
         return [python, "-m", "autograder.kernel.gradekernel", "-f",
                 f"{run}/kernel-in.json", *(extra_arguments or [])]
 
+    # overrides of jupyter_client's private methods: registered in compat.PRIVATE_NAMES
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         spec, limits, level = self.plan.bwrap
         # nothing of the kernel reaches the grader's terminal or log but its messages
@@ -233,6 +236,8 @@ class SandboxedExecute(Execute):
 
     start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
+    # nbclient's private hooks overridden here (_async_cleanup_kernel, _get_timeout,
+    # _async_handle_timeout, _update_display_id): registered in compat.PRIVATE_NAMES
     async def _async_cleanup_kernel(self):
         stamp(self._run.phases, "cells done")
         # the notebook is done: the kernel is killed rather than asked to shut down (a

@@ -16,6 +16,9 @@ An expected value that takes work (a reference run, a model answer) is passed as
 """
 
 import numbers
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any, Literal
 
 from autograder.kernel import crash
 from autograder.kernel.compare import MAX_ITEMS, encode, short_repr
@@ -64,13 +67,14 @@ class task:
       (`crash.interrupted`), not the frames of the checks or the library.
     """
 
-    def __init__(self, task_id):
+    def __init__(self, task_id: str) -> None:
         self.task_id = task_id
 
-    def __enter__(self):
+    def __enter__(self) -> "task":
         return self
 
-    def __exit__(self, kind, exc, tb):
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
         __tracebackhide__ = True  # IPython leaves this frame out of the traceback
         task_id = self.task_id
         if isinstance(exc, KeyboardInterrupt):  # Stop, or Validate's time for the cell
@@ -117,22 +121,22 @@ class BrokenAnswer(CheckFailed):
     """The answer cell a test needs does not compile (a SyntaxError, an IndentationError):
     its lines say which error, where."""
 
-    def __init__(self, lines):
+    def __init__(self, lines: Sequence[str]) -> None:
         super().__init__(lines[0])
         self.lines = list(lines)
 
-    def _render_traceback_(self):
+    def _render_traceback_(self) -> list[str]:
         return list(self.lines)
 
 
 # ---------------------------------------------------------------- observing
 
 
-def _real(x):
+def _real(x: object) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
-def observe_number(obj, what, allow_value=True):
+def observe_number(obj: Any, what: str, allow_value: bool = True) -> dict[str, Any]:
     """`obj` (a number, or a Value holding one) as an observation; else the problem.
     `allow_value` false: the task asks for a plain number, and the problem says so."""
     is_value = isinstance(obj, Value)
@@ -164,7 +168,7 @@ class _TooMuch(Exception):
     pass
 
 
-def _nested(obj, budget, depth=0):
+def _nested(obj: Any, budget: list[int], depth: int = 0) -> Any:
     """Numbers and Values (at any depth of lists and tuples) as encoded floats; anything
     else as a marker saying what it was."""
     if isinstance(obj, Value) and _real(obj.data):
@@ -185,7 +189,7 @@ def _nested(obj, budget, depth=0):
     return {"not": type(obj).__name__, "repr": short_repr(obj)}
 
 
-def observe_numbers(obj, what):
+def observe_numbers(obj: Any, what: str) -> dict[str, Any]:
     """Nested lists of numbers or Values as an observation (see `compare`)."""
     try:
         return {"numbers": _nested(obj, [MAX_ITEMS])}
@@ -195,11 +199,11 @@ def observe_numbers(obj, what):
         return {"problem": f"{what}: the result is nested too deeply to read"}
 
 
-def _expected_numbers(value):
+def _expected_numbers(value: Any) -> dict[str, Any]:
     return {"numbers": _nested(resolve(value), [MAX_ITEMS * 10])}
 
 
-def _expected_number(value):
+def _expected_number(value: Any) -> dict[str, Any]:
     value = resolve(value)
     return {"number": encode(float(value.data if isinstance(value, Value) else value))}
 
@@ -207,14 +211,14 @@ def _expected_number(value):
 # ---------------------------------------------------------------- the checks
 
 
-def _reproducible(flag):
+def _reproducible(flag: bool) -> dict[str, Any]:
     """The params entry of a check whose numbers come from a training run (none else)."""
     return {} if flag else {"reproducible": False}
 
 
 
-def check_value(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0, value_ok=True,
-                reproducible=True):
+def check_value(actual: Any, expected: Any, what: str, expected_text: str = "", rtol: float = 1e-9,
+                atol: float = 0.0, value_ok: bool = True, reproducible: bool = True) -> Any:
     """Fail unless $|actual - expected| \\le atol + rtol\\,|expected|$; `actual`: number or Value.
 
     `value_ok=False` also fails a `Value` where a plain number (such as a `.grad`) is due.
@@ -228,15 +232,17 @@ def check_value(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0, v
                   lambda: _expected_number(expected), params)
 
 
-def check_values(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0,
-                 reproducible=True, numbers_only=False):
+def check_values(actual: Any, expected: Any, what: str, expected_text: str = "",
+                 rtol: float = 1e-9, atol: float = 0.0, reproducible: bool = True,
+                 numbers_only: bool = False) -> Any:
     """`check_value` on each item: `actual` must be a list or tuple as long as `expected`."""
     return check_numbers(actual, expected, what, expected_text=expected_text, rtol=rtol,
                          atol=atol, reproducible=reproducible, numbers_only=numbers_only)
 
 
-def check_numbers(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0, labels=(),
-                  reproducible=True, numbers_only=False):
+def check_numbers(actual: Any, expected: Any, what: str, expected_text: str = "",
+                  rtol: float = 1e-9, atol: float = 0.0, labels: Sequence[str] = (),
+                  reproducible: bool = True, numbers_only: bool = False) -> Any:
     """Nested lists (of lists ...) of numbers or Values, equal in shape and item by item.
     `labels[d]` names the items at depth d in a message ("position", "component");
     unnamed depths are shown as "item [i]". `reproducible`: as in `check_value`.
@@ -249,11 +255,11 @@ def check_numbers(actual, expected, what, expected_text="", rtol=1e-9, atol=0.0,
                   params)
 
 
-def central_difference(f, x, h=1e-6):
+def central_difference(f: Callable[..., Any], x: float, h: float = 1e-6) -> float:
     """$f'(x) \\approx (f(x+h) - f(x-h)) / 2h$ in float64; `f` may return a number or a Value."""
     x = float(x)
 
-    def number(t):
+    def number(t: float) -> float:
         out = f(t)
         seen = observe_number(out, f"f({t!r})")
         if "problem" in seen:
@@ -263,7 +269,7 @@ def central_difference(f, x, h=1e-6):
     return (number(x + h) - number(x - h)) / (2 * h)
 
 
-def _no_graph(what, out, inputs="the input"):
+def _no_graph(what: str, out: Any, inputs: str = "the input") -> dict[str, Any]:
     if out is None:
         got = "None. Does the function end with `return`?"
     else:
@@ -279,7 +285,7 @@ DETACHED_HINT = ("No path in the output's graph leads back to {inputs}, so backw
 GRAPH_WALK_LIMIT = 200_000  # nodes; a bigger graph is not searched for the hint
 
 
-def _reaches(out, leaves):
+def _reaches(out: Value, leaves: Sequence[Value]) -> bool:
     """Does the graph of `out` reach any of `leaves`? (True when too big to tell.)"""
     wanted = {id(v) for v in leaves}
     stack, seen = [out], set()
@@ -296,7 +302,8 @@ def _reaches(out, leaves):
     return False
 
 
-def _with_detached_hint(observed, out, leaves, inputs):
+def _with_detached_hint(observed: dict[str, Any], out: Value, leaves: Sequence[Value],
+                        inputs: str) -> dict[str, Any]:
     if isinstance(observed, dict) and "problem" not in observed and not _reaches(out, leaves):
         observed["hint"] = DETACHED_HINT.format(
             inputs=inputs, them="them" if inputs.endswith("s") else "it")
@@ -316,20 +323,21 @@ _SEQUENCES = frozenset((tuple, list))
 _NOT_A_NUMBER = "a node of the graph holds a gradient that is not a plain number"
 
 
-def _number(x):
+def _number(x: object) -> bool:
     """A plain number, of a type no student code can define (numpy's scalars included)."""
     t = type(x)
     return t in _NUMBERS or (t.__module__ == "numpy" and isinstance(x, numbers.Real))
 
 
-def _graph_problem(out):
+def _graph_problem(out: Any) -> str | None:
     """Why the engine's backward cannot be run on `out`'s graph without running code of
     the student's, or None: every node must be one of the engine's own classes, its
     inputs in a tuple or list, its local gradients plain numbers, and a leaf's grad a
     plain number (backward adds to it). An inner node's grad is not read: backward's
     sort sets it to 0 first. One pass over the graph, about as long as backward's own."""
     op, nodes, plain = _engine._Op, _ENGINE_NODES, _PLAIN
-    stack, seen = [out], set()
+    stack: list[Any] = [out]
+    seen: set[int] = set()
     push, pop, see = stack.append, stack.pop, seen.add
     while stack:
         v = pop()
@@ -367,7 +375,7 @@ def _graph_problem(out):
     return None
 
 
-def backward_alone(out, leaves):
+def backward_alone(out: Value, leaves: Sequence[Value]) -> str | None:
     """Run the engine's own backward() from `out`, after setting the `.grad` of each of
     `leaves` (the inputs whose gradients a check reads) to 0; a problem message when the
     graph has a part that is not the engine's (then nothing is run), else None.
@@ -388,21 +396,22 @@ WROTE_GRAD_HINT = ("The input's .grad was already {before} when the function ret
                    "and runs backward() alone: the gradient must come from the graph.")
 
 
-def _written(grad):
+def _written(grad: Any) -> str:
     """What an input's .grad held when the function returned, for a message ("" for 0)."""
     if not _number(grad):  # an object of the student's: its repr is their code, not run
         return f"a {type(grad).__name__}"
     return "" if grad == 0 else f"{float(grad):.5g}"
 
 
-def _with_written_hint(observed, before):
+def _with_written_hint(observed: dict[str, Any], before: Any) -> None:
     """Say so (first) when an input's .grad was not 0 before the check's backward()."""
     if before and isinstance(observed, dict) and "problem" not in observed:
         said = WROTE_GRAD_HINT.format(before=before)
         observed["hint"] = f"{said} {observed['hint']}" if observed.get("hint") else said
 
 
-def _gradients_observed(out, leaves, what, observe, inputs):
+def _gradients_observed(out: Value, leaves: Sequence[Value], what: str, observe: Callable[..., Any],
+                        inputs: str) -> tuple[dict[str, Any], Any]:
     """(observation, grads) of `leaves` after the check's own backward from `out`
     (`backward_alone`); grads is None when the graph could not be run. `observe` turns
     the list of grads into the observation; `inputs` names the leaves in a hint."""
@@ -418,7 +427,8 @@ def _gradients_observed(out, leaves, what, observe, inputs):
     return observed, grads
 
 
-def check_gradient(f, x, what, h=1e-6, rtol=1e-5, atol=1e-8):
+def check_gradient(f: Callable[..., Any], x: float, what: str, h: float = 1e-6, rtol: float = 1e-5,
+                   atol: float = 1e-8) -> Any:
     """Fail unless `.grad` of the input after `f(Value(x)).backward()` matches central differences.
 
     `f` takes a `Value` and returns a `Value` built from it. Returns the `.grad` it checked.
@@ -442,14 +452,15 @@ def check_gradient(f, x, what, h=1e-6, rtol=1e-5, atol=1e-8):
                   params, result=grad)
 
 
-def central_gradients(f, xs, h=1e-6, on_floats=True):
+def central_gradients(f: Callable[..., Any], xs: Sequence[float], h: float = 1e-6,
+                      on_floats: bool = True) -> list[Any]:
     """The central difference of `f` in each input `i` of `xs`, as encoded floats: `f`
     takes a list of floats (`on_floats`) or of Values."""
     xs = [float(x) for x in xs]
     found = []
     for i in range(len(xs)):
 
-        def moved(t, i=i):
+        def moved(t: float, i: int = i) -> Any:
             inputs = [t if j == i else x for j, x in enumerate(xs)]
             return f(inputs if on_floats else [Value(v) for v in inputs])
 
@@ -457,8 +468,11 @@ def central_gradients(f, xs, h=1e-6, on_floats=True):
     return found
 
 
-def check_gradients(f, xs, what, names=None, reference=None, reference_text="",
-                    h=1e-6, rtol=1e-5, atol=1e-8, expected=None):
+def check_gradients(f: Callable[..., Any], xs: Sequence[float], what: str,
+                    names: Sequence[str] | None = None,
+                    reference: Callable[..., Any] | None = None, reference_text: str = "",
+                    h: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-8,
+                    expected: Any = None) -> Any:
     """`check_gradient` for a function of many inputs: after `f(vs).backward()`, with
     `vs = [Value(x) for x in xs]`, each `vs[i].grad` must match the central difference in
     input `i` of `reference` (a function of a list of floats; `f` itself when None), or
@@ -475,7 +489,7 @@ def check_gradients(f, xs, what, names=None, reference=None, reference_text="",
         observed, grads = _gradients_observed(
             out, leaves, what, lambda g: observe_numbers(g, what), "the inputs")
 
-    def central():
+    def central() -> dict[str, Any]:
         if expected is not None:
             return _expected_numbers(expected)
         if reference is None:
@@ -489,7 +503,7 @@ def check_gradients(f, xs, what, names=None, reference=None, reference_text="",
     return settle("gradients", observed, central, params, result=grads)
 
 
-def check_range(actual, low, high, what, expected_text=""):
+def check_range(actual: Any, low: float, high: float, what: str, expected_text: str = "") -> Any:
     """Fail unless low < actual < high (a bound of None is no bound)."""
     params = {"what": what, "expected_text": expected_text,
               "low": None if low is None else float(low),
@@ -497,14 +511,14 @@ def check_range(actual, low, high, what, expected_text=""):
     return settle("range", observe_number(actual, what), lambda: {}, params)
 
 
-def check_same(actual, expected, what, expected_text=""):
+def check_same(actual: Any, expected: Any, what: str, expected_text: str = "") -> Any:
     """Plain data (strings, booleans, numbers, lists and dicts of them) equal to `expected`."""
     params = {"what": what, "expected_text": expected_text}
     return settle("same", {"data": _plain(actual)}, lambda: {"data": _plain(resolve(expected))},
                   params)
 
 
-def _plain(obj, depth=0):
+def _plain(obj: Any, depth: int = 0) -> Any:
     """`obj` as JSON data (lists for tuples, strings for other objects)."""
     if obj is None or isinstance(obj, (bool, str)):
         return obj

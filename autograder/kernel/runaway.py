@@ -136,6 +136,7 @@ def _from_nbclient():
 def _abort_queued(kernel):
     """Abort the execute requests already queued (ipykernel's own way after an error in a
     cell sent with stop_on_error); False when this ipykernel has no such step."""
+    # ipykernel's private method: registered in autograder/compat.py (PRIVATE_NAMES)
     abort = getattr(kernel, "_abort_queues", None)
     if abort is None:
         return False

@@ -251,6 +251,7 @@ def _budgeted_classes():
         executed = None
         stop = None
 
+        # nbgrader's private method: registered in autograder/compat.py
         def _preprocess(self, nb):
             resources = {}
             with utils.setenv(NBGRADER_VALIDATING="1", NBGRADER_EXECUTION="validate"):
