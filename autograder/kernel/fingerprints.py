@@ -12,7 +12,7 @@ check-drift` compares.
 
 TABLES = {
     "01_residual_stack": {
-        "digest": "1ec6a0e381b2bc29",
+        "digest": "212b7828130cb086",
         "hints": [
             "an input Value seems to be reused between calls, so each backward() adds to the .grad left by the previous one: make a fresh Value for every call.",
             "each layer's output replaces x instead of being added to it: that is the plain stack, whose gradient vanishes. Where does the skip path go?",

@@ -114,11 +114,14 @@ def test_forgetting_the_add_is_named_once_in_its_gradient_test(tmp_path):
         f"got 1e-20. This looks like a known mistake: {plain.hint}")
 
 
-def test_a_constant_output_is_named_once_in_the_gradient_test(tmp_path):
-    constant = _mutant("01_residual_stack",
-                       "hard-coded 1.1**20, no graph (passes the visible output check)")
+def test_a_constant_output_is_named_once_in_each_test(tmp_path):
+    """1.1**20 hard-coded passed the visible output test until depth=0, which Task 1.1
+    names, became a visible check (issue #41 item 3): now each test names it once."""
+    constant = _mutant("01_residual_stack", "hard-coded 1.1**20, no graph")
     shown, _ = run_slip("01_residual_stack", constant, tmp_path)
-    assert shown["task1_1_test_output"] == "passed"
+    assert shown["task1_1_test_output"] == (
+        "CheckFailed: residual_stack(Value(1.5), depth=0): expected 1.5 (no layers: the "
+        f"input itself), got 6.7275. This looks like a known mistake: {constant.hint}")
     assert shown["task1_1_test_gradient"] == (
         "CheckFailed: d residual_stack(x, depth=20)/dx at x = 1.0: expected 6.7275 (1.1**20), "
         f"got 0. This looks like a known mistake: {constant.hint}")
