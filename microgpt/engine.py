@@ -182,14 +182,19 @@ class Value:
     @staticmethod
     def sum(values: "Iterable[Value | float]") -> "Value":
         """$f(v_1, \\dots, v_n) = \\sum_i v_i$ as one node (plain numbers allowed)."""
-        children, total = [], 0
+        children, total, numbers = [], 0, False
+        values = list(values)
         for v in values:
             if isinstance(v, Value):
                 children.append(v)
                 total += v.data
             else:
                 total += v
-        return _Fused(total, tuple(children), (1,) * len(children), "sum")
+                numbers = True
+        out = _Fused(total, tuple(children), (1,) * len(children), "sum")
+        if numbers:  # where the plain numbers were, so that the sum can be made again
+            out._arg = [None if isinstance(v, Value) else v for v in values]
+        return out
 
     # ---- the backward pass ----
 
@@ -269,23 +274,29 @@ class _Fused(Value):
     cross-entropy of `microgpt.nn`): a `Value` with many children that names its
     operation in `_op`."""
 
-    __slots__ = ("_op",)
+    __slots__ = ("_op", "_arg")
 
-    def __init__(self, data: float, children: tuple, local_grads: tuple, op: str) -> None:
+    def __init__(self, data: float, children: tuple, local_grads: tuple, op: str,
+                 arg: Any = None) -> None:
         self.data = data
         self.grad = 0
         self._children = children
         self._local_grads = local_grads
         self._op = op
+        # what the operation needs besides its children to be made again (softmax's index,
+        # cross-entropy's target, the norm's eps, the numbers of a sum or dot), or None
+        self._arg = arg
 
 
 _Fused.__name__ = "Value"
 
 
-def fused(op: str, data: float, children: tuple, local_grads: tuple) -> Value:
+def fused(op: str, data: float, children: tuple, local_grads: tuple, arg: Any = None) -> Value:
     """A node of the fused operation `op` (its name, as `microgpt.draw` labels it): `data`,
-    its `children` and its local derivative with respect to each."""
-    return _Fused(data, children, local_grads, op)
+    its `children` and its local derivative with respect to each; `arg`, what else the
+    operation was given (an index, a target, eps), so that the node can be made again from
+    its children (`autograder.kernel.wire.replay`)."""
+    return _Fused(data, children, local_grads, op, arg)
 
 
 def _inner_nodes_in_topological_order(root: Value) -> list[Value]:
@@ -395,7 +406,10 @@ def _dot_mixed(ws: Sequence[Value | float], xs: Sequence[Value | float]) -> Valu
         if xv:
             children.append(x)
             local.append(wd)
-    return _Fused(total, tuple(children), tuple(local), "dot")
+    # the plain numbers on either side, so that the node can be made again from its children
+    arg = [[None if isinstance(w, Value) else w for w in ws],
+           [None if isinstance(x, Value) else x for x in xs]]
+    return _Fused(total, tuple(children), tuple(local), "dot", arg)
 
 
 def linear(x: Iterable[Value], w: Sequence[Sequence[Value]], w_data: Sequence | None = None,

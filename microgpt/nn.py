@@ -44,7 +44,7 @@ def _inv_rms(x: Sequence[Value], eps: float) -> Value:
     xd = [v.data for v in x]
     s = (sum(a * a for a in xd) / n + eps) ** -0.5
     c = -(s**3) / n
-    return fused("1/rms", s, tuple(x), tuple(c * a for a in xd))
+    return fused("1/rms", s, tuple(x), tuple(c * a for a in xd), eps)
 
 
 def rmsnorm(x: Sequence[Value], eps: float = 1e-5) -> list[Value]:
@@ -53,10 +53,15 @@ def rmsnorm(x: Sequence[Value], eps: float = 1e-5) -> list[Value]:
     return [v * s for v in x]
 
 
+def _mean(x: Sequence[Value]) -> Value:
+    """$\\mu = \\frac{1}{n}\\sum_i x_i$ as one node."""
+    n = len(x)
+    return fused("mean", sum(v.data for v in x) / n, tuple(x), (1 / n,) * n)
+
+
 def layernorm(x: Sequence[Value], eps: float = 1e-5) -> list[Value]:
     """$y_i = (x_i - \\mu) / \\sqrt{\\sigma^2 + eps}$ (no gain or bias)."""
-    n = len(x)
-    mu = fused("mean", sum(v.data for v in x) / n, tuple(x), (1 / n,) * n)
+    mu = _mean(x)
     centred = [v - mu for v in x]
     s = _inv_rms(centred, eps)
     return [v * s for v in centred]
@@ -78,7 +83,7 @@ def softmax(logits: Sequence[Value]) -> list[Value]:
     for i, p in enumerate(probs):
         local = [-p * q for q in probs]
         local[i] += p
-        out.append(fused("softmax", p, children, tuple(local)))
+        out.append(fused("softmax", p, children, tuple(local), i))
     return out
 
 
@@ -98,7 +103,7 @@ def log_softmax(logits: Sequence[Value]) -> list[Value]:
     for i, z in enumerate(zd):
         local = [-q for q in probs]
         local[i] += 1
-        out.append(fused("log_softmax", z - lse, children, tuple(local)))
+        out.append(fused("log_softmax", z - lse, children, tuple(local), i))
     return out
 
 
@@ -111,7 +116,7 @@ def cross_entropy(logits: Sequence[Value], target: int) -> Value:
     zd = [z.data for z in logits]
     lse, probs = _log_sum_exp(zd)
     probs[target] -= 1
-    return fused("cross_entropy", lse - zd[target], tuple(logits), tuple(probs))
+    return fused("cross_entropy", lse - zd[target], tuple(logits), tuple(probs), target)
 
 
 class Adam:

@@ -20,7 +20,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import secrets
 import signal
 import subprocess
 import time
@@ -39,9 +38,10 @@ from traitlets import Bool, Instance
 from autograder import cells
 from autograder.grading.channel import CellRun, Channel, NotebookRun, stamp
 from autograder.grading.judge import verdict as judge_cell
+from autograder.grading.remote import TestOutcome, graded_cell
 from autograder.grading.report import describe_end
-from autograder.grading.testsource import GradedCellError, prepare, sending
-from autograder.kernel.policy import OUTPUT_NOTE, REPORT_KEY, test_cell_code
+from autograder.grading.testsource import GradedCellError, prepare
+from autograder.kernel.policy import OUTPUT_NOTE
 from autograder.sandbox import bubblewrap
 from autograder.sandbox.limits import SandboxError, size_words
 
@@ -301,18 +301,22 @@ class SandboxedExecute(Execute):
         # left out): wait for it as long as the cell itself may take
         self.iopub_timeout = max(4, self._limits.cell_timeout)
         start = time.monotonic()
-        nonce, test, sent = "", None, None
+        test, outcome = None, None
         if kind == "test":
             try:
                 test = prepare(cell.source)
-                code = test.witness
             except GradedCellError:
-                code = "raise SyntaxError('this test cell could not be prepared')\n"
-            nonce = secrets.token_hex(16)
-            sent = test_cell_code(code, grade_id, "witness", nonce,
-                                  hidden=test.hidden if test is not None else ())
+                test = None
         try:
-            with sending(self.kc, sent) if sent is not None else contextlib.nullcontext():
+            if test is not None:
+                outcome = await self._graded_cell(cell, cell_index, execution_count,
+                                                  store_history, grade_id, test)
+            elif kind == "test":
+                outcome = TestOutcome([], ("SyntaxError", "this test cell could not be "
+                                           "prepared for grading", []))
+                await super().async_execute_cell(cell, cell_index, execution_count,
+                                                 store_history)
+            else:
                 await super().async_execute_cell(cell, cell_index, execution_count,
                                                  store_history)
         except DeadKernelError:
@@ -352,12 +356,9 @@ class SandboxedExecute(Execute):
                 record.status = "error"
                 record.ename = "NoReply"
                 self._add_error(cell, "NoReply", "the kernel sent no reply for this cell")
-        extra = reply.get(REPORT_KEY) if kind == "test" else None
-        if isinstance(extra, dict):
-            record.restored = [str(x)[:200] for x in extra.get("restored", [])][:50]
-            record.changed = [str(x)[:200] for x in extra.get("changed", [])][:50]
         if kind == "test":
-            self._judge(record, test, extra, reply, nonce)
+            self._take_outcome(cell, record, outcome)
+            self._judge(record, test, outcome, reply)
         record.output_dropped = self._dropped.get(cell_index, 0)
         record.stderr = any(o.get("output_type") == "stream" and o.get("name") == "stderr"
                             for o in cell.get("outputs", []))
@@ -367,7 +368,35 @@ class SandboxedExecute(Execute):
 
     execute_cell = run_sync(async_execute_cell)
 
-    def _judge(self, record, test, report, reply, nonce):
+    async def _graded_cell(self, cell, cell_index, execution_count, store_history, grade_id,
+                           test):
+        """Run a graded test cell in this process against the kernel (`remote`): the kernel
+        gets no more than a socket's path, the test's code runs here, in the witness mode."""
+        spec, _, level = self._plan.bwrap
+        _, run = bubblewrap.kernel_paths(spec, level)
+        return await graded_cell(
+            lambda: super(SandboxedExecute, self).async_execute_cell(
+                cell, cell_index, execution_count, store_history),
+            self.kc, grade_id=grade_id, source=test.witness, mode="witness",
+            hidden=test.hidden, host_folder=str(self._plan.conn), kernel_folder=run,
+            wait=max(5, self._get_timeout(cell)))
+
+    def _take_outcome(self, cell, record, outcome):
+        """What the test did, in the record and the cell: its error (the student's lines as
+        the kernel showed them), and the Values refused as not made by the engine."""
+        if outcome is None:
+            return
+        record.changed = [f"a Value that its operations do not make ({why})"[:200]
+                          for why in outcome.forged][:50]
+        if outcome.error is not None and record.status == "ok":
+            kind, message, lines = outcome.error
+            record.status = "error"
+            record.ename, record.evalue = str(kind)[:200], str(message)[:2000]
+            cell.setdefault("outputs", []).append(NotebookNode(
+                output_type="error", ename=record.ename, evalue=record.evalue,
+                traceback=list(lines) or [f"{record.ename}: {record.evalue}"]))
+
+    def _judge(self, record, test, outcome, reply):
         """The grader's verdict on a test cell: its observations against the
         reference run's (see `judge`); the kernel's own status can only fail it."""
         expected = self._expected.get(record.grade_id)
@@ -379,8 +408,10 @@ class SandboxedExecute(Execute):
         else:
             hidden = set(expected.get("hidden", [])) | set(test.hidden)
             kernel_error = (record.ename, record.evalue) if record.status != "ok" else None
-            found = judge_cell(report, reply.get("status", ""), kernel_error,
-                               expected["records"], hidden, nonce, self._passed)
+            report = {"nonce": "", "records": outcome.records if outcome is not None else []}
+            status = "ok" if record.status == "ok" else "error"
+            found = judge_cell(report, status, kernel_error, expected["records"], hidden, "",
+                               self._passed)
             record.checks, record.hidden = found.checks, found.hidden
             record.detail = found.detail
             record.verdict = "" if found.passed else found.message

@@ -23,20 +23,14 @@ the grading with the reason: nothing can be graded against a broken reference.
 import hashlib
 import json
 import os
-import secrets
 import sys
 import tempfile
 from pathlib import Path
 
 from autograder.cells import as_graded, is_autograded_test, nbgrader_meta, skipped_when_grading
 from autograder.grading.course import CourseError, notebook_paths, read_notebook
-from autograder.grading.testsource import GradedCellError, prepare, sending
-from autograder.kernel.policy import (
-    ASSIGNMENT_VARIABLE,
-    REFERENCE_VARIABLE,
-    REPORT_KEY,
-    test_cell_code,
-)
+from autograder.grading.testsource import GradedCellError, prepare
+from autograder.kernel.policy import ASSIGNMENT_VARIABLE, REFERENCE_VARIABLE
 
 __all__ = ["ReferenceError", "run_reference", "reference_records", "fingerprint"]
 
@@ -88,19 +82,21 @@ def _client_class():
                 source = prepare(cell.source)
             except GradedCellError as exc:
                 raise ReferenceError(f"test cell {grade_id}: {exc}") from None
-            nonce = secrets.token_hex(8)
-            code = test_cell_code(source.reference, grade_id, "reference", nonce)
-            self._last_reply = None
-            with sending(self.kc, code):
-                await super().async_execute_cell(cell, cell_index, execution_count,
-                                                 store_history)
-            content = (self._last_reply or {}).get("content", {})
-            report = content.get(REPORT_KEY) or {}
+            from autograder.grading.remote import graded_cell
+
+            folder = self.km.folder  # the kernel's own folder (`runner.ipc_kernel_manager`)
+            outcome = await graded_cell(
+                lambda: super(ReferenceClient, self).async_execute_cell(
+                    cell, cell_index, execution_count, store_history),
+                self.kc, grade_id=grade_id, source=source.reference, mode="reference",
+                hidden=source.hidden, host_folder=folder, kernel_folder=folder,
+                wait=self.timeout or 120)
+            error = outcome.error
             self.replies[grade_id] = {
-                "status": content.get("status"),
-                "error": f"{content.get('ename', '')}: {content.get('evalue', '')}",
-                "records": report.get("records", []),
-                "nonce_ok": report.get("nonce") == nonce,
+                "status": "ok" if error is None else "error",
+                "error": f"{error[0]}: {error[1]}" if error else "",
+                "records": outcome.records,
+                "nonce_ok": True,
                 "hidden": sorted(source.hidden),
             }
             return cell

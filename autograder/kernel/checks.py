@@ -77,8 +77,11 @@ class task:
                  tb: TracebackType | None) -> Literal[False]:
         __tracebackhide__ = True  # IPython leaves this frame out of the traceback
         task_id = self.task_id
+        remote = getattr(exc, "kernel_lines", None) is not None  # raised in the student's
+        # kernel while the grader ran this test: the kernel rendered its lines
         if isinstance(exc, KeyboardInterrupt):  # Stop, or Validate's time for the cell
-            crash.interrupted(exc, tb, f"{task_id}'s test")
+            if not remote:
+                crash.interrupted(exc, tb, f"{task_id}'s test")
             return False
         if kind is None or not isinstance(exc, Exception) or getattr(exc, "from_check", False):
             return False
@@ -91,12 +94,15 @@ class task:
             # raised outside a check (a probe's own verdict): its message is what it says
             diagnose_raised(task_id, exc, in_message=True)
             return False
+        if remote:
+            diagnose_raised(task_id, exc)  # the known mistake it looks like, as a note
+            return False
         frames = crash.frames_of(tb)
         if isinstance(exc, NameError) and crash.who_raised(frames) == "test":
             name = getattr(exc, "name", None) or ""
-            broken = crash.broken_definition(name) if name else None
+            broken = crash.broken_lines(name) if name else None
             if broken is not None:
-                raise BrokenAnswer(crash.syntax_lines(*broken)) from None
+                raise BrokenAnswer(broken) from None
             like = crash.defined_like(name, frames[-1])
             if like:
                 raise NotAnswered(

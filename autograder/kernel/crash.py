@@ -483,6 +483,21 @@ def _history():
         return []
 
 
+# names a graded test read that the student's kernel does not hold, with what the kernel
+# said of each ({"broken": lines, "like": a name}): filled by the grader's test runner
+# (`autograder.grading.remote`), where the test runs away from the notebook's history
+ABSENT: dict = {}
+
+
+def broken_lines(name):
+    """What a test says when the answer cell that defines `name` does not compile (it
+    defined nothing), or None."""
+    if name in ABSENT:
+        return ABSENT[name].get("broken")
+    broken = broken_definition(name)
+    return syntax_lines(*broken) if broken is not None else None
+
+
 def broken_definition(name):
     """(the cell's number, its SyntaxError) when the last cell run that defines `name`
     does not compile (so it defined nothing); None otherwise."""
@@ -512,6 +527,8 @@ def _python(source):
 
 def defined_like(name, frame):
     """A name the notebook defines that `name` may be a slip for ("" if none)."""
+    if name in ABSENT:
+        return str(ABSENT[name].get("like") or "")
     namespace = frame.namespace if frame is not None else {}
     names = sorted(n for n in namespace if isinstance(n, str) and not n.startswith("_")
                    and n != name)

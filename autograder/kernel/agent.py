@@ -1,0 +1,367 @@
+"""The kernel's end of a graded test cell: it answers the grader's calls, and does nothing
+else.
+
+At grading time the grader sends a graded test cell to the kernel as `MARKER` and a JSON
+header (the cell's grade id and the path of a Unix socket), never the cell's source:
+`gradekernel` hands that to `serve`, which listens on the socket, takes the grader's one
+connection, and answers its requests (`wire`) until the grader says the test is over:
+
+- ``get``: the value of a name of the notebook (or, when the notebook lacks it, what a
+  student should hear: the answer cell that did not compile, a name like it);
+- ``call``, ``attr``, ``setattr``, ``item``, ``setitem``, ``delitem``, ``len``, ``iter``,
+  ``repr``: that operation on one of the kernel's objects, with what the grader sent;
+- ``end``: the test is over.
+
+An error in the student's code goes back as its kind, message and the lines a notebook
+shows for it (`crash`: the student's frames and the hint of a known slip), never with the
+kernel's own frames. A function the grader handed in (a layer of the test's, a probe) is a
+stub here that calls the grader back and waits for its answer, serving the grader's own
+requests meanwhile. What the student's code prints during a call goes to the test cell's
+output, as in JupyterLab.
+
+Nothing here decides anything: the grader checks what comes back (`wire`: every Value is
+made again from its operations on the grader's side).
+"""
+
+import builtins
+import socket
+import sys
+from typing import Any
+
+from autograder.kernel import crash
+from autograder.kernel.wire import Peer, WireError, receive, send
+
+__all__ = ["serve", "KernelPeer", "Stub"]
+
+CONNECT_WAIT = 60.0  # seconds the kernel waits for the grader to connect
+
+
+class Stub:
+    """A function of the grader's, as the kernel's code sees it: calling it asks the
+    grader to run it (a layer the test hands in, a probe)."""
+
+    def __init__(self, peer: "KernelPeer", name: str, label: str) -> None:
+        self._peer = peer
+        self._name = name
+        self.__name__ = self.__qualname__ = label or "function"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._peer.call_back(self._name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<function {self.__name__} of the test>"
+
+
+class GraderRaised(Exception):
+    """The grader's function raised; the kernel's code sees an error of the same kind."""
+
+
+def _same_kind(kind: str, message: str) -> BaseException:
+    cls = getattr(builtins, kind, None)
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        try:
+            return cls(message)
+        except Exception:  # noqa: BLE001
+            pass
+    return GraderRaised(f"{kind}: {message}")
+
+
+def _shallow(obj: Any) -> tuple:
+    """What a sent list, dict or object holds, item by item: a number or string by value,
+    anything else by identity (its own changes are found through its own entry)."""
+    if isinstance(obj, list):
+        items: Any = obj
+    elif isinstance(obj, dict):
+        items = [x for pair in obj.items() for x in pair]
+    else:
+        items = [x for pair in vars(obj).items() for x in pair]
+    return tuple(x if isinstance(x, (str, int, float, bool, type(None))) else ("id", id(x))
+                 for x in items) + (len(items),)
+
+
+class KernelPeer(Peer):
+    side = "k"
+
+    def __init__(self, sock: socket.socket, namespace: dict) -> None:
+        super().__init__(sock)
+        self.namespace = namespace
+
+    # ---- what the kernel sends
+
+    def handle(self, obj: Any) -> Any:
+        name = self._known(obj) or self._name(obj)
+        if isinstance(obj, type):
+            kind = "class"
+        elif callable(obj):
+            kind = "function"
+        elif type(obj).__name__ == "module":
+            kind = "module"
+        else:
+            kind = "object"
+        label = getattr(obj, "__qualname__", None) if kind != "object" else None
+        return {"K": name, "t": kind, "n": str(label or type(obj).__name__)[:200]}
+
+    def changed_mirrors(self) -> list:
+        """The sent lists, dicts and objects that the call changed, with what they hold
+        now."""
+        out = []
+        for name, (obj, before) in list(self.mirrors.items()):
+            now = _shallow(obj)
+            if now == before:
+                continue
+            self.mirrors[name] = (obj, now)
+            if isinstance(obj, list):
+                body: Any = {"L": [self.encode(x, 1) for x in obj]}
+            else:
+                items = obj if isinstance(obj, dict) else vars(obj)
+                body = {"D": [[self.encode(k, 1), self.encode(v, 1)] for k, v in items.items()]}
+            out.append([name, body])
+        return out
+
+    def reply(self, **fields: Any) -> dict:
+        mirrors = self.changed_mirrors()
+        for name in list(self.touched):
+            value = self.objects.get(name)
+            if value is not None:
+                self._sync_leaf(name, value)
+        self.touched = set()
+        return self.message(w=mirrors, **fields)
+
+    # ---- what the kernel receives
+
+    def received_container(self, out: Any, data: dict, depth: int) -> Any:
+        name = data.get("m")
+        if name is None:
+            return out
+        if not isinstance(name, str) or not name.startswith("g"):
+            raise WireError("a sent container whose name is not the grader's")
+        known = self.objects.get(name)
+        if known is not None and type(known) is type(out) and isinstance(out, (list, dict)):
+            if isinstance(out, list):  # the same object as before, holding what was sent
+                known[:] = out
+            else:
+                known.clear()
+                known.update(out)
+            out = known
+        else:
+            self.objects[name] = out
+            self.names[id(out)] = name
+        self.mirrors[name] = (out, _shallow(out))
+        return out
+
+    def decode_other(self, tag: str, body: Any, data: dict, depth: int) -> Any:
+        if tag == "K":
+            obj = self.objects.get(body) if isinstance(body, str) else None
+            if obj is None or not body.startswith("k"):
+                raise WireError(f"{body!r} is not an object of this kernel")
+            return obj
+        if tag == "G":
+            known = self.objects.get(body)
+            if known is None:
+                known = Stub(self, body, str(data.get("n") or ""))
+                self.objects[body] = known
+                self.names[id(known)] = body
+            return known
+        if tag == "O":
+            from autograder.kernel.wire import _resolve
+
+            cls_name, state = body
+            cls = _resolve(cls_name)
+            name = data.get("m")
+            obj = self.objects.get(name)
+            if obj is None or type(obj) is not cls:
+                obj = cls.__new__(cls)
+                self.objects[name] = obj
+                self.names[id(obj)] = name
+            fields = self.decode(state, depth + 1)
+            vars(obj).clear()
+            vars(obj).update(fields)
+            self.mirrors[name] = (obj, _shallow(obj))
+            return obj
+        return super().decode_other(tag, body, data, depth)
+
+    # ---- serving
+
+    def serve(self) -> None:
+        """Answer the grader's requests until it says `end`."""
+        while True:
+            try:
+                request = self.take(receive(self.sock))
+            except WireError as exc:
+                if "closed" in str(exc):
+                    return
+                send(self.sock, self.reply(error={"type": "WireError", "message": str(exc),
+                                                  "lines": []}))
+                continue
+            if request.get("do") == "end":
+                return
+            send(self.sock, self.answer(request))
+
+    def answer(self, request: dict) -> dict:
+        try:
+            result = self.perform(request)
+        except _Missing as missing:
+            return self.reply(missing=missing.info)
+        except WireError as exc:
+            return self.reply(error={"type": "WireError", "message": str(exc), "lines": []})
+        except KeyboardInterrupt as exc:
+            lines = crash.interrupted_lines(crash.frames_of(exc.__traceback__), "this test")
+            return self.reply(error={"type": "KeyboardInterrupt", "message": "",
+                                     "lines": lines})
+        except Exception as exc:  # noqa: BLE001 (the student's code raised)
+            return self.reply(error=_error(exc))
+        try:
+            encoded = self.encode(result)
+        except WireError as exc:
+            return self.reply(error={"type": "WireError", "message": str(exc), "lines": []})
+        return self.reply(ok=encoded)
+
+    def perform(self, request: dict) -> Any:
+        do = request.get("do")
+        if do == "get":
+            name = request.get("name")
+            if not isinstance(name, str):
+                raise WireError("a name that is not a string")
+            if name not in self.namespace:
+                raise _Missing(_absent(name, self.namespace))
+            value = self.namespace[name]
+            return value
+        target = self.decode(request.get("t"))
+        if do == "call":
+            args = self.decode(request.get("a", {"L": []}))
+            kwargs = self.decode(request.get("k", {"D": []}))
+            if not isinstance(args, list) or not isinstance(kwargs, dict):
+                raise WireError("a call whose arguments are malformed")
+            return target(*args, **kwargs)
+        if do == "attr":
+            attr = str(request.get("name"))
+            value = getattr(target, attr)
+            if attr in ("__globals__", "__dict__"):  # a namespace: the grader works in it
+                return _Handle(value)
+            return value
+        if do == "setattr":
+            setattr(target, str(request.get("name")), self.decode(request.get("v")))
+            return None
+        if do == "item":
+            return target[self.decode(request.get("key"))]
+        if do == "setitem":
+            target[self.decode(request.get("key"))] = self.decode(request.get("v"))
+            return None
+        if do == "delitem":
+            del target[self.decode(request.get("key"))]
+            return None
+        if do == "len":
+            return len(target)
+        if do == "iter":
+            return list(target)
+        if do == "repr":
+            return repr(target)[:2000]
+        raise WireError(f"a request the kernel does not know: {do!r}")
+
+    def encode(self, obj: Any, depth: int = 0) -> Any:
+        if isinstance(obj, _Handle):
+            return self.handle(obj.value)
+        return super().encode(obj, depth)
+
+    def call_back(self, name: str, args: tuple, kwargs: dict) -> Any:
+        """Run the grader's function `name`; serve the grader's requests until it answers."""
+        message = self.reply(cb=name, a={"L": [self.encode(x, 1) for x in args]},
+                             k={"D": [[k, self.encode(v, 1)] for k, v in kwargs.items()]})
+        send(self.sock, message)
+        while True:
+            request = self.take(receive(self.sock))
+            do = request.get("do")
+            if do == "return":
+                return self.decode(request.get("v"))
+            if do == "raise":
+                error = request.get("error") or {}
+                raise _same_kind(str(error.get("type", "Exception")),
+                                 str(error.get("message", "")))
+            if do == "end":
+                raise WireError("the test ended while its function was running")
+            send(self.sock, self.answer(request))
+
+
+class _Handle:
+    """A value the kernel hands over by name, not by value (a function's globals)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _Missing(Exception):
+    def __init__(self, info: dict) -> None:
+        super().__init__(info.get("name", ""))
+        self.info = info
+
+
+def _absent(name: str, namespace: dict) -> dict:
+    """What a student should hear of a name the notebook does not define."""
+    info: dict[str, Any] = {"name": name}
+    try:
+        broken = crash.broken_definition(name)
+        if broken is not None:
+            info["broken"] = crash.syntax_lines(*broken)
+        import difflib
+
+        names = sorted(n for n in namespace if isinstance(n, str) and not n.startswith("_"))
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.8)
+        if close:
+            info["like"] = close[0]
+    except Exception:  # noqa: BLE001 (only words for the student)
+        pass
+    return info
+
+
+def _error(exc: BaseException) -> dict:
+    """An error of the student's code as the grader gets it."""
+    try:
+        frames = crash.frames_of(exc.__traceback__)
+        if isinstance(exc, RecursionError) or len(frames) > 200:
+            frames = frames[:100] + frames[-100:]
+        lines = crash.render(exc, frames, hints=[crash.slip_hint(exc, frames)])
+    except Exception:  # noqa: BLE001
+        lines = []
+    error = {"type": type(exc).__name__, "message": _text(exc), "lines": [str(x)[:2000]
+                                                                         for x in lines[:200]]}
+    for attr in ("name", "not_yet_released"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, (str, bool)):
+            error[attr] = value
+    return error
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)[:4000]
+    except Exception:  # noqa: BLE001
+        return "<the error's message could not be shown>"
+
+
+def serve(header: dict, namespace: dict) -> None:
+    """Answer the grader on the socket the header names, until the test is over."""
+    path = header.get("socket")
+    if not isinstance(path, str):
+        raise WireError("no socket to answer the grader on")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(path)
+        listener.listen(1)
+        listener.settimeout(CONNECT_WAIT)
+        connection, _ = listener.accept()
+    finally:
+        listener.close()
+        try:
+            import os
+
+            os.unlink(path)
+        except OSError:
+            pass
+    connection.settimeout(None)
+    peer = KernelPeer(connection, namespace)
+    try:
+        peer.serve()
+    finally:
+        connection.close()
+        del peer
+        sys.last_traceback = None

@@ -1,0 +1,565 @@
+"""What crosses between the grader and a student's kernel while a graded test cell runs.
+
+At grading time a test cell runs in the grader (`autograder.grading.remote`), never in the
+student's kernel. The student's functions, classes and variables are reached there as
+proxies: each use of one (a call, an attribute, an item) is one message to the kernel
+(`agent`), which does it to the student's object and answers with what came of it. Both
+ends speak this module's protocol: JSON messages, each preceded by its length, over a Unix
+socket in the kernel's sandbox folder.
+
+What a message can hold (`Peer.encode`, `Peer.decode`):
+
+- numbers, strings, None and booleans as themselves; lists, tuples and dicts by value;
+- a `microgpt` `Value` as a node of a graph. A node that the other end has not seen goes
+  once, with the operation that made it (`Value._op`), its data and grad, its children and
+  what else the operation took (`_Fused._arg`, a power's exponent). The receiving end makes
+  the node again with its own engine (`replay`), from its own copies of the children, and
+  the grader refuses a node whose data is not what its operation gives, or that no
+  operation of the engine made. So a `Value` the grader gets back is the grader's own,
+  and its gradients are the grader's `backward()`, not the kernel's word;
+- the data and grad of the leaves a message holds, again whenever they changed, and, after
+  each call, of every leaf the call was given (a student's `backward()` or update shows);
+- a function, class or module of the library (`LIBRARY`), by its name: the other end uses
+  its own copy;
+- an object of the library's classes (a net, a config) and the lists and dicts the grader
+  sends, by value, with a name, so that what the student's code changes in them comes back
+  (`Peer.changed_mirrors`);
+- the grader's own functions (a layer a test hands in, a lambda) as a name the kernel calls
+  back; the kernel's own objects (the student's functions, a student's object) as a name
+  the grader calls through;
+- numpy arrays, by value.
+
+The grader reads every message as untrusted data: nothing in one can name code for the
+grader to run but the library's own (`LIBRARY`), and a malformed message is an error of
+the call it answers, never of the grader.
+"""
+
+import importlib
+import json
+import numbers
+import socket
+import struct
+from typing import Any
+
+from microgpt import nn
+from microgpt.engine import Value, _Fused, _Op, dot
+
+__all__ = ["WireError", "ForgedValue", "LIBRARY", "MAX_MESSAGE", "Peer", "replay", "send",
+           "receive", "library_name"]
+
+LIBRARY = ("microgpt", "autograder.kernel", "torchtrack")  # what both ends hold
+MAX_MESSAGE = 256 << 20  # bytes in one message
+MAX_DEPTH = 100  # nesting of lists, dicts and objects in one message
+_FRAME = struct.Struct("!Q")
+_UNARY = ("log", "exp", "relu", "tanh", "sigmoid")
+
+
+class WireError(Exception):
+    """A message that breaks the protocol (malformed, too large, the other end gone)."""
+
+
+class ForgedValue(WireError):
+    """A `Value` the kernel sent that its operations do not make: a node made by hand, an
+    operation the engine does not have, or data that is not what the operation gives."""
+
+
+def send(sock: socket.socket, message: Any) -> None:
+    data = json.dumps(message, separators=(",", ":"), allow_nan=True).encode()
+    if len(data) > MAX_MESSAGE:
+        raise WireError(f"a message of {len(data) >> 20} MiB, above the {MAX_MESSAGE >> 20} "
+                        f"MiB one message may hold")
+    sock.sendall(_FRAME.pack(len(data)) + data)
+
+
+def _exactly(sock: socket.socket, n: int) -> bytes:
+    parts, left = [], n
+    while left:
+        chunk = sock.recv(min(left, 1 << 20))
+        if not chunk:
+            raise WireError("the other end closed the connection")
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
+
+
+def receive(sock: socket.socket) -> Any:
+    (size,) = _FRAME.unpack(_exactly(sock, _FRAME.size))
+    if size > MAX_MESSAGE:
+        raise WireError(f"a message of {size >> 20} MiB, above the {MAX_MESSAGE >> 20} MiB "
+                        f"one message may hold")
+    try:
+        return json.loads(_exactly(sock, size))
+    except (ValueError, RecursionError) as exc:
+        raise WireError(f"a message that is not JSON ({exc})") from None
+
+
+# ---------------------------------------------------------------- making a node again
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _interleave(layout: Any, kids: list[Value]) -> list[Any]:
+    """The operands of a sum or dot: `layout` holds the plain numbers and None where a
+    child goes, the children in order."""
+    if not isinstance(layout, list) or not all(a is None or _number(a) for a in layout):
+        raise ForgedValue("the numbers of a sum or dot are not numbers")
+    it = iter(kids)
+    try:
+        return [next(it) if a is None else a for a in layout]
+    except StopIteration:
+        raise ForgedValue("a sum or dot with fewer children than its operands") from None
+
+
+def replay(op: str, kids: list[Value], arg: Any, cache: dict | None = None) -> Value:
+    """The node the operation `op` makes of the Values `kids` (and `arg`), made by this
+    end's engine. Raises ForgedValue when `op` is not one of the engine's or does not fit
+    its children."""
+    n = len(kids)
+    if op in ("+", "*"):
+        if n != 2:
+            raise ForgedValue(f"'{op}' with {n} children")
+        return kids[0] + kids[1] if op == "+" else kids[0] * kids[1]
+    if op == "**":
+        if n != 1 or not _number(arg):
+            raise ForgedValue("'**' without one child and a number for its exponent")
+        return kids[0] ** arg
+    if op in _UNARY:
+        if n != 1 or arg is not None:
+            raise ForgedValue(f"'{op}' with {n} children")
+        return getattr(kids[0], op)()
+    if op == "sum":
+        return Value.sum(kids if arg is None else _interleave(arg, kids))
+    if op == "dot":
+        if arg is None:
+            if n % 2:
+                raise ForgedValue("'dot' with an odd number of children")
+            return dot(kids[: n // 2], kids[n // 2:])
+        if not (isinstance(arg, list) and len(arg) == 2 and isinstance(arg[0], list)
+                and isinstance(arg[1], list) and len(arg[0]) == len(arg[1])):
+            raise ForgedValue("'dot' whose operands do not pair up")
+        pairs = _interleave([a for pair in zip(*arg) for a in pair], kids)
+        return dot(pairs[0::2], pairs[1::2])
+    if op == "1/rms":
+        if not n or not _number(arg):
+            raise ForgedValue("'1/rms' without children or eps")
+        return nn._inv_rms(kids, arg)
+    if op == "mean":
+        if not n:
+            raise ForgedValue("'mean' of nothing")
+        return nn._mean(kids)
+    if op in ("softmax", "log_softmax", "cross_entropy"):
+        if not n or not isinstance(arg, int) or isinstance(arg, bool) or not 0 <= arg < n:
+            raise ForgedValue(f"'{op}' whose index is not one of its {n} children")
+        if op == "cross_entropy":
+            return nn.cross_entropy(kids, arg)
+        key = (op, tuple(map(id, kids)))
+        outs = cache.get(key) if cache is not None else None
+        if outs is None:
+            outs = (nn.softmax if op == "softmax" else nn.log_softmax)(kids)
+            if cache is not None:
+                cache[key] = outs
+        return outs[arg]
+    raise ForgedValue(f"a node of operation {op!r}, which the engine does not have" if op
+                      else "a node made by hand (Value(data, children, local_grads)), not "
+                           "by an operation of the engine")
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two nodes' data are the same (nan is nan; arrays item by item)."""
+    try:
+        return bool(a == b) or bool(a != a and b != b)
+    except (ValueError, TypeError):  # arrays: == gives an array
+        try:
+            import numpy as np
+
+            return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
+        except (TypeError, ValueError):
+            return False
+
+
+def _describe(node: Value) -> tuple[str, tuple, Any]:
+    """(operation, children, arg) of a node of this end's engine."""
+    try:
+        op = node._op
+        children = tuple(node._children)
+        if type(node) is _Op:
+            arg = node._db if op == "**" else None
+        else:
+            arg = getattr(node, "_arg", None) if isinstance(node, _Fused) else None
+        if not isinstance(op, str):
+            op = "?"
+    except Exception:  # noqa: BLE001 (a node whose parts cannot be read)
+        return "?", (), None
+    return op, children, arg
+
+
+# ---------------------------------------------------------------- names of the library
+
+def library_name(obj: Any) -> str | None:
+    """"module:qualname" of a function, class or module of the library, when the name
+    finds this very object; else None."""
+    if type(obj).__name__ == "module":
+        name = getattr(obj, "__name__", "")
+        return f"{name}:" if _in_library(name) else None
+    module = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None)
+    if not (isinstance(module, str) and isinstance(qualname, str)) or "<" in qualname \
+            or not _in_library(module):
+        return None
+    try:
+        found = _resolve(f"{module}:{qualname}")
+    except WireError:
+        return None
+    return f"{module}:{qualname}" if found is obj else None
+
+
+def _in_library(module: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in LIBRARY)
+
+
+def _resolve(name: str) -> Any:
+    module, _, qualname = name.partition(":")
+    if not _in_library(module):
+        raise WireError(f"{module} is not a module of the library")
+    try:
+        obj = importlib.import_module(module)
+        for part in qualname.split(".") if qualname else ():
+            if part.startswith("__"):
+                raise WireError(f"{name}: a private name")
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise WireError(f"{name} is not in the library here ({exc})") from None
+    return obj
+
+
+# ---------------------------------------------------------------- one end
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+class Peer:
+    """One end of a test cell's connection: what it has sent and received, and how it
+    writes and reads what a message holds. `side` is "g" (the grader) or "k" (the
+    kernel); each end names the things it made with its own letter."""
+
+    side = "?"
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.objects: dict[str, Any] = {}  # name -> object, both ends' things
+        self.names: dict[int, str] = {}  # id(object) -> name (the object is in `objects`)
+        self.leaves: dict[str, tuple] = {}  # a shared leaf's name -> (data, grad) last sent
+        self.mirrors: dict[str, tuple] = {}  # the kernel: a sent list, dict or object ->
+        # its shallow contents as received
+        self.touched: set[str] = set()  # the leaves the current call was given
+        self._count = 0
+        self._nodes: list[list] = []  # nodes for the next message
+        self._sync: list[list] = []  # leaves for the next message
+        self._replayed: dict = {}
+
+    # ---- names
+
+    def _name(self, obj: Any) -> str:
+        self._count += 1
+        name = f"{self.side}{self._count}"
+        self.objects[name] = obj
+        self.names[id(obj)] = name
+        return name
+
+    def _known(self, obj: Any) -> str | None:
+        name = self.names.get(id(obj))
+        return name if name is not None and self.objects.get(name) is obj else None
+
+    # ---- messages
+
+    def message(self, **fields: Any) -> dict:
+        """A message of `fields` (already encoded) with the nodes and leaves they need."""
+        out = {"n": self._nodes, "s": self._sync, **fields}
+        self._nodes, self._sync = [], []
+        return out
+
+    def take(self, message: Any) -> dict:
+        """Read the nodes and leaves of a received message; returns the message."""
+        if not isinstance(message, dict):
+            raise WireError("a message that is not a JSON object")
+        for node in _list(message.get("n", [])):
+            self._take_node(node)
+        for entry in _list(message.get("s", [])):
+            if not (isinstance(entry, list) and len(entry) == 3):
+                raise WireError("a leaf's update that is not [name, data, grad]")
+            name, data, grad = entry
+            leaf = self.objects.get(name) if isinstance(name, str) else None
+            if not isinstance(leaf, Value) or name not in self.leaves:
+                raise WireError(f"an update of {name!r}, which is not a leaf both ends hold")
+            leaf.data = self._leaf_data(data)
+            leaf.grad = self._grad(grad)
+            self.leaves[name] = (leaf.data, leaf.grad)
+            self.touched.add(name)
+        return message
+
+    def _take_node(self, node: Any) -> None:
+        if not (isinstance(node, list) and len(node) == 6):
+            raise WireError("a node that is not [name, op, data, grad, children, arg]")
+        name, op, data, grad, kids, arg = node
+        if not isinstance(name, str) or name[:1] == self.side or name in self.objects:
+            raise WireError(f"a node named {name!r}, which is not a new node of the other end")
+        if not isinstance(kids, list) or not isinstance(op, str):
+            raise WireError("a node whose operation or children are malformed")
+        if not kids:
+            value = Value(self._leaf_data(data))
+            value.grad = self._grad(grad)
+            self.objects[name] = value
+            self.names[id(value)] = name
+            self.leaves[name] = (value.data, value.grad)
+            self.touched.add(name)
+            return
+        children = []
+        for kid in kids:
+            child = self.objects.get(kid) if isinstance(kid, str) else None
+            if not isinstance(child, Value):
+                raise WireError(f"a node whose child {kid!r} is not a Value this end holds")
+            children.append(child)
+        if not _number(data):  # an array, say: as the student's code made it
+            data = self.decode(data)
+        try:
+            value = replay(op, children, arg, self._replayed)
+        except ForgedValue:
+            raise
+        except Exception as exc:  # noqa: BLE001 (the engine refused: log(0), ...)
+            raise ForgedValue(f"a node of operation {op!r} that the engine cannot make of "
+                              f"its children: {type(exc).__name__}: {exc}") from None
+        if not _same(value.data, data):
+            raise ForgedValue(f"a node of operation {op!r} that says {data!r}, where its "
+                              f"children give {value.data!r}")
+        value.grad = self._grad(grad)
+        self.objects[name] = value
+        self.names[id(value)] = name
+
+    def _leaf_data(self, data: Any) -> Any:
+        return data if _number(data) else self.decode(data)
+
+    @staticmethod
+    def _grad(grad: Any) -> Any:
+        if not _number(grad):
+            raise WireError("a grad that is not a number")
+        return grad
+
+    # ---- Values
+
+    def _value(self, v: Value) -> dict:
+        name = self._known(v)
+        if name is None:
+            name = self._send_graph(v)
+        elif name in self.leaves:
+            self._sync_leaf(name, v)
+        return {"V": name}
+
+    def _sync_leaf(self, name: str, v: Value) -> None:
+        self.touched.add(name)
+        state = (v.data, v.grad)
+        last = self.leaves.get(name)
+        if last is not None and _same(last[0], state[0]) and _same(last[1], state[1]):
+            return
+        self.leaves[name] = state
+        self._sync.append([name, self._plain_data(v.data), self._plain_grad(v.grad)])
+
+    def _plain_data(self, data: Any) -> Any:
+        return data if _number(data) else self.encode(data)
+
+    @staticmethod
+    def _plain_grad(grad: Any) -> Any:
+        if _number(grad):
+            return grad
+        try:
+            return float(grad)
+        except (TypeError, ValueError, OverflowError):
+            return float("nan")
+
+    def _send_graph(self, root: Value) -> str:
+        """Name every node of `root`'s graph that the other end has not seen, children
+        first, and queue their descriptions."""
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if self._known(node) is not None:
+                if self._known(node) in self.leaves:
+                    self._sync_leaf(self._known(node), node)
+                continue
+            op, children, arg = _describe(node)
+            if expanded or not children:
+                kids = []
+                for child in children:
+                    kid = self._known(child)
+                    if kid is None:  # not a Value of this engine
+                        raise WireError(f"a Value whose child is a {type(child).__name__}")
+                    kids.append(kid)
+                name = self._name(node)
+                data = node.data if _number(node.data) else self.encode(node.data)
+                self._nodes.append([name, op, data, self._plain_grad(node.grad), kids,
+                                    self.encode(arg) if arg is not None else None])
+                if not children:
+                    self.leaves[name] = (node.data, node.grad)
+                    self.touched.add(name)
+                continue
+            stack.append((node, True))
+            for child in reversed(children):
+                if not isinstance(child, Value):
+                    raise WireError(f"a Value whose child is a {type(child).__name__}")
+                if self._known(child) is None:
+                    stack.append((child, False))
+                elif self._known(child) in self.leaves:
+                    self._sync_leaf(self._known(child), child)
+        return self._known(root)  # type: ignore[return-value]
+
+    # ---- encoding (what this end sends), and decoding (what it receives)
+
+    def encode(self, obj: Any, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise WireError("a value nested too deeply to send")
+        if obj is None or isinstance(obj, (str, bool)):
+            return obj
+        if isinstance(obj, numbers.Integral) and type(obj) is not bool:
+            return int(obj)
+        if isinstance(obj, float) or (isinstance(obj, numbers.Real)
+                                      and type(obj).__module__ == "numpy"):
+            return float(obj)
+        if isinstance(obj, Value):
+            return self._value(obj)
+        if isinstance(obj, (list, tuple, dict)) or _is_instance(obj):
+            known = self._known(obj)
+            if known is not None and known[:1] != self.side:
+                return {"M": known}  # the other end's own list, dict or object
+            return self.container(obj, depth)
+        array = _array(obj)
+        if array is not None:
+            return array
+        name = library_name(obj)
+        if name is not None:
+            return {"F": name}
+        bound = getattr(obj, "__self__", None)
+        func = getattr(obj, "__func__", None)
+        if bound is not None and func is not None and library_name(func) is not None:
+            return {"B": [self.encode(bound, depth + 1), func.__name__]}
+        return self.handle(obj)
+
+    def container(self, obj: Any, depth: int) -> Any:
+        """A list, tuple, dict or library object, by value."""
+        if isinstance(obj, list):
+            return {"L": [self.encode(x, depth + 1) for x in obj]}
+        if isinstance(obj, tuple):
+            return {"T": [self.encode(x, depth + 1) for x in obj]}
+        if isinstance(obj, dict):
+            return {"D": [[self.encode(k, depth + 1), self.encode(v, depth + 1)]
+                          for k, v in obj.items()]}
+        return self.handle(obj)
+
+    def handle(self, obj: Any) -> Any:
+        """Something only this end can use: named, for the other end to call back."""
+        raise WireError(f"a {type(obj).__name__} cannot be sent")
+
+    def decode(self, data: Any, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise WireError("a value nested too deeply to read")
+        if isinstance(data, _SCALARS):
+            return data
+        if isinstance(data, list):
+            raise WireError("a bare list (lists travel tagged)")
+        if not (isinstance(data, dict) and 1 <= len(data) <= 3):
+            raise WireError("a value that is not tagged")
+        tag = next(iter(data))
+        body = data[tag]
+        if tag == "V":
+            value = self.objects.get(body) if isinstance(body, str) else None
+            if not isinstance(value, Value):
+                raise WireError(f"a Value named {body!r}, which this end does not hold")
+            if body in self.leaves:
+                self.touched.add(body)
+            return value
+        if tag in ("L", "T"):
+            items = [self.decode(x, depth + 1) for x in _list(body)]
+            out: Any = items if tag == "L" else tuple(items)
+            return self.received_container(out, data, depth)
+        if tag == "D":
+            pairs = [_pair(p) for p in _list(body)]
+            out = {}
+            for k, v in pairs:
+                key = self.decode(k, depth + 1)
+                try:
+                    out[key] = self.decode(v, depth + 1)
+                except TypeError:
+                    raise WireError("a dict key that cannot be a key") from None
+            return self.received_container(out, data, depth)
+        if tag == "M":
+            known = self.objects.get(body) if isinstance(body, str) else None
+            if known is None or body[:1] != self.side:
+                raise WireError(f"a reference to {body!r}, which this end did not send")
+            return known
+        if tag == "F":
+            if not isinstance(body, str):
+                raise WireError("a library name that is not a string")
+            return _resolve(body)
+        if tag == "B":
+            if not (isinstance(body, list) and len(body) == 2 and isinstance(body[1], str)
+                    and not body[1].startswith("_")):
+                raise WireError("a method that is not [object, name]")
+            owner = self.decode(body[0], depth + 1)
+            return getattr(owner, body[1])
+        if tag == "A":
+            return _from_array(body)
+        return self.decode_other(tag, body, data, depth)
+
+    def received_container(self, out: Any, data: dict, depth: int) -> Any:
+        return out
+
+    def decode_other(self, tag: str, body: Any, data: dict, depth: int) -> Any:
+        raise WireError(f"a value tagged {tag!r}, which this end does not read")
+
+
+def _list(x: Any) -> list:
+    if not isinstance(x, list):
+        raise WireError("a list was expected")
+    return x
+
+
+def _pair(x: Any) -> list:
+    if not (isinstance(x, list) and len(x) == 2):
+        raise WireError("a dict entry that is not [key, value]")
+    return x
+
+
+def _is_instance(obj: Any) -> bool:
+    """An object of one of the library's classes that travels by value (a net, a config):
+    its class is the library's, and its state is its __dict__."""
+    cls = type(obj)
+    return (library_name(cls) is not None and isinstance(getattr(obj, "__dict__", None), dict)
+            and not callable(obj) and cls.__module__ != "microgpt.engine")
+
+
+_DTYPES = ("float64", "float32", "int64", "int32", "bool")
+
+
+def _array(obj: Any) -> Any:
+    if type(obj).__module__ != "numpy" or type(obj).__name__ != "ndarray":
+        return None
+    dtype = str(obj.dtype)
+    if dtype not in _DTYPES:
+        return None
+    return {"A": [dtype, list(obj.shape), obj.ravel().tolist()]}
+
+
+def _from_array(body: Any) -> Any:
+    import numpy as np
+
+    if not (isinstance(body, list) and len(body) == 3 and body[0] in _DTYPES
+            and isinstance(body[1], list) and isinstance(body[2], list)):
+        raise WireError("an array that is not [dtype, shape, numbers]")
+    dtype, shape, flat = body
+    if not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise WireError("an array whose shape is not sizes")
+    if not all(isinstance(x, (int, float)) for x in flat):
+        raise WireError("an array whose items are not numbers")
+    try:
+        return np.array(flat, dtype=dtype).reshape(shape)
+    except ValueError as exc:
+        raise WireError(f"an array whose shape does not fit its numbers ({exc})") from None
