@@ -22,7 +22,9 @@ each call, when it is made.
 import builtins
 import contextlib
 import dataclasses
+import operator
 import os
+import random
 import socket
 import tempfile
 import threading
@@ -30,7 +32,16 @@ import time
 from typing import Any
 
 from autograder.kernel import crash, witness
-from autograder.kernel.wire import ForgedValue, Peer, WireError, library_name, receive, send
+from autograder.kernel.wire import (
+    ForgedValue,
+    Peer,
+    WireError,
+    _is_instance,
+    library_name,
+    receive,
+    send,
+)
+from microgpt.engine import Value
 
 __all__ = ["KernelError", "KernelGone", "KernelProxy", "Session", "TestOutcome", "run_test",
            "short_socket_path"]
@@ -107,6 +118,7 @@ class GraderPeer(Peer):
         super().__init__(sock)
         self.session = session
         self.proxies: dict[str, KernelProxy] = {}
+        self.sent: dict[str, tuple] = {}  # a list or dict sent: the items it held then
 
     def handle(self, obj: Any) -> Any:
         if isinstance(obj, KernelProxy):
@@ -123,12 +135,28 @@ class GraderPeer(Peer):
             return super().container(obj, depth)
         name = self._known(obj) or self._name(obj)
         if isinstance(obj, (list, dict)):
+            items = obj if isinstance(obj, list) else list(obj.values())
+            snapshot = tuple(obj) if isinstance(obj, list) else (tuple(obj), tuple(items))
+            before = self.sent.get(name)
+            if before is not None and _same_snapshot(before, snapshot) and not any(
+                    isinstance(x, (list, dict, tuple)) or _is_instance(x) for x in items):
+                # the kernel's copy holds these very items: only their leaves' changes go
+                for item in items:
+                    if isinstance(item, Value):
+                        self._value(item)
+                return {"P": name}
             out = super().container(obj, depth)
             out["m"] = name
+            self.sent[name] = snapshot
             return out
         cls = library_name(type(obj))
         state = {"D": [[k, self.encode(v, depth + 1)] for k, v in vars(obj).items()]}
         return {"O": [cls, state], "m": name}
+
+    def generator(self, rng: Any) -> Any:
+        out = super().generator(rng)
+        out["m"] = self._known(rng) or self._name(rng)
+        return out
 
     def decode_other(self, tag: str, body: Any, data: dict, depth: int) -> Any:
         if tag == "K":
@@ -159,7 +187,10 @@ class GraderPeer(Peer):
                 raise WireError("a write-back that is not [name, contents]")
             obj = self.objects.get(entry[0])
             new = self.decode(entry[1], 1)
-            if isinstance(obj, list) and isinstance(new, list):
+            self.sent.pop(entry[0], None)  # sent again in full next time
+            if isinstance(obj, random.Random) and isinstance(new, random.Random):
+                obj.setstate(new.getstate())
+            elif isinstance(obj, list) and isinstance(new, list):
                 obj[:] = new
             elif isinstance(obj, dict) and isinstance(new, dict):
                 obj.clear()
@@ -170,6 +201,14 @@ class GraderPeer(Peer):
                 vars(obj).update(new)
             else:
                 raise WireError(f"a write-back to {entry[0]!r} that does not fit it")
+
+
+def _same_snapshot(a: tuple, b: tuple) -> bool:
+    if len(a) != len(b):
+        return False
+    if len(a) == 2 and isinstance(a[0], tuple) and isinstance(b[0], tuple):
+        return _same_snapshot(a[0], b[0]) and _same_snapshot(a[1], b[1])
+    return all(map(operator.is_, a, b))
 
 
 class Session:

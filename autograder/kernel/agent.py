@@ -24,12 +24,16 @@ made again from its operations on the grader's side).
 """
 
 import builtins
+import operator
+import os
+import random
 import socket
 import sys
 from typing import Any
 
 from autograder.kernel import crash
 from autograder.kernel.wire import Peer, WireError, receive, send
+from microgpt.engine import Value
 
 __all__ = ["serve", "KernelPeer", "Stub"]
 
@@ -66,17 +70,30 @@ def _same_kind(kind: str, message: str) -> BaseException:
     return GraderRaised(f"{kind}: {message}")
 
 
-def _shallow(obj: Any) -> tuple:
-    """What a sent list, dict or object holds, item by item: a number or string by value,
-    anything else by identity (its own changes are found through its own entry)."""
+def _shallow(obj: Any) -> Any:
+    """What a sent list, dict or object holds, item by item (the items themselves, compared
+    by identity: a number or string replaced by an equal one counts as a change, which
+    only sends it back again)."""
+    if type(obj) is random.Random:
+        return obj.getstate()
     if isinstance(obj, list):
-        items: Any = obj
-    elif isinstance(obj, dict):
-        items = [x for pair in obj.items() for x in pair]
-    else:
-        items = [x for pair in vars(obj).items() for x in pair]
-    return tuple(x if isinstance(x, (str, int, float, bool, type(None))) else ("id", id(x))
-                 for x in items) + (len(items),)
+        return tuple(obj)
+    items = obj if isinstance(obj, dict) else vars(obj)
+    return tuple(items), tuple(items.values())
+
+
+def _unchanged(before: Any, now: Any) -> bool:
+    if isinstance(before, tuple) and len(before) == 2 and isinstance(before[0], tuple) \
+            and isinstance(now, tuple) and len(now) == 2:
+        return _same_items(before[0], now[0]) and _same_items(before[1], now[1])
+    if type(before) is tuple and type(now) is tuple and before and isinstance(before[0], int) \
+            and len(before) == 3 and isinstance(before[1], tuple):  # a generator's state
+        return before == now
+    return _same_items(before, now)
+
+
+def _same_items(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
 class KernelPeer(Peer):
@@ -107,9 +124,12 @@ class KernelPeer(Peer):
         out = []
         for name, (obj, before) in list(self.mirrors.items()):
             now = _shallow(obj)
-            if now == before:
+            if _unchanged(before, now):
                 continue
             self.mirrors[name] = (obj, now)
+            if type(obj) is random.Random:
+                out.append([name, Peer.generator(self, obj)])
+                continue
             if isinstance(obj, list):
                 body: Any = {"L": [self.encode(x, 1) for x in obj]}
             else:
@@ -149,12 +169,36 @@ class KernelPeer(Peer):
         self.mirrors[name] = (out, _shallow(out))
         return out
 
+    def received_generator(self, state: tuple, data: dict) -> Any:
+        name = data.get("m")
+        rng = self.objects.get(name) if isinstance(name, str) else None
+        if type(rng) is not random.Random:
+            rng = random.Random()
+            if isinstance(name, str) and name.startswith("g"):
+                self.objects[name] = rng
+                self.names[id(rng)] = name
+        rng.setstate(state)
+        if isinstance(name, str):
+            self.mirrors[name] = (rng, state)
+        return rng
+
     def decode_other(self, tag: str, body: Any, data: dict, depth: int) -> Any:
         if tag == "K":
             obj = self.objects.get(body) if isinstance(body, str) else None
             if obj is None or not body.startswith("k"):
                 raise WireError(f"{body!r} is not an object of this kernel")
             return obj
+        if tag == "P":  # a list or dict the grader sent before, holding the same items
+            known = self.objects.get(body) if isinstance(body, str) else None
+            if not isinstance(known, (list, dict)) or not body.startswith("g"):
+                raise WireError(f"{body!r} is not a list or dict the grader sent")
+            for item in known if isinstance(known, list) else known.values():
+                if isinstance(item, Value):
+                    name = self._known(item)
+                    if name is not None and name in self.leaves:
+                        self.touched.add(name)
+            self.mirrors[body] = (known, _shallow(known))
+            return known
         if tag == "G":
             known = self.objects.get(body)
             if known is None:
@@ -186,19 +230,35 @@ class KernelPeer(Peer):
         """Answer the grader's requests until it says `end`."""
         while True:
             try:
-                request = self.take(receive(self.sock))
-            except WireError as exc:
-                if "closed" in str(exc):
-                    return
-                send(self.sock, self.reply(error={"type": "WireError", "message": str(exc),
-                                                  "lines": []}))
-                continue
-            if request.get("do") == "end":
+                request = receive(self.sock)
+            except WireError:
+                return  # the grader is gone, or broke the protocol: nothing to answer
+            if isinstance(request, dict) and request.get("do") == "end":
                 return
-            send(self.sock, self.answer(request))
+            send(self.sock, self.safe_answer(request))
+
+    def safe_answer(self, request: dict) -> dict:
+        """`answer`, or, when even the answer cannot be written, that error alone."""
+        try:
+            return self.answer(request)
+        except Exception as exc:  # noqa: BLE001 (what came back cannot be sent)
+            self._nodes, self._sync, self._synced = [], [], set()
+            return {"n": [], "s": [], "w": [], "error": {
+                "type": type(exc).__name__, "message": str(exc)[:2000], "lines": []}}
 
     def answer(self, request: dict) -> dict:
+        """Do one request; the lists, dicts and leaves it was given are watched until its
+        reply says what the student's code changed in them."""
+        outer = (self.mirrors, self.touched)
+        self.mirrors, self.touched = {}, set()
         try:
+            return self._answer(request)
+        finally:
+            self.mirrors, self.touched = outer
+
+    def _answer(self, message: Any) -> dict:
+        try:
+            request = self.take(message)
             result = self.perform(request)
         except _Missing as missing:
             return self.reply(missing=missing.info)
@@ -269,8 +329,10 @@ class KernelPeer(Peer):
                              k={"D": [[k, self.encode(v, 1)] for k, v in kwargs.items()]})
         send(self.sock, message)
         while True:
-            request = self.take(receive(self.sock))
-            do = request.get("do")
+            message = receive(self.sock)
+            do = message.get("do") if isinstance(message, dict) else None
+            if do in ("return", "raise"):
+                request = self.take(message)
             if do == "return":
                 return self.decode(request.get("v"))
             if do == "raise":
@@ -279,7 +341,7 @@ class KernelPeer(Peer):
                                  str(error.get("message", "")))
             if do == "end":
                 raise WireError("the test ended while its function was running")
-            send(self.sock, self.answer(request))
+            send(self.sock, self.safe_answer(message))
 
 
 class _Handle:
@@ -352,15 +414,18 @@ def serve(header: dict, namespace: dict) -> None:
     finally:
         listener.close()
         try:
-            import os
-
             os.unlink(path)
         except OSError:
             pass
     connection.settimeout(None)
     peer = KernelPeer(connection, namespace)
     try:
-        peer.serve()
+        if os.environ.get("RP_PROFILE"):
+            import cProfile
+
+            cProfile.runctx("peer.serve()", globals(), locals(), os.environ["RP_PROFILE"])
+        else:
+            peer.serve()
     finally:
         connection.close()
         del peer

@@ -34,9 +34,11 @@ grader to run but the library's own (`LIBRARY`), and a malformed message is an e
 the call it answers, never of the grader.
 """
 
+import functools
 import importlib
 import json
 import numbers
+import random
 import socket
 import struct
 from typing import Any
@@ -256,6 +258,7 @@ class Peer:
         self._count = 0
         self._nodes: list[list] = []  # nodes for the next message
         self._sync: list[list] = []  # leaves for the next message
+        self._synced: set[str] = set()  # their names
         self._replayed: dict = {}
 
     # ---- names
@@ -276,15 +279,14 @@ class Peer:
     def message(self, **fields: Any) -> dict:
         """A message of `fields` (already encoded) with the nodes and leaves they need."""
         out = {"n": self._nodes, "s": self._sync, **fields}
-        self._nodes, self._sync = [], []
+        self._nodes, self._sync, self._synced = [], [], set()
         return out
 
     def take(self, message: Any) -> dict:
         """Read the nodes and leaves of a received message; returns the message."""
         if not isinstance(message, dict):
             raise WireError("a message that is not a JSON object")
-        for node in _list(message.get("n", [])):
-            self._take_node(node)
+        # the leaves first: the new nodes were made from the leaves as they are now
         for entry in _list(message.get("s", [])):
             if not (isinstance(entry, list) and len(entry) == 3):
                 raise WireError("a leaf's update that is not [name, data, grad]")
@@ -296,6 +298,8 @@ class Peer:
             leaf.grad = self._grad(grad)
             self.leaves[name] = (leaf.data, leaf.grad)
             self.touched.add(name)
+        for node in _list(message.get("n", [])):
+            self._take_node(node)
         return message
 
     def _take_node(self, node: Any) -> None:
@@ -323,7 +327,8 @@ class Peer:
         if not _number(data):  # an array, say: as the student's code made it
             data = self.decode(data)
         try:
-            value = replay(op, children, arg, self._replayed)
+            value = replay(op, children, self.decode(arg) if arg is not None else None,
+                           self._replayed)
         except ForgedValue:
             raise
         except Exception as exc:  # noqa: BLE001 (the engine refused: log(0), ...)
@@ -356,6 +361,9 @@ class Peer:
         return {"V": name}
 
     def _sync_leaf(self, name: str, v: Value) -> None:
+        if name in self._synced:  # once per message
+            return
+        self._synced.add(name)
         self.touched.add(name)
         state = (v.data, v.grad)
         last = self.leaves.get(name)
@@ -379,18 +387,25 @@ class Peer:
     def _send_graph(self, root: Value) -> str:
         """Name every node of `root`'s graph that the other end has not seen, children
         first, and queue their descriptions."""
+        names, objects, leaves = self.names, self.objects, self.leaves
+
+        def known(node: Any) -> str | None:
+            name = names.get(id(node))
+            return name if name is not None and objects.get(name) is node else None
+
         stack = [(root, False)]
         while stack:
             node, expanded = stack.pop()
-            if self._known(node) is not None:
-                if self._known(node) in self.leaves:
-                    self._sync_leaf(self._known(node), node)
+            name = known(node)
+            if name is not None:
+                if name in leaves:
+                    self._sync_leaf(name, node)
                 continue
             op, children, arg = _describe(node)
             if expanded or not children:
                 kids = []
                 for child in children:
-                    kid = self._known(child)
+                    kid = known(child)
                     if kid is None:  # not a Value of this engine
                         raise WireError(f"a Value whose child is a {type(child).__name__}")
                     kids.append(kid)
@@ -399,18 +414,19 @@ class Peer:
                 self._nodes.append([name, op, data, self._plain_grad(node.grad), kids,
                                     self.encode(arg) if arg is not None else None])
                 if not children:
-                    self.leaves[name] = (node.data, node.grad)
+                    leaves[name] = (node.data, node.grad)
                     self.touched.add(name)
                 continue
             stack.append((node, True))
             for child in reversed(children):
-                if not isinstance(child, Value):
-                    raise WireError(f"a Value whose child is a {type(child).__name__}")
-                if self._known(child) is None:
+                kid = known(child)
+                if kid is None:
+                    if not isinstance(child, Value):
+                        raise WireError(f"a Value whose child is a {type(child).__name__}")
                     stack.append((child, False))
-                elif self._known(child) in self.leaves:
-                    self._sync_leaf(self._known(child), child)
-        return self._known(root)  # type: ignore[return-value]
+                elif kid in leaves and kid not in self._synced:
+                    self._sync_leaf(kid, child)
+        return known(root)  # type: ignore[return-value]
 
     # ---- encoding (what this end sends), and decoding (what it receives)
 
@@ -434,6 +450,8 @@ class Peer:
         array = _array(obj)
         if array is not None:
             return array
+        if type(obj) is random.Random:
+            return self.generator(obj)
         name = library_name(obj)
         if name is not None:
             return {"F": name}
@@ -453,6 +471,12 @@ class Peer:
             return {"D": [[self.encode(k, depth + 1), self.encode(v, depth + 1)]
                           for k, v in obj.items()]}
         return self.handle(obj)
+
+    def generator(self, rng: random.Random) -> Any:
+        """A random generator, by its state (the grader's, named, so that the draws the
+        student's code makes come back)."""
+        version, state, gauss = rng.getstate()
+        return {"R": [version, list(state), gauss]}
 
     def handle(self, obj: Any) -> Any:
         """Something only this end can use: named, for the other end to call back."""
@@ -507,13 +531,28 @@ class Peer:
             return getattr(owner, body[1])
         if tag == "A":
             return _from_array(body)
+        if tag == "R":
+            return self.received_generator(_generator_state(body), data)
         return self.decode_other(tag, body, data, depth)
 
     def received_container(self, out: Any, data: dict, depth: int) -> Any:
         return out
 
+    def received_generator(self, state: tuple, data: dict) -> Any:
+        rng = random.Random()
+        rng.setstate(state)
+        return rng
+
     def decode_other(self, tag: str, body: Any, data: dict, depth: int) -> Any:
         raise WireError(f"a value tagged {tag!r}, which this end does not read")
+
+
+def _generator_state(body: Any) -> tuple:
+    if not (isinstance(body, list) and len(body) == 3 and isinstance(body[1], list)
+            and len(body[1]) == 625 and all(isinstance(x, int) for x in body[1])
+            and (body[2] is None or isinstance(body[2], float))):
+        raise WireError("a random generator's state that is not one")
+    return (body[0], tuple(body[1]), body[2])
 
 
 def _list(x: Any) -> list:
@@ -532,8 +571,18 @@ def _is_instance(obj: Any) -> bool:
     """An object of one of the library's classes that travels by value (a net, a config):
     its class is the library's, and its state is its __dict__."""
     cls = type(obj)
-    return (library_name(cls) is not None and isinstance(getattr(obj, "__dict__", None), dict)
-            and not callable(obj) and cls.__module__ != "microgpt.engine")
+    if cls in _PLAIN:
+        return False
+    return (_travels(cls) and isinstance(getattr(obj, "__dict__", None), dict)
+            and not callable(obj))
+
+
+_PLAIN = frozenset([int, float, str, bool, type(None), list, tuple, dict, Value, _Op, _Fused])
+
+
+@functools.lru_cache(maxsize=512)
+def _travels(cls: type) -> bool:
+    return library_name(cls) is not None and cls.__module__ != "microgpt.engine"
 
 
 _DTYPES = ("float64", "float32", "int64", "int32", "bool")
