@@ -3,20 +3,14 @@ assignment's tasks taken out of the source.
 
 `microgpt` and `torchtrack` hold working answers to some tasks (`policy.SWITCHED_OFF`:
 `GPT.block` answers Tasks 5.1 to 5.3, `deepnet.logits` Task 2.2, ...), because later
-notebooks train with them. In a student's graded kernel a guard wraps each of them
-(`policy.switch_off`), but the answer's code is still in the kernel, and a student who
-runs the module again (`runpy`, a loader, `exec` of its file) gets a fresh copy. Here the
-sandbox's copy of the library is written with each such function's body replaced by a
-raise of `AnswerSwitchedOff` (the docstring kept), so no copy of the answer is in the
-kernel's files or memory, however the module is loaded.
+notebooks train with them. The sandbox's copy of the library is written with each such
+function's body replaced by a raise of `AnswerSwitchedOff` (the docstring kept), so no
+copy of the answer is in the kernel's files or memory, however the module is loaded.
 
-Some answers are needed by the graded cells themselves: a later task's test runs the
-library's version of an earlier task so that it does not depend on the student's
-(`NEEDED`, with the reason). Those keep their body, and the guard is written into the
-source as its first line (`policy.refuse_unless_library`): called from a notebook, or on
-a student's subclass, they raise `AnswerSwitchedOff`; called by the library, they run.
-Being in the source, the guard is in every copy of the module however it is loaded
-(`runpy`, a loader), which a guard around an attribute is not.
+A graded test that needs the library's version of an earlier task (Task 2.3's loss made
+with the library's forward pass, Task 6.3's states of the model) runs in the grader
+(`autograder.grading.remote`), where the library is whole; the kernel gets what the test
+hands the student's code, as data. So no answer is kept in a grading kernel at all.
 """
 
 import ast
@@ -24,19 +18,7 @@ from pathlib import Path
 
 from autograder.kernel.policy import SWITCHED_OFF, answer_label
 
-__all__ = ["strip_answers", "write_answerless", "NEEDED", "find_function"]
-
-# label -> why a graded cell needs the library's own version (so it keeps its body)
-NEEDED = {
-    "microgpt.deepnet.logits":
-        "Task 2.3's tests make their loss with the library's forward pass (mean_loss's "
-        "default), so that they do not depend on Task 2.2",
-    "microgpt.model.GPT.stream_states":
-        "Task 6.3's tests hand the student's lens the model's own states",
-    "torchtrack.transformer.Block.forward":
-        "Task 9.2's tests run the library's models, so that they do not depend on Task 9.1",
-}
-
+__all__ = ["strip_answers", "write_answerless", "find_function"]
 
 def find_function(tree, owner, name):
     """The function `name` at the top of the module `tree` (or in its class `owner`), or
@@ -77,14 +59,6 @@ def strip_answers(source, module, assignment):
             raise LookupError(f"{named} has no body to take out")
         first = body[0].lineno - 1
         indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())]
-        if named in NEEDED:
-            args = [named, task, instead]
-            call = f"refuse_unless_library({', '.join(map(repr, args))}"
-            call += f", {node.args.args[0].arg})" if owner else ")"
-            stub = [f"{indent}from autograder.kernel.policy import refuse_unless_library\n",
-                    f"{indent}{call}\n"]
-            edits.append((first, first, stub))  # the guard first, the body kept
-            continue
         message = (f"{named} is the model answer to {task}, and grading runs without it; "
                    f"{instead}")
         stub = [f"{indent}from autograder.kernel.policy import AnswerSwitchedOff\n",

@@ -7,7 +7,7 @@ come as data (numbers, lists, Values) or as proxies (`KernelProxy`: a function, 
 an object of the student's), through which each call, attribute or item is one request to
 the kernel (`autograder.kernel.agent`, over `autograder.kernel.wire`). What comes back is
 the grader's own: a Value is made again here, node by node, from the operations of the
-engine, and a node that no operation makes is refused (`wire.ForgedValue`); gradients are
+engine, and a node that no operation makes is refused (`wire.UnverifiedValue`); gradients are
 this process's `backward()`.
 
 The checks (`autograder.kernel.checks`, the same code as in JupyterLab) run here, in the
@@ -26,14 +26,15 @@ import operator
 import os
 import random
 import socket
+import sys
 import tempfile
 import threading
 import time
 from typing import Any
 
-from autograder.kernel import crash, witness
+from autograder.kernel import crash, wire, witness
 from autograder.kernel.wire import (
-    ForgedValue,
+    UnverifiedValue,
     Peer,
     WireError,
     _is_instance,
@@ -120,9 +121,21 @@ class GraderPeer(Peer):
         self.proxies: dict[str, KernelProxy] = {}
         self.sent: dict[str, tuple] = {}  # a list or dict sent: the items it held then
 
-    def handle(self, obj: Any) -> Any:
-        if isinstance(obj, KernelProxy):
+    def encode(self, obj: Any, depth: int = 0) -> Any:
+        if isinstance(obj, KernelProxy):  # the student's own object, back to the kernel
             return {"K": obj._ref}
+        return super().encode(obj, depth)
+
+    def handle(self, obj: Any) -> Any:
+        if _is_module(obj):  # a model the test built: the kernel gets its own copy
+            import base64
+            import io
+
+            import torch
+
+            buffer = io.BytesIO()
+            torch.save(obj, buffer)
+            return {"TM": base64.b64encode(buffer.getvalue()).decode()}
         if callable(obj):
             name = self._known(obj) or self._name(obj)
             label = getattr(obj, "__name__", None) or type(obj).__name__
@@ -203,6 +216,11 @@ class GraderPeer(Peer):
                 raise WireError(f"a write-back to {entry[0]!r} that does not fit it")
 
 
+def _is_module(obj: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.nn.Module)
+
+
 def _same_snapshot(a: tuple, b: tuple) -> bool:
     if len(a) != len(b):
         return False
@@ -233,7 +251,7 @@ class Session:
                 continue
             try:
                 peer.write_back(message.get("w", []))
-            except ForgedValue as exc:
+            except UnverifiedValue as exc:
                 self.forged.append(str(exc))
                 raise
             if "missing" in message:
@@ -245,7 +263,7 @@ class Session:
                 raise WireError("an answer with neither a result nor an error")
             try:
                 return peer.decode(message["ok"])
-            except ForgedValue as exc:
+            except UnverifiedValue as exc:
                 self.forged.append(str(exc))
                 raise
 
@@ -267,7 +285,7 @@ class Session:
             raise
         try:
             return self.peer.take(message)
-        except ForgedValue as exc:
+        except UnverifiedValue as exc:
             self.forged.append(str(exc))
             raise
 
@@ -287,13 +305,27 @@ class Session:
         try:
             result = function(*args, **kwargs)
             answer = peer.message(do="return", v=peer.encode(result))
-        except (KernelGone, ForgedValue):
+        except (KernelGone, UnverifiedValue):
             raise
         except Exception as exc:  # noqa: BLE001 (the test's function raised: the
             # student's code that called it sees the error, as in JupyterLab)
             answer = peer.message(do="raise", error={"type": type(exc).__name__,
                                                      "message": str(exc)[:4000]})
         self._send(answer)
+
+    def run_in_kernel(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        """`function` (of the library) called in the student's kernel, on the student's
+        objects; what it returns comes back as data."""
+        peer = self.peer
+        name = library_name(function)
+        if name is None:
+            raise WireError(f"{function!r} is not a function of the library")
+        return self.request("call", t={"F": name}, a={"L": [peer.encode(x, 1) for x in args]},
+                            k={"D": [[k, peer.encode(v, 1)] for k, v in kwargs.items()]})
+
+    @staticmethod
+    def is_proxy(obj: Any) -> bool:
+        return isinstance(obj, KernelProxy)
 
     def get(self, name: str) -> Any:
         try:
@@ -398,6 +430,7 @@ def run_test(sock: socket.socket, source: str, filename: str, mode: str,
     namespace = Namespace(session, filename)
     records = witness.begin(mode, filename)
     crash.ABSENT.clear()
+    wire.REMOTE = session
     error = None
     try:
         code = compile(source, filename, "exec", dont_inherit=True)
@@ -406,6 +439,7 @@ def run_test(sock: socket.socket, source: str, filename: str, mode: str,
         kind = getattr(exc, "kind", None) or type(exc).__name__
         error = (kind, _message(exc), _lines_for(exc, filename, hidden))
     finally:
+        wire.REMOTE = None
         witness.end()
         crash.ABSENT.clear()
         session.end()

@@ -19,12 +19,14 @@ from pathlib import Path
 
 import torch
 
+from autograder.kernel import wire
 from autograder.kernel.checks import CheckFailed
 from autograder.kernel.compare import MAX_ITEMS, encode
 from autograder.kernel.witness import resolve, settle
 
-__all__ = ["check_tensor", "check_module", "module_observation", "with_moved_norms",
-           "stored_observation", "STORED_FILE", "in_float64"]
+__all__ = ["check_tensor", "check_module", "module_observation", "observe_built",
+           "with_moved_norms", "with_bias", "stored_observation", "STORED_FILE", "in_float64",
+           "in_kernel"]
 
 # what the visible torch tests compare with (`residual-pack stored`)
 STORED_FILE = Path(__file__).resolve().with_name("torchchecks.json")
@@ -114,14 +116,48 @@ def module_observation(module, inputs, what):
     return {"tensors": seen}
 
 
+def in_kernel(function, *args, float64=False, **kwargs):
+    """`function(*args, **kwargs)` (a function of the library) run where the student's
+    objects live, in float64 as torch's default dtype when `float64`: in JupyterLab, right
+    here; at grading time, when the test runs in the grader, in the student's kernel, and
+    what it returns (numbers, tensors) comes back as data. A training run's loss is made
+    this way: the grader cannot make it again, and compares it with the reference run's."""
+    remote = wire.REMOTE
+    if remote is not None:
+        return remote.run_in_kernel(_called, function, float64, args, kwargs)
+    return _called(function, float64, args, kwargs)
+
+
+def _called(function, float64, args, kwargs):
+    if float64:
+        with in_float64():
+            return function(*args, **kwargs)
+    return function(*args, **kwargs)
+
+
+def _remote(*objects):
+    """The grader's connection, when one of `objects` is the student's (at grading time)."""
+    remote = wire.REMOTE
+    if remote is not None and any(remote.is_proxy(o) for o in objects):
+        return remote
+    return None
+
+
+def observe_built(make, inputs, what, seed):
+    """The observation of the module `make()` builds under `seeded(seed)` (see
+    `module_observation`)."""
+    with seeded(seed):
+        module = make()
+    return module_observation(module, inputs, what)
+
+
 def check_module(make, inputs, what, reference=None, seed=0, rtol=1e-9, atol=1e-9,
                  expected=None):
     """The module `make()` builds (under `seeded(seed)`) gives the output and the
     gradients of the one `reference()` builds under the same seed, on `inputs` (or, with
-    `expected`, the stored observation of that reference)."""
-    with seeded(seed):
-        module = make()
-    observed = module_observation(module, inputs, what)
+    `expected`, the stored observation of that reference). The student's module is built
+    and run where the student's code lives (`in_kernel`)."""
+    observed = in_kernel(observe_built, make, inputs, what, seed)
 
     def reference_observation():
         if expected is not None:
@@ -134,9 +170,22 @@ def check_module(make, inputs, what, reference=None, seed=0, rtol=1e-9, atol=1e-
     return settle("tensors", observed, reference_observation, params)
 
 
+def with_bias(layer, value):
+    """`layer` with its linear map's bias set to `value` everywhere (many ReLUs active)."""
+    remote = _remote(layer)
+    if remote is not None:
+        return remote.run_in_kernel(with_bias, layer, value)
+    with torch.no_grad():
+        layer.linear.bias.fill_(value)
+    return layer
+
+
 def with_moved_norms(block, seed):
     """`block` with its two norm gains moved away from 1 (so that norm1 and norm2 cannot
     stand in for each other), the same way for every block made with the same seed."""
+    remote = _remote(block)
+    if remote is not None:
+        return remote.run_in_kernel(with_moved_norms, block, seed)
     g = torch.Generator().manual_seed(seed)
     dim = block.norm1.weight.shape[0]
     dtype = block.norm1.weight.dtype

@@ -46,7 +46,7 @@ from typing import Any
 from microgpt import nn
 from microgpt.engine import Value, _Fused, _Op, dot
 
-__all__ = ["WireError", "ForgedValue", "LIBRARY", "MAX_MESSAGE", "Peer", "replay", "send",
+__all__ = ["WireError", "UnverifiedValue", "LIBRARY", "MAX_MESSAGE", "Peer", "replay", "send",
            "receive", "library_name"]
 
 LIBRARY = ("microgpt", "autograder.kernel", "torchtrack")  # what both ends hold
@@ -56,11 +56,17 @@ _FRAME = struct.Struct("!Q")
 _UNARY = ("log", "exp", "relu", "tanh", "sigmoid")
 
 
+# the grader's connection while a graded test runs in the grader (`autograder.grading.
+# remote` sets it; None in JupyterLab): code of the library that must run where the
+# student's objects live asks it (`autograder.kernel.torchchecks.in_kernel`)
+REMOTE: Any = None
+
+
 class WireError(Exception):
     """A message that breaks the protocol (malformed, too large, the other end gone)."""
 
 
-class ForgedValue(WireError):
+class UnverifiedValue(WireError):
     """A `Value` the kernel sent that its operations do not make: a node made by hand, an
     operation the engine does not have, or data that is not what the operation gives."""
 
@@ -105,54 +111,54 @@ def _interleave(layout: Any, kids: list[Value]) -> list[Any]:
     """The operands of a sum or dot: `layout` holds the plain numbers and None where a
     child goes, the children in order."""
     if not isinstance(layout, list) or not all(a is None or _number(a) for a in layout):
-        raise ForgedValue("the numbers of a sum or dot are not numbers")
+        raise UnverifiedValue("the numbers of a sum or dot are not numbers")
     it = iter(kids)
     try:
         return [next(it) if a is None else a for a in layout]
     except StopIteration:
-        raise ForgedValue("a sum or dot with fewer children than its operands") from None
+        raise UnverifiedValue("a sum or dot with fewer children than its operands") from None
 
 
 def replay(op: str, kids: list[Value], arg: Any, cache: dict | None = None) -> Value:
     """The node the operation `op` makes of the Values `kids` (and `arg`), made by this
-    end's engine. Raises ForgedValue when `op` is not one of the engine's or does not fit
+    end's engine. Raises UnverifiedValue when `op` is not one of the engine's or does not fit
     its children."""
     n = len(kids)
     if op in ("+", "*"):
         if n != 2:
-            raise ForgedValue(f"'{op}' with {n} children")
+            raise UnverifiedValue(f"'{op}' with {n} children")
         return kids[0] + kids[1] if op == "+" else kids[0] * kids[1]
     if op == "**":
         if n != 1 or not _number(arg):
-            raise ForgedValue("'**' without one child and a number for its exponent")
+            raise UnverifiedValue("'**' without one child and a number for its exponent")
         return kids[0] ** arg
     if op in _UNARY:
         if n != 1 or arg is not None:
-            raise ForgedValue(f"'{op}' with {n} children")
+            raise UnverifiedValue(f"'{op}' with {n} children")
         return getattr(kids[0], op)()
     if op == "sum":
         return Value.sum(kids if arg is None else _interleave(arg, kids))
     if op == "dot":
         if arg is None:
             if n % 2:
-                raise ForgedValue("'dot' with an odd number of children")
+                raise UnverifiedValue("'dot' with an odd number of children")
             return dot(kids[: n // 2], kids[n // 2:])
         if not (isinstance(arg, list) and len(arg) == 2 and isinstance(arg[0], list)
                 and isinstance(arg[1], list) and len(arg[0]) == len(arg[1])):
-            raise ForgedValue("'dot' whose operands do not pair up")
+            raise UnverifiedValue("'dot' whose operands do not pair up")
         pairs = _interleave([a for pair in zip(*arg) for a in pair], kids)
         return dot(pairs[0::2], pairs[1::2])
     if op == "1/rms":
         if not n or not _number(arg):
-            raise ForgedValue("'1/rms' without children or eps")
+            raise UnverifiedValue("'1/rms' without children or eps")
         return nn._inv_rms(kids, arg)
     if op == "mean":
         if not n:
-            raise ForgedValue("'mean' of nothing")
+            raise UnverifiedValue("'mean' of nothing")
         return nn._mean(kids)
     if op in ("softmax", "log_softmax", "cross_entropy"):
         if not n or not isinstance(arg, int) or isinstance(arg, bool) or not 0 <= arg < n:
-            raise ForgedValue(f"'{op}' whose index is not one of its {n} children")
+            raise UnverifiedValue(f"'{op}' whose index is not one of its {n} children")
         if op == "cross_entropy":
             return nn.cross_entropy(kids, arg)
         key = (op, tuple(map(id, kids)))
@@ -162,7 +168,7 @@ def replay(op: str, kids: list[Value], arg: Any, cache: dict | None = None) -> V
             if cache is not None:
                 cache[key] = outs
         return outs[arg]
-    raise ForgedValue(f"a node of operation {op!r}, which the engine does not have" if op
+    raise UnverifiedValue(f"a node of operation {op!r}, which the engine does not have" if op
                       else "a node made by hand (Value(data, children, local_grads)), not "
                            "by an operation of the engine")
 
@@ -329,13 +335,13 @@ class Peer:
         try:
             value = replay(op, children, self.decode(arg) if arg is not None else None,
                            self._replayed)
-        except ForgedValue:
+        except UnverifiedValue:
             raise
         except Exception as exc:  # noqa: BLE001 (the engine refused: log(0), ...)
-            raise ForgedValue(f"a node of operation {op!r} that the engine cannot make of "
+            raise UnverifiedValue(f"a node of operation {op!r} that the engine cannot make of "
                               f"its children: {type(exc).__name__}: {exc}") from None
         if not _same(value.data, data):
-            raise ForgedValue(f"a node of operation {op!r} that says {data!r}, where its "
+            raise UnverifiedValue(f"a node of operation {op!r} that says {data!r}, where its "
                               f"children give {value.data!r}")
         value.grad = self._grad(grad)
         self.objects[name] = value
@@ -450,6 +456,9 @@ class Peer:
         array = _array(obj)
         if array is not None:
             return array
+        tensor = _tensor(obj)
+        if tensor is not None:
+            return tensor
         if type(obj) is random.Random:
             return self.generator(obj)
         name = library_name(obj)
@@ -531,6 +540,8 @@ class Peer:
             return getattr(owner, body[1])
         if tag == "A":
             return _from_array(body)
+        if tag == "X":
+            return _from_tensor(body)
         if tag == "R":
             return self.received_generator(_generator_state(body), data)
         return self.decode_other(tag, body, data, depth)
@@ -545,6 +556,37 @@ class Peer:
 
     def decode_other(self, tag: str, body: Any, data: dict, depth: int) -> Any:
         raise WireError(f"a value tagged {tag!r}, which this end does not read")
+
+
+_TENSOR_TYPES = {"float64", "float32", "int64", "int32", "bool"}
+
+
+def _tensor(obj: Any) -> Any:
+    """A torch tensor's numbers (never the tensor's graph or its pickle)."""
+    cls = type(obj)
+    module = vars(cls).get("__module__") if "__module__" in vars(cls) else None
+    if not (isinstance(module, str) and module.startswith("torch")
+            and cls.__name__ in ("Tensor", "Parameter")):
+        return None
+    dtype = str(obj.dtype).removeprefix("torch.")
+    if dtype not in _TENSOR_TYPES:
+        raise WireError(f"a tensor of {dtype}, which cannot be sent")
+    data = obj.detach().cpu()
+    return {"X": [dtype, list(data.shape), data.flatten().tolist()]}
+
+
+def _from_tensor(body: Any) -> Any:
+    import torch
+
+    if not (isinstance(body, list) and len(body) == 3 and body[0] in _TENSOR_TYPES
+            and isinstance(body[1], list) and isinstance(body[2], list)
+            and all(isinstance(d, int) and d >= 0 for d in body[1])
+            and all(isinstance(x, (int, float)) for x in body[2])):
+        raise WireError("a tensor that is not [dtype, shape, numbers]")
+    try:
+        return torch.tensor(body[2], dtype=getattr(torch, body[0])).reshape(body[1])
+    except (RuntimeError, ValueError) as exc:
+        raise WireError(f"a tensor whose shape does not fit its numbers ({exc})") from None
 
 
 def _generator_state(body: Any) -> tuple:

@@ -7,25 +7,23 @@ by the mode the kernel is in:
 
 - ``check`` (the default: JupyterLab, nbgrader's Validate): compute the expected
   observation and compare at once; a mismatch raises `CheckFailed` with the message.
-- ``witness`` (a graded test cell in a student's sandboxed kernel): only record the
-  observation, with the line of the test cell it came from. The expected value is never
-  computed here (the grader sent the cell without it), and nothing here decides the
-  score: the grading process compares the records with the reference run's (`judge`).
+- ``witness`` (a graded test cell at grading time, run in the grader against the student's
+  kernel, `autograder.grading.remote`): only record the observation, with the line of the
+  test cell it came from. The expected value is not computed (the cell runs without it),
+  and nothing here decides the score: the grader compares the records with the reference
+  run's (`judge`).
 - ``reference`` (the same test cell run on the instructor's solution, on the grader's
   side): compute the expected observation, check that the solution meets it (else the
   test itself is wrong), and record it with the tolerances for the judge.
 
-The grading kernel (`gradekernel`) switches the mode around each graded test cell; a
-student can switch it too, but in a witness kernel nothing but the observations counts.
+The grader's test runner (`remote.run_test`) sets the mode around each graded test cell,
+in its own process: the student's code never runs where the records are kept.
 """
 
-import json
 import sys
 
 __all__ = ["CHECK", "WITNESS", "REFERENCE", "CheckFailed", "NotAnswered", "Expected",
-           "expected", "mode", "begin", "end", "settle", "record_text", "MAX_RECORDS"]
-
-_DUMPS = json.dumps  # taken when the kernel starts, before any student code
+           "expected", "mode", "begin", "end", "settle", "MAX_RECORDS"]
 
 CHECK, WITNESS, REFERENCE = "check", "witness", "reference"
 MAX_RECORDS = 10_000  # records kept per test cell; a cell making more is cut off
@@ -84,24 +82,16 @@ def mode():
     return _state["mode"]
 
 
-def begin(new_mode, filename, seal=None):
-    """Start a graded test cell compiled as `filename`; returns the list records go to.
-    `seal`, when given, is called with each record's text (`record_text`) as the record
-    is made: the grading kernel keeps a digest of them where the records' readers cannot
-    rewind it, and compares it with the records the cell ends with."""
+def begin(new_mode, filename):
+    """Start a graded test cell compiled as `filename`; returns the list records go to."""
     records = []
-    _state.update(mode=new_mode, records=records, filename=filename, seal=seal)
+    _state.update(mode=new_mode, records=records, filename=filename)
     return records
 
 
 def end():
     """Back to the check mode, after a graded test cell."""
-    _state.update(mode=CHECK, records=None, filename=None, seal=None)
-
-
-def record_text(record):
-    """A record as the bytes its seal takes."""
-    return _DUMPS(record, default=str, sort_keys=True).encode("utf-8", "backslashreplace")
+    _state.update(mode=CHECK, records=None, filename=None)
 
 
 def _line():
@@ -122,9 +112,6 @@ def _append(record):
     if len(records) >= MAX_RECORDS:
         raise CheckFailed(f"this test cell made more than {MAX_RECORDS} checks")
     records.append(record)
-    seal = _state.get("seal")
-    if seal is not None:
-        seal(record_text(record))
 
 
 def settle(kind, observed, make_expected, params, result=None):

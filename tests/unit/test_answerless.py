@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.answerless import NEEDED, strip_answers, write_answerless
+from autograder.grading.answerless import strip_answers, write_answerless
 from autograder.kernel.policy import SWITCHED_OFF, AnswerSwitchedOff
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,11 +52,9 @@ def test_every_answer_the_table_names_is_taken_out_and_the_rest_kept():
             assert after != before
             for _, owner, name, task, _ in (e for e in entries if e[0] == module):
                 label = f"{module}.{owner + '.' if owner else ''}{name}"
-                if label in NEEDED:  # the body kept, the guard its first line
-                    assert f"refuse_unless_library({label!r}, {task!r}" in after
-                else:
-                    assert (f"{label} is the model answer to {task}, and grading runs "
-                            "without it") in after
+                assert (f"{label} is the model answer to {task}, and grading runs "
+                        "without it") in after
+                assert "refuse_unless_library" not in after
             compile(after, str(path), "exec")
             # the lines of the module outside the answers are all still there
             kept = set(after.splitlines())
@@ -97,10 +95,11 @@ def _block_is_gone(folder):
     assert len(model.mlp(model.embed(1, 0), 0)) == len(model.embed(1, 0))
 
 
-def test_a_needed_answer_refuses_a_notebook_and_serves_the_library(tmp_path, monkeypatch):
-    """GPT.stream_states (Task 6.1's answer) keeps its body for Task 6.3's tests: called
-    from a notebook (here: this test) it refuses; GPT.step, the model's forward step that
-    training uses, collects no states and is no answer."""
+def test_an_answer_a_later_test_needs_is_gone_too(tmp_path, monkeypatch):
+    """GPT.stream_states (Task 6.1's answer), which Task 6.3's tests use, is gone from the
+    kernel's library as well: the tests that need it run in the grader, which hands the
+    student's code the states as data. GPT.step, the forward step training uses, is no
+    answer and stays."""
     with answerless_microgpt(tmp_path, monkeypatch, "06_residual_stream"):
         from microgpt import GPT
 
@@ -112,10 +111,9 @@ def test_a_needed_answer_refuses_a_notebook_and_serves_the_library(tmp_path, mon
 
 
 @pytest.mark.filterwarnings("ignore:.*found in sys.modules:RuntimeWarning")
-def test_a_needed_answer_serves_the_library_in_every_copy(tmp_path, monkeypatch):
-    """deepnet.logits stays (Task 2.3's tests make their loss with it) with its guard in
-    the source: the library's mean_loss may call it, a notebook may not, and a copy of
-    the module run anew carries the same guard."""
+def test_no_answer_is_kept_for_the_library_either(tmp_path, monkeypatch):
+    """deepnet.logits (Task 2.2's answer) is gone whoever calls it, the library's own
+    mean_loss included, and in a copy of the module run anew."""
     with answerless_microgpt(tmp_path, monkeypatch, "02_degradation"):
         from microgpt import deepnet
         from microgpt.engine import linear
@@ -125,7 +123,8 @@ def test_a_needed_answer_serves_the_library_in_every_copy(tmp_path, monkeypatch)
 
         net = deepnet.make_net(2, width=3, d_in=2, n_classes=2, seed=0)
         X, Y = [[0.5, -1.0], [1.0, 0.25]], [0, 1]
-        assert deepnet.mean_loss(net, X, Y, relu_layer).data > 0  # the library's call
+        with pytest.raises(AnswerSwitchedOff, match="Task 2.2"):
+            deepnet.mean_loss(net, X, Y, relu_layer)
         with pytest.raises(AnswerSwitchedOff, match="Task 2.2"):
             deepnet.logits(net, X[0], relu_layer)
         fresh = runpy.run_module("microgpt.deepnet")

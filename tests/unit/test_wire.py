@@ -1,0 +1,218 @@
+"""`kernel/wire.py`, `kernel/agent.py`, `grading/remote.py`: a graded test's calls of the
+student's code, over a real socket pair, with the kernel's end (`KernelPeer.serve`) in a
+thread of its own holding the "notebook's" names. What comes back is the grader's own:
+a Value is made again from the engine's operations, or refused."""
+
+import json
+import math
+import random
+import socket
+import struct
+import threading
+
+import pytest
+
+from autograder.grading.remote import KernelProxy, Session
+from autograder.kernel.agent import KernelPeer
+from autograder.kernel.wire import UnverifiedValue, WireError
+from microgpt import Value, dot, linear
+from microgpt import nn
+
+
+@pytest.fixture
+def kernel():
+    """(session, the kernel's namespace): the grader's end, and the names it can reach."""
+    ours, theirs = socket.socketpair()
+    namespace = {}
+    peer = KernelPeer(theirs, namespace)
+    thread = threading.Thread(target=peer.serve, daemon=True)
+    thread.start()
+    session = Session(ours)
+    yield session, namespace
+    session.end()
+    thread.join(5)
+    ours.close()
+    theirs.close()
+
+
+def _fused_everything(x, y):
+    """Every operation of the engine, fused ones with their extra arguments included."""
+    a = x * y + 1.5 - x / 2.0
+    b = (a ** 3).tanh() + a.exp().log() + a.relu() + a.sigmoid() + (-a)
+    s = Value.sum([a, 2.0, b, 0.25])  # plain numbers among the children
+    d = dot([x, 0.5, y], [y, x, 3.0])  # a dot with numbers on both sides
+    row = linear([a, b], [[x, y], [y, x]])
+    norm = nn.rmsnorm([a, b, s], eps=1e-3)
+    lay = nn.layernorm([a, b, s, d])
+    p = nn.softmax([a, b, s])
+    lp = nn.log_softmax([d, s])
+    ce = nn.cross_entropy([a, b, d], 2)
+    return Value.sum([s, d, *row, *norm, *lay, *p, *lp, ce]) * 0.1
+
+
+def test_a_value_from_the_kernel_is_made_again_and_differentiated_here(kernel):
+    session, namespace = kernel
+    namespace["f"] = _fused_everything
+    x, y = Value(0.7), Value(-0.4)
+    out = session.get("f")(x, y)
+    assert isinstance(out, Value) and not isinstance(out, KernelProxy)
+    out.backward()
+    mx, my = Value(0.7), Value(-0.4)
+    mine = _fused_everything(mx, my)
+    mine.backward()
+    assert out.data == mine.data
+    assert (x.grad, y.grad) == (mx.grad, my.grad)  # the grader's own backward, the same sums
+
+
+def test_a_node_made_by_hand_is_refused(kernel):
+    session, namespace = kernel
+    namespace["f"] = lambda x: Value(6.7275, (x,), (6.7275,))  # micrograd style, by hand
+    with pytest.raises(UnverifiedValue, match="made by hand"):
+        session.get("f")(Value(1.0))
+
+
+def test_a_node_whose_data_is_not_what_its_operation_gives_is_refused(kernel):
+    session, namespace = kernel
+
+    def f(x):
+        out = x * 2
+        out.data = 6.7275  # the right number written into a node of the wrong graph
+        return out
+
+    namespace["f"] = f
+    with pytest.raises(UnverifiedValue, match="children give 2.0"):
+        session.get("f")(Value(1.0))
+
+
+def test_local_gradients_written_into_a_node_do_not_count(kernel):
+    session, namespace = kernel
+
+    def f(x):
+        out = x * 2
+        out._da = 6.7275  # a forged derivative: the grader's node has its own
+        return out
+
+    namespace["f"] = f
+    x = Value(1.0)
+    session.get("f")(x).backward()
+    assert x.grad == 2
+
+
+def test_what_the_students_backward_leaves_on_a_leaf_comes_back(kernel):
+    session, namespace = kernel
+
+    def f(params):
+        (params[0] * 3 + params[1]).backward()
+        params[1].data += 1  # and a change of a parameter, as an update would make
+
+    namespace["f"] = f
+    params = [Value(2.0), Value(5.0)]
+    session.get("f")(params)
+    assert [p.grad for p in params] == [3, 1]
+    assert params[1].data == 6.0
+
+
+def test_the_graders_function_is_called_back_and_may_call_the_kernel_again(kernel):
+    session, namespace = kernel
+    namespace["double"] = lambda v: v * 2
+    namespace["stack"] = lambda layer, v, depth: v if depth == 0 else \
+        namespace["stack"](layer, v + layer(v), depth - 1)
+    double = session.get("double")
+
+    def layer(v):  # the test's layer: runs here, and calls the student's code itself
+        return double(v).tanh()
+
+    x = Value(0.3)
+    out = session.get("stack")(layer, x, 3)
+    out.backward()
+    h, mx = Value(0.3), None
+    mx = h
+    for _ in range(3):
+        h = h + (h * 2).tanh()
+    h.backward()
+    assert (out.data, x.grad) == (h.data, mx.grad)
+
+
+def test_an_error_of_the_students_code_comes_back_as_its_kind_with_its_lines(kernel):
+    session, namespace = kernel
+
+    def f(x):
+        return x.data[0]
+
+    namespace["f"] = f
+    with pytest.raises(TypeError, match="not subscriptable") as caught:
+        session.get("f")(Value(1.0))
+    assert caught.value.kernel_lines[0].startswith("TypeError")
+
+
+def test_what_the_students_code_changes_in_a_list_or_generator_comes_back(kernel):
+    session, namespace = kernel
+
+    def f(layers, rng):
+        layers.pop()
+        layers[0]["W"] = [Value(rng.random())]
+
+    namespace["f"] = f
+    layers = [{"W": [Value(1.0)]}, {"W": [Value(2.0)]}]
+    rng, twin = random.Random(5), random.Random(5)
+    session.get("f")(layers, rng)
+    assert len(layers) == 1 and layers[0]["W"][0].data == twin.random()
+    assert rng.random() == twin.random()  # the generator's state came back too
+
+
+def test_a_missing_name_is_a_key_error_with_what_the_kernel_said(kernel):
+    session, namespace = kernel
+    namespace["residual_stak"] = lambda x: x
+    with pytest.raises(KeyError):
+        session.get("residual_stack")
+    assert session.absent["residual_stack"].get("like") == "residual_stak"
+
+
+def test_a_proxy_reads_a_namespace_by_name_and_writes_into_it(kernel):
+    session, namespace = kernel
+
+    def stack(x):
+        return layer(x)  # noqa: F821 (the notebook's name, looked up when called)
+
+    namespace["stack"] = stack
+    stack.__globals__["layer"] = lambda v: v * 3
+    space = session.get("stack").__globals__
+    kept = space["layer"]
+    space["layer"] = lambda v: v * 5  # the test's own layer, called back
+    x = Value(1.0)
+    assert session.get("stack")(x).data == 5.0
+    space["layer"] = kept
+    assert session.get("stack")(x).data == 3.0
+
+
+def _raw_kernel(replies):
+    """A kernel that answers every request with the next of `replies` (raw bytes)."""
+    ours, theirs = socket.socketpair()
+
+    def serve():
+        for raw in replies:
+            size = struct.unpack("!Q", theirs.recv(8))[0]
+            theirs.recv(size)
+            theirs.sendall(struct.pack("!Q", len(raw)) + raw)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return Session(ours)
+
+
+@pytest.mark.parametrize("reply", [
+    b"not json", b"[1, 2]", b'{"ok": [1, 2]}', b'{"ok": {"V": "k404"}}',
+    b'{"ok": {"F": "os:system"}}', b'{"ok": {"TM": "gASV"}}', b'{"ok": {"M": "k1"}}',
+    json.dumps({"n": [["k1", "+", 1.0, 0, ["k9", "k9"], None]], "ok": None}).encode(),
+    json.dumps({"s": [["g1", 1.0, 0.0]], "ok": None}).encode(),
+    json.dumps({"n": [["g1", "", 1.0, 0, [], None]], "ok": None}).encode(),
+])
+def test_a_malformed_answer_is_an_error_of_the_call_never_code_run_here(reply):
+    session = _raw_kernel([reply])
+    with pytest.raises(WireError):
+        session.request("get", name="f")
+
+
+def test_a_library_name_from_the_kernel_only_finds_the_library():
+    session = _raw_kernel([json.dumps({"ok": {"F": "microgpt.nn:softmax"}}).encode()])
+    assert session.request("get", name="f") is nn.softmax
+    assert math.isclose(1.0, 1.0)
