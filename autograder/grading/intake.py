@@ -110,7 +110,7 @@ def take_in(data, name, release, assignment, foreign=None, max_bytes=None):
     result = _repair(list(read.notebook.cells), name, release, assignment, foreign or {},
                      notes)
     if result.notebook is not None:
-        result.flags = review_flags(result.notebook)
+        result.flags = review_flags(result.notebook, assignment)
         result.withhold = [f for f in result.flags if any(k in f for k in WITHHOLD)]
     return result
 
@@ -317,9 +317,15 @@ SUCCESS_WORDS = re.compile(r"\b(passed|all (tests|checks)|tests? ok|success)\b",
 CALLS_INTERPRETER = {"exec", "eval", "compile", "globals", "setattr", "delattr"}
 # what students may import from the grader: the checks (the notebooks say so)
 STUDENT_API = {"autograder.kernel.checks"}
-# kinds of flag that hold a submission's autograded score back until a person looks:
-# code that reaches into the interpreter, or into the grader's own modules, has no place
-# in an answer, and what it does cannot be seen from outside the kernel
+# kinds of flag that hold a submission's autograded score back until a person looks. The
+# tests run in the grader (`remote`), so nothing a notebook does in its kernel can change
+# a verdict of the microgpt track: there, only a copy of the instructor's source (which
+# holds the answers and the hidden tests: a leak to look into) is held back. The torch
+# track's observations are made in the student's kernel (`torchchecks.in_kernel`: the
+# grader cannot run a student's torch module itself), so there code that reaches into the
+# interpreter or the grader's modules is held back as well, and code that touches files
+# or processes is flagged
+TORCH_ASSIGNMENTS = ("08_torch_mlp", "09_torch_transformer")
 COPIED_SOURCE = "carries the instructor's markers, as the source notebook does"
 # nbgrader's markers in a source notebook (solutions, hidden tests, mark schemes); the
 # student version has none of them
@@ -335,8 +341,12 @@ FILES_PROCESSES = {
 }
 
 
-def review_flags(nb):
-    """Plain-word flags for code the student wrote (answer cells and their own cells)."""
+def review_flags(nb, assignment=""):
+    """Plain-word flags for code the student wrote (answer cells and their own cells):
+    a copy of the instructor's source, and text that looks like a test result; in the
+    torch track also code that reaches into the interpreter, the grader's modules, files
+    or processes (see `TORCH_ASSIGNMENTS`)."""
+    observed_in_kernel = assignment in TORCH_ASSIGNMENTS or not assignment
     found = {}
     for cell in nb.cells:
         if is_locked(cell):
@@ -363,7 +373,7 @@ def review_flags(nb):
             "touches files, processes or the network":
                 (names | imports) & (FILES_PROCESSES - {"open", "exit", "quit"})
                 | calls & FILES_PROCESSES,
-        }
+        } if observed_in_kernel else {}
         fake = {text.strip()[:40] for text in strings if SUCCESS_WORDS.search(text)}
         if fake:  # the score is the test's verdict, whatever is printed: worth a look
             hits["writes text that looks like a test result"] = fake

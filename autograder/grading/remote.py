@@ -34,8 +34,8 @@ from typing import Any
 
 from autograder.kernel import crash, wire, witness
 from autograder.kernel.wire import (
-    UnverifiedValue,
     Peer,
+    UnverifiedValue,
     WireError,
     _is_instance,
     library_name,

@@ -35,6 +35,7 @@ from .attacks import (
     FAKE_SUCCESS,
     FINALIZER_FORGE,
     FORGED_GRAD,
+    HAND_MADE_VALUE,
     FORK_BOMB,
     FRAME_WALK,
     GC_HELPERS,
@@ -47,6 +48,7 @@ from .attacks import (
     PATCH_BUILTINS,
     PATCH_CHECKS,
     PATCH_MID_TEST,
+    PARENT_REQUEST,
     PRINT_HIDDEN,
     READ_SECRETS,
     RUNTIME_SHADOW,
@@ -57,6 +59,7 @@ from .attacks import (
     TASK_PATCH,
     TRACE_FUNCTION,
     WIDGET_STATE_FLOOD,
+    WITNESS_REWRITE,
     WRITE_OTHERS,
     WRONG_1_1,
 )
@@ -326,6 +329,17 @@ def build_class(folder, context):
     add("print-hidden", "prints the running test cell's source, hidden checks included, "
         "from linecache; task 1.1 wrong", answer(stub, "task1_1_residual_stack", PRINT_HIDDEN),
         0, 0, reason=["reaches into the interpreter"], withheld=True)
+
+    # the kinds that beat the witness design (issue #42): the tests run in the grader now
+    add("witness-rewrite", "rewrites the witness's records in its kernel; task 1.1 wrong, "
+        "task 1.2 right", answer(solution, "task1_1_residual_stack", WITNESS_REWRITE),
+        TASK_1_2, TASK_1_2)
+    add("parent-request", "prints the request its kernel is running while a test runs; "
+        "task 1.1 wrong", answer(stub, "task1_1_residual_stack", PARENT_REQUEST), 0, 0)
+    add("hand-made-value", "task 1.1's numbers and gradient in a Value made by hand, "
+        "Value(data, children, local_grads); task 1.2 right",
+        answer(solution, "task1_1_residual_stack", HAND_MADE_VALUE), TASK_1_2, TASK_1_2,
+        reason=["made by hand"])
 
     # switching the checks off from inside the kernel
     add("patched-checks", "replaces check_value and autograder.kernel.checks in sys.modules",

@@ -400,3 +400,30 @@ SCRIPT_MARKDOWN = ("A note of mine. <img src=x onerror=\"document.title = 'pwned
                    "window.pwned = 'markdown'\"> "
                    "[more](javascript:void(window.pwned='md_link'))\n\n"
                    "<script>window.pwned = 'markdown script'</script>\n")
+
+# issue #42's kinds against the design where the tests run in the grader
+
+# the witness's records, rewritten in the student's kernel: a right answer recorded for
+# every check (the kind that won when the records were made in the kernel)
+WITNESS_REWRITE = '''import autograder.kernel.witness as _w
+def _settle(kind, observed, make_expected, params, result=None):
+    return result
+_w.settle = _settle
+_w._append = lambda record: None
+_w._state["mode"] = "reference"
+''' + WRONG_1_1
+
+# the request the kernel is running, read while a test runs: it held the whole test cell
+PARENT_REQUEST = '''def residual_stack(x, depth=20):
+    from ipykernel.kernelapp import IPKernelApp
+    parent = IPKernelApp.instance().kernel.get_parent("shell")
+    print("PARENT:", parent.get("content", {}).get("code", ""))
+    return x * 2
+'''
+
+# a Value made by hand: the right number, and the gradient the test wants as its local
+# derivative, with no operation of the engine behind it
+HAND_MADE_VALUE = '''def residual_stack(x, depth=20):
+    scale = 1.1 ** depth if x.data > 0 else 1.0
+    return Value(x.data * scale, (x,), (scale,))
+'''

@@ -15,8 +15,7 @@ import pytest
 from autograder.grading.remote import KernelProxy, Session
 from autograder.kernel.agent import KernelPeer
 from autograder.kernel.wire import UnverifiedValue, WireError
-from microgpt import Value, dot, linear
-from microgpt import nn
+from microgpt import Value, dot, linear, nn
 
 
 @pytest.fixture
@@ -212,7 +211,21 @@ def test_a_malformed_answer_is_an_error_of_the_call_never_code_run_here(reply):
         session.request("get", name="f")
 
 
-def test_a_library_name_from_the_kernel_only_finds_the_library():
-    session = _raw_kernel([json.dumps({"ok": {"F": "microgpt.nn:softmax"}}).encode()])
-    assert session.request("get", name="f") is nn.softmax
-    assert math.isclose(1.0, 1.0)
+def test_a_library_function_of_the_kernel_stays_the_kernels(kernel):
+    """`mlp_logits = deepnet.logits` in a notebook: the grader calls the kernel's copy
+    (whose answers are taken out while grading), never its own library's."""
+    session, namespace = kernel
+    namespace["mlp_logits"] = nn.softmax
+    got = session.get("mlp_logits")
+    assert isinstance(got, KernelProxy)
+    assert [round(p.data, 6) for p in got([Value(0.0), Value(0.0)])] == [0.5, 0.5]
+
+
+@pytest.mark.parametrize("tag", [{"F": "microgpt.nn:softmax"},
+                                 {"B": [{"L": []}, "append"]},
+                                 {"O": ["microgpt.deepnet:Net", {"D": []}], "m": "g1"}])
+def test_a_library_name_or_object_from_the_kernel_is_refused(tag):
+    session = _raw_kernel([json.dumps({"ok": tag}).encode()])
+    with pytest.raises(WireError):
+        session.request("get", name="f")
+    assert math.isfinite(1.0)
