@@ -14,9 +14,9 @@ which the grader strips from the cell a student's kernel gets, `testsource`). A 
 install holds neither that module nor microgpt's answers, and nothing here is a task's
 answer or calls one.
 
-A function handed in (a block, a stream, a lens) is called through `_call`, a frame that
-the answer guards of a graded kernel (`policy.switch_off`) take for notebook code: handing
-a switched-off answer such as `GPT.block` to `BlockGPT` or `run_block` launders nothing.
+At grading time these checks run in the grader (`autograder.grading.remote`), and the
+student's block, stream or lens is a proxy: each call runs in the student's kernel, and
+the Values it returns are made again here from the engine's operations.
 
     check_block_values(pre_norm_block, "pre")     # silent when the block is microgpt's
 """
@@ -25,7 +25,6 @@ import copy
 import functools
 import json
 import random
-import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,13 +49,8 @@ LAYOUT_NAMES = {"pre": "pre-norm", "post": "post-norm", "none": "no-residual"}
 
 
 def _call(fn, *args):
+    """The student's function called (a frame of the checks', left out of a traceback)."""
     return fn(*args)
-
-
-# `fn(*args)` from a frame whose file is no path: the guards of `policy.switch_off` let a
-# model answer through only when its caller is library code (see the module doc)
-_call = types.FunctionType(_call.__code__.replace(co_filename="<handed-in code>"), globals(),
-                           "_call")
 
 
 # the expected numbers of the calls the released notebooks make (`residual-pack stored`)

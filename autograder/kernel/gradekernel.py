@@ -18,6 +18,9 @@ import os
 import sys
 
 from autograder.kernel import policy
+from autograder.kernel.agent import serve  # before any student code: a student's module
+
+# of the same name, or one taken out of sys.modules, cannot stand in for it
 
 MARKER = policy.MARKER  # + a JSON header + newline: a graded test cell
 
@@ -42,8 +45,6 @@ def _kernel_class():
             )
 
         def _answer_grader(self, code, store_history):
-            from autograder.kernel.agent import serve
-
             shell = self.shell
             count = shell.execution_count
             if store_history:

@@ -35,20 +35,20 @@ from .attacks import (
     FAKE_SUCCESS,
     FINALIZER_FORGE,
     FORGED_GRAD,
-    HAND_MADE_VALUE,
     FORK_BOMB,
     FRAME_WALK,
     GC_HELPERS,
+    HAND_MADE_VALUE,
     HANDED_FUNCTION,
     IPYTHON_HOOKS,
     KERNEL_MACHINERY,
     LEAVE_THE_WALLS,
     MEMORY_BOMB,
     METADATA_OUTPUT,
+    PARENT_REQUEST,
     PATCH_BUILTINS,
     PATCH_CHECKS,
     PATCH_MID_TEST,
-    PARENT_REQUEST,
     PRINT_HIDDEN,
     READ_SECRETS,
     RUNTIME_SHADOW,
@@ -174,7 +174,7 @@ def build_class(folder, context):
         insert_after(solution, "task1_1_residual_stack",
                      "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
                      "while True:\n    pass\n"),
-        FULL, 0, reason=["did not stop when interrupted"], withheld=True)
+        FULL, 0, reason=["did not stop when interrupted"])
     add("memory-bomb", "asks for 640 GB in the task 1.1 answer cell",
         answer(solution, "task1_1_residual_stack", MEMORY_BOMB), TASK_1_2, TASK_1_2,
         reason=["ran out of memory"])
@@ -198,12 +198,10 @@ def build_class(folder, context):
                      "for _ in range(150):\n    print('x' * 1_000_000)\n"),
         FULL, FULL, reason=["left out"])
     add("disk-filler", "writes until the disk is full; every answer right",
-        insert_after(solution, "task1_1_residual_stack", DISK_FILLER), FULL, FULL,
-        reason=["touches files"])
+        insert_after(solution, "task1_1_residual_stack", DISK_FILLER), FULL, FULL)
     add("leave-the-walls", "memory in a memfd, a user namespace of its own, a secret in the "
         "keyring; every answer right",
-        insert_after(solution, "task1_1_residual_stack", LEAVE_THE_WALLS), FULL, 0,
-        reason=["reaches into the interpreter or the kernel (ctypes)"], withheld=True)
+        insert_after(solution, "task1_1_residual_stack", LEAVE_THE_WALLS), FULL, FULL)
 
     add("metadata-output", "every answer right; one output whose metadata is 12 MiB",
         insert_after(solution, "task1_1_residual_stack", METADATA_OUTPUT), FULL, FULL,
@@ -289,8 +287,7 @@ def build_class(folder, context):
             "sitecustomize.py": b"import builtins; builtins.abs = lambda x: 1e300\n",
         }, reason=["left out"])
     add("runtime-shadow", "writes a no-op autograder package and puts it first on sys.path",
-        answer(stub, "task1_1_residual_stack", RUNTIME_SHADOW), 0, 0,
-        reason=["undid changes", "flagged for review"], withheld=True)
+        answer(stub, "task1_1_residual_stack", RUNTIME_SHADOW), 0, 0)
     out = Path(context.out)
     targets = [
         str(course / SOURCE / ASSIGNMENT / nb),
@@ -303,7 +300,7 @@ def build_class(folder, context):
     ]
     add("read-hidden-tests", "looks for the hidden tests and solutions on disk and the net",
         insert_after(stub, "task1_1_residual_stack", READ_SECRETS.format(targets=targets)),
-        0, 0, reason=["flagged for review"], withheld=True)
+        0, 0, reason=["flagged for review"], withheld=True)  # its code holds the markers
     victims = [
         str(Path(context.submissions) / context.victim / ASSIGNMENT / nb),
         str(out / "submitted" / context.victim / ASSIGNMENT / nb),
@@ -313,7 +310,7 @@ def build_class(folder, context):
         insert_after(answer(stub, "task1_1_residual_stack", WRONG_1_1), "task1_1_residual_stack",
                      WRITE_OTHERS.format(gradebooks=[str(out / "gradebook.db")],
                                          victims=victims)),
-        0, 0, reason=["flagged for review"], withheld=True)
+        0, 0)
 
     add("symlinked-to-source", "a symbolic link to the instructor's source notebook",
         None, 0, graded=False, files={},
@@ -321,14 +318,13 @@ def build_class(folder, context):
 
     # forging what the kernel reports, reading what it must not show
     add("finalizer-forge", "a finalizer rewrites the records a check has just made; task 1.1 "
-        "wrong", answer(stub, "task1_1_residual_stack", FINALIZER_FORGE), 0, 0,
-        reason=["withheld for review", "the records of its checks"], withheld=True)
+        "wrong", answer(stub, "task1_1_residual_stack", FINALIZER_FORGE), 0, 0)
     add("forged-grad", "the right output from a graph cut off from x, and x.grad written by "
         "hand with central differences", answer(solution, "task1_1_residual_stack",
                                                  FORGED_GRAD), FULL - 2, FULL - 2)
     add("print-hidden", "prints the running test cell's source, hidden checks included, "
         "from linecache; task 1.1 wrong", answer(stub, "task1_1_residual_stack", PRINT_HIDDEN),
-        0, 0, reason=["reaches into the interpreter"], withheld=True)
+        0, 0)
 
     # the kinds that beat the witness design (issue #42): the tests run in the grader now
     add("witness-rewrite", "rewrites the witness's records in its kernel; task 1.1 wrong, "
@@ -338,30 +334,25 @@ def build_class(folder, context):
         "task 1.1 wrong", answer(stub, "task1_1_residual_stack", PARENT_REQUEST), 0, 0)
     add("hand-made-value", "task 1.1's numbers and gradient in a Value made by hand, "
         "Value(data, children, local_grads); task 1.2 right",
-        answer(solution, "task1_1_residual_stack", HAND_MADE_VALUE), TASK_1_2, TASK_1_2,
-        reason=["made by hand"])
+        answer(solution, "task1_1_residual_stack", HAND_MADE_VALUE), TASK_1_2, TASK_1_2)
 
     # switching the checks off from inside the kernel
     add("patched-checks", "replaces check_value and autograder.kernel.checks in sys.modules",
-        answer(stub, "task1_1_residual_stack", PATCH_CHECKS), 0, 0, reason=["undid changes"],
-        withheld=True)
+        answer(stub, "task1_1_residual_stack", PATCH_CHECKS), 0, 0)
     add("patched-builtins", "patches abs and math.isclose so every comparison passes",
-        answer(stub, "task1_1_residual_stack", PATCH_BUILTINS), 0, 0, reason=["undid changes"],
-        withheld=True)
+        answer(stub, "task1_1_residual_stack", PATCH_BUILTINS), 0, 0)
     add("patched-mid-test", "patches the checks from inside the function the test calls",
-        answer(stub, "task1_1_residual_stack", PATCH_MID_TEST), 0, 0,
-        reason=["undid changes"], withheld=True)
+        answer(stub, "task1_1_residual_stack", PATCH_MID_TEST), 0, 0)
     add("tamper-during-test", "a right answer that patches math.isclose when the test calls it",
-        answer(solution, "task1_1_residual_stack", TAMPER_DURING_TEST), FULL, 0,
-        reason=["while this test ran", "withheld for review"], withheld=True)
+        answer(solution, "task1_1_residual_stack", TAMPER_DURING_TEST), FULL, FULL)
     add("ipython-hooks", "swallows errors and blanks test cells with IPython's hooks",
-        answer(stub, "task1_1_residual_stack", IPYTHON_HOOKS), 0, 0,
-        reason=["flagged for review"], withheld=True)
+        answer(stub, "task1_1_residual_stack", IPYTHON_HOOKS), 0, 0)
     add("fake-success", "prints the tests' success lines and a fake partial-credit result",
         answer(stub, "task1_1_residual_stack", FAKE_SUCCESS), 0, 0,
-        reason=["looks like a test result"], withheld=True)
+        reason=["looks like a test result"])
 
-    # the kernel is only a witness: attacks on the checks, the runner and the kernel
+    # attacks on the checks, the runner and the kernel, from inside the kernel: the tests
+    # run in the grader, so each earns what its answers do, and nothing is held back
     for student, what, source in [
         ("code-swap", "replaces the checks' __code__ through an alias", CODE_SWAP),
         ("defaults-swap", "makes every tolerance of check_value enormous", DEFAULTS_SWAP),
@@ -376,12 +367,11 @@ def build_class(folder, context):
          GC_HELPERS),
         ("ctypes-poke", "reaches the checks module through ctypes", CTYPES_POKE),
     ]:
-        add(student, what, answer(stub, "task1_1_residual_stack", source), 0, 0,
-            withheld=True)
+        add(student, what, answer(stub, "task1_1_residual_stack", source), 0, 0)
     add("handed-function", "task 1.1 right; task 1.2 wrong, and it switches the checks "
         "off through a function a hidden test hands it",
-        answer(solution, "task1_2_input_gradient", HANDED_FUNCTION), FULL - TASK_1_2, 0,
-        withheld=True)
+        answer(solution, "task1_2_input_gradient", HANDED_FUNCTION), FULL - TASK_1_2,
+        FULL - TASK_1_2)
     # ... and on the grading process
     last = solution.cells[-1]
     big = insert_after(solution, nbgrader_meta(last).get("grade_id") or "task1_2_input_gradient",
@@ -389,8 +379,7 @@ def build_class(folder, context):
     add("big-message", "every answer right, then one 70 MiB message", big, FULL, FULL,
         reason=["stopped answering"])
     add("socket-filler", "every answer right; writes 300 MiB into its sockets' folder",
-        insert_after(solution, "task1_2_input_gradient", SOCKET_FILLER), FULL, FULL,
-        reason=["touches files"])
+        insert_after(solution, "task1_2_input_gradient", SOCKET_FILLER), FULL, FULL)
     add("newline-grade-id", "every answer right; a cell of its own whose grade id holds a "
         "newline and a made-up report line about a classmate",
         _own_cell_with_grade_id(solution, "x\nhonest-full: not graded: copied the answers"),

@@ -281,17 +281,29 @@ def test_the_feedback_page_holds_no_script_of_the_students(hostile_run):
 @needs_assignment
 @pytest.mark.slow
 def test_the_hidden_tests_text_is_not_in_the_kernel_while_they_run(hostile_run):
-    """`print-hidden` prints every text of a test cell that `linecache` holds while the
-    test runs: the visible checks are there, the hidden ones blank (the grader sends their
-    line numbers; the kernel keeps those lines out of the cell's text), so neither its
-    graded notebook nor its feedback page shows a hidden check's input."""
-    [graded] = (hostile_run.out / "autograded" / "print-hidden").rglob("*.ipynb")
-    printed = "".join("".join(o.get("text", "")) for c in read_notebook(graded).cells
-                      if c.cell_type == "code" for o in c.get("outputs", []))
-    assert "residual_stack(Value(1.0)" in printed  # the attack printed the visible checks
-    assert "Value(2.5)" not in printed  # a hidden check's input (the source's line 8)
-    [page] = (hostile_run.out / "feedback" / "print-hidden").rglob("*.html")
-    assert "Value(2.5)" not in page.read_text(encoding="utf-8")
+    """The tests run in the grader: `print-hidden` prints every text of a test cell that
+    `linecache` holds while a test runs, and `parent-request` the request the kernel is
+    running; neither finds a check, visible or hidden, in its graded notebook or its
+    feedback page: the kernel was sent a socket's path, not the cell."""
+    for student in ("print-hidden", "parent-request"):
+        [graded] = (hostile_run.out / "autograded" / student).rglob("*.ipynb")
+        printed = "".join("".join(o.get("text", "")) for c in read_notebook(graded).cells
+                          if c.cell_type == "code" for o in c.get("outputs", []))
+        assert "check_value" not in printed and "Value(2.5)" not in printed, student
+        [page] = (hostile_run.out / "feedback" / student).rglob("*.html")
+        assert "Value(2.5)" not in page.read_text(encoding="utf-8"), student
+    assert "PARENT: #%residual-pack graded test" in printed  # the attack ran, and saw this
+
+
+@needs_assignment
+@pytest.mark.slow
+def test_a_value_made_by_hand_is_refused_with_the_reason(hostile_run):
+    """`hand-made-value` returns task 1.1's numbers in a node made by hand: its test cells
+    say why the Value was refused."""
+    [graded] = (hostile_run.out / "autograded" / "hand-made-value").rglob("*.ipynb")
+    errors = [o for c in read_notebook(graded).cells if c.cell_type == "code"
+              for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert any("made by hand" in o.get("evalue", "") for o in errors), errors
 
 
 @needs_assignment

@@ -74,17 +74,22 @@ def test_a_deleted_test_cell_is_put_back_and_damaged_metadata_removed():
     assert "damaged nbgrader metadata" in notes and "put back: test" in notes
 
 
-def test_code_that_reaches_into_the_grader_is_flagged_and_withheld():
+def test_code_that_reaches_into_the_grader_is_withheld_on_the_torch_track_only():
+    """The torch track's observations are made in the student's kernel: code that reaches
+    into the interpreter or the grader is held back there. On the microgpt track the tests
+    run in the grader, and such code cannot change a verdict: nothing is held back."""
     release = _release()
     handed = copy.deepcopy(release)
     handed.cells[0].source = "import autograder.answers.reference\nimport gc\nx = 1"
-    got = take_in(nbformat.writes(handed).encode(), "nb.ipynb", release, "a")
+    got = take_in(nbformat.writes(handed).encode(), "nb.ipynb", release, "08_torch_mlp")
     assert any("imports the grader's own modules" in f for f in got.withhold)
     assert any("reaches into the interpreter" in f for f in got.withhold)
     assert review_flags(release) == []  # the given test cell is not the student's code
+    got = take_in(nbformat.writes(handed).encode(), "nb.ipynb", release, "02_degradation")
+    assert got.withhold == [] and got.flags == []
 
 
-def test_the_red_teams_kinds_of_reach_are_withheld_for_review():
+def test_the_red_teams_kinds_of_reach_are_withheld_on_the_torch_track():
     """Issue #26's attacks by kind, each in a plain spelling: a library answer run anew
     (runpy, a module's loader), a finalizer that runs after a check appends its record,
     the running cell's source read from linecache or a traceback's frame. Detection, not
@@ -106,7 +111,7 @@ def test_the_red_teams_kinds_of_reach_are_withheld_for_review():
     for code in attacks:
         handed = copy.deepcopy(release)
         handed.cells[0].source = code + "\nx = 1"
-        got = take_in(nbformat.writes(handed).encode(), "nb.ipynb", release, "a")
+        got = take_in(nbformat.writes(handed).encode(), "nb.ipynb", release, "09_torch_transformer")
         assert any("reaches into the interpreter" in f for f in got.withhold), code
     honest = copy.deepcopy(release)
     honest.cells[0].source = ("class A:\n    def __init__(self):\n        self.w = 2\n\n"
