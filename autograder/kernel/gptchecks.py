@@ -113,6 +113,22 @@ class PiecesConfig:
         return self.n_embd // self.n_head
 
 
+def _within_context(embed, block_size):
+    """`embed(token_id, pos_id)` that refuses a position outside the context in words (the
+    position table has `block_size` rows: past it, microgpt's own says only "list index out
+    of range", and a negative position would silently read a row from the end)."""
+
+    def embed_within_context(token_id, pos_id):
+        if isinstance(pos_id, int) and not 0 <= pos_id < block_size:
+            raise IndexError(
+                f"model.embed(token, {pos_id}): position {pos_id} is outside the model's "
+                f"context, which holds positions 0 to {block_size - 1} "
+                f"(block_size={block_size})")
+        return embed(token_id, pos_id)
+
+    return embed_within_context
+
+
 class PiecesModel:
     """A GPT's weights behind the pieces a task may use (see the module doc)."""
 
@@ -123,7 +139,7 @@ class PiecesModel:
         self.state_dict = gpt.state_dict
         self.attention = gpt.attention
         self.mlp = gpt.mlp
-        self.embed = gpt.embed
+        self.embed = _within_context(gpt.embed, c.block_size)
         self.block = gpt.block
         self.head = gpt.head
         self.new_cache = gpt.new_cache

@@ -160,3 +160,61 @@ def test_task_2_1_asks_for_a_matrix_that_need_not_be_square(tmp_path):
     assert "plain_layer(h, W) with 4 inputs and 6 outputs" in shown["task2_1_test_values"]
     assert shown["task2_1_test_values"].endswith(
         f"This looks like a known mistake: {wrong.hint}"), shown["task2_1_test_values"]
+
+
+def _folder(tmp_path, name):
+    folder = tmp_path / name
+    folder.mkdir()
+    return folder
+
+
+def test_a_name_longer_than_the_context_is_a_visible_check_of_task_6_1(tmp_path):
+    """The block_size cut that Task 6.1 asks for was checked only in hidden tests: an
+    answer that ran every token, or one position short of the context, passed every
+    visible one. Now a model with block_size=4 and a name of 6 tokens is a visible check,
+    and each of these mistakes is named there (the first stops in model.embed, which says
+    which position is outside the context)."""
+    uncut = _mutant("06_residual_stream", "positions not cut at block_size")
+    shown, _ = run_slip("06_residual_stream", uncut, _folder(tmp_path, "uncut"))
+    text = shown["task6_1_test_values"]
+    assert text.startswith("IndexError in your answer: model.embed(token, 4): position 4 is "
+                           "outside the model's context, which holds positions 0 to 3 "
+                           "(block_size=4)\n"), text
+    assert "----> 5         x = model.embed(tok, pos)" in text, text
+    assert text.count(uncut.hint) == 1, text
+    short = _mutant("06_residual_stream", "positions cut one short of block_size (block_size - 1)")
+    shown, _ = run_slip("06_residual_stream", short, _folder(tmp_path, "short"))
+    text = shown["task6_1_test_values"]
+    assert text.startswith("CheckFailed: stream_states for 'emma' (2 layers, pre-norm) (part 0: "
+                           "the states), part 0: expected a list of 4 "), text
+    assert text.endswith(f"This looks like a known mistake: {short.hint}"), text
+
+
+def test_a_lens_one_position_short_of_the_context_is_named_on_a_visible_check(tmp_path):
+    """Task 6.3 scores every position of the states that has a next token; when the context
+    cuts the tokens, that is every position of the states. An average over len(states) - 1
+    positions passed the visible tests (none had a cut); now one has."""
+    short = _mutant("06_residual_stream",
+                    "logit lens over len(states) - 1 positions (one short when the context cuts)")
+    shown, _ = run_slip("06_residual_stream", short, tmp_path)
+    text = shown["task6_3_test_values"]
+    assert text.startswith("CheckFailed: logit_lens for 'emma' on random states (2 layers, "
+                           "pre-norm, final_norm=True) (part 0: the losses), part 0, item 0: "
+                           "expected 3.4105, got 3.3968"), text
+    assert text.endswith(f"This looks like a known mistake: {short.hint}"), text
+
+
+def test_deletion_losses_that_change_the_net_fail_a_visible_check(tmp_path):
+    """Task 4.3 says to leave the net handed in as it was; only a hidden test checked it,
+    so losses that were right from a function that took a layer out of net.layers passed
+    every visible test. Now the visible test compares the net's own loss before and after
+    the call, and names the mistake."""
+    for name in ("deletion: right losses, but the net handed in loses its last layer",
+                 "deletion: net.layers reassigned for each deletion, left without the last "
+                 "layer"):
+        wrong = _mutant("04_identity_shortcut", name)
+        shown, _ = run_slip("04_identity_shortcut", wrong, _folder(tmp_path, str(len(name))))
+        assert shown["task4_3_test_deletion_losses"] == (
+            "CheckFailed: the 5-layer net's own loss after deletion_losses: expected 1.3203 "
+            "(its loss before the call: the net unchanged), got 1.9435. This looks like a "
+            f"known mistake: {wrong.hint}"), name

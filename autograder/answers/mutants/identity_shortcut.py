@@ -285,6 +285,40 @@ MUTANTS = [
         hint='the net handed in is changed by your function: leave net.layers as it was.',
     ),
     Mutant(
+        name="deletion: net.layers reassigned for each deletion, left without the last layer",
+        cell="task4_3_deletion_losses",
+        source=(
+            "def deletion_losses(net, X, Y, layer):\n"
+            "    layers = net.layers\n"
+            "    out = []\n"
+            "    for l in range(len(layers)):\n"
+            "        net.layers = layers[:l] + layers[l + 1:]\n"
+            "        out.append(mean_loss(net, X, Y, layer).data)\n"
+            "    return out\n"
+        ),
+        loses=("task4_3_test_deletion_losses",),
+        hint='the net handed in is changed by your function: leave net.layers as it was.',
+    ),
+    Mutant(
+        name="deletion: a new Net around net.layers itself, then a layer deleted from it",
+        cell="task4_3_deletion_losses",
+        source=(
+            "def deletion_losses(net, X, Y, layer):\n"
+            "    out = []\n"
+            "    for l in range(net.depth):\n"
+            "        shorter = Net(net.w_in, net.layers, net.w_out)\n"
+            "        del shorter.layers[l]\n"
+            "        out.append(mean_loss(shorter, X, Y, layer).data)\n"
+            "    return out\n"
+        ),
+        loses=("task4_3_test_deletion_losses",),
+        hint=(
+            "each shorter net seems to share its list of layers with the net handed in (a new "
+            "Net made with net.layers holds that same list), so every deletion also deletes "
+            "from net.layers: give each shorter net a new list."
+        ),
+    ),
+    Mutant(
         name="deletion: always measures residual_layer, not the layer handed in",
         cell="task4_3_deletion_losses",
         source=(

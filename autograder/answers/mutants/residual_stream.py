@@ -165,6 +165,26 @@ MUTANTS = [
         ),
     ),
     Mutant(
+        name="positions cut one short of block_size (block_size - 1)",
+        cell=STATES,
+        source=_states_loop(cut="tokens[: model.config.block_size - 1]"),
+        loses=(STATES_VALUES,),
+        hint=(
+            "when the name is longer than the context, one position too few seems to be run: the "
+            "model runs every position it has room for, block_size of them."
+        ),
+    ),
+    Mutant(
+        name="the last position left out (tokens[:-1]), as if it needed a next token",
+        cell=STATES,
+        source=_states_loop(cut="tokens[:-1][: model.config.block_size]"),
+        loses=BOTH_6_1,
+        hint=(
+            "the last position seems to be left out: every position gets its states, the last "
+            "one too (only the lens of Task 6.3 has no next token to score there)."
+        ),
+    ),
+    Mutant(
         name="calls the model's own stream_states",
         cell=STATES,
         source=_states("    return model.stream_states(tokens)\n"),
@@ -327,6 +347,37 @@ MUTANTS = [
         name="logit lens scoring every position, the last one too",
         cell=LENS,
         source=_lens_loop("cross_entropy(model.head(states[p][k]), tokens[(p + 1) % len(tokens)])",
+                          n="len(states)"),
+        loses=BOTH_6_3,
+        hint="the last position seems to be scored too, though no next token follows it.",
+    ),
+    Mutant(
+        name="logit lens over len(states) - 1 positions (one short when the context cuts)",
+        cell=LENS,
+        source=_lens_loop("cross_entropy(model.head(states[p][k]), tokens[p + 1])",
+                          n="len(states) - 1"),
+        loses=(LENS_VALUES,),
+        hint=(
+            "when the context cuts the tokens, the last position of the states seems to be left "
+            "out: it has a next token (the tokens go on past the states), so it is scored too."
+        ),
+    ),
+    Mutant(
+        name="logit lens counting positions from the tokens (len(tokens) - 1): past the states",
+        cell=LENS,
+        source=_lens_loop("cross_entropy(model.head(states[p][k]), tokens[p + 1])",
+                          n="len(tokens) - 1"),
+        loses=(LENS_VALUES,),
+        hint=(
+            "the positions seem to be counted from the tokens: when the context cuts them, there "
+            "are fewer states than that (at most block_size positions), so the count runs past "
+            "the end of states."
+        ),
+    ),
+    Mutant(
+        name="logit lens scoring every position with tokens[p + 1]: past the end of the tokens",
+        cell=LENS,
+        source=_lens_loop("cross_entropy(model.head(states[p][k]), tokens[p + 1])",
                           n="len(states)"),
         loses=BOTH_6_3,
         hint="the last position seems to be scored too, though no next token follows it.",
