@@ -6,13 +6,13 @@
 A class of N generated submissions of the first assignment (solutions, untouched student
 versions and the registered wrong answers, in turn) is graded twice in the same run:
 
-1. by `residual-pack grade` (a sandboxed kernel per notebook, the hardened test runner,
+1. by `residual-pack grade` (a sandboxed kernel per notebook, tests run in the grader,
    JOBS workers), the whole command, from start to report;
 2. by one sequential `nbgrader autograde ASSIGNMENT --force` in a copy of the course where
    the assignment was generated beforehand, with either config (`--baseline`, both by
    default, each in a copy of its own):
    - **course**: the course's `nbgrader_config.py`, whose steps put ours into nbgrader's
-     (the sandbox and the hardened test runner): what an
+     (the sandbox and tests run in the grader): what an
      instructor of this pack gets from `nbgrader autograde`; see grade_paths.py for the
      two sandboxed paths on a class with attacks;
    - **stock**: the same file cut where our steps begin (course id, folders, stubs, time

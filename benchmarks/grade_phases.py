@@ -8,7 +8,7 @@ student at a time, in this process, twice:
 1. **ours**: a grading session with the sandbox (`Grader` with `SandboxedExecute`),
    as `residual-pack grade -j 1` grades;
 2. **stock**: the same `Grader` without a sandbox, so nbgrader's own `Execute` runs
-   the notebook in nbgrader's own kernel (ipykernel's, no bubblewrap, no hardened test
+   the notebook in nbgrader's own kernel (ipykernel's, no bubblewrap, no tests in the grader
    runner), its steps wrapped here to note the same phases.
 
 Each graded submission keeps a timing record (`StudentResult.phases` and each

@@ -6,13 +6,14 @@ autograde when grading is sandboxed, and the course's `nbgrader_config.py` for n
 own autograde (then `nbgrader_steps.CourseExecute` sets up its sandbox itself).
 It runs in the grading worker. For each notebook it asks the sandbox for a kernel plan
 (`plan.Sandbox.plan`), starts the kernel in it (`SandboxKernelManager`, `bubblewrap.start`),
-sends each graded test cell in its witness version and judges what the kernel observed
-against the reference run (`judge`), and turns every failure of the student's code (a
-time limit, a dead or stuck kernel, a flood of output) into an error in the cell it
-happened in. Every way a kernel's message can reach the graded notebook (outputs, display
-updates, execution counts) is counted against one output budget per notebook; widget
-messages and run timings are never kept (see the methods under "the output limit").
-What it saw goes back to the grader as a `NotebookRun` through the channel.
+runs each graded test cell's witness version here, against the kernel (`remote`), and
+judges what its checks observed against the reference run (`judge`), and turns every
+failure of the student's code (a time limit, a dead or stuck kernel, a flood of output)
+into an error in the cell it happened in. Every way a kernel's message can reach the
+graded notebook (outputs, display updates, execution counts) is counted against one
+output budget per notebook; widget messages and run timings are never kept (see the
+methods under "the output limit"). What it saw goes back to the grader as a
+`NotebookRun` through the channel.
 """
 
 import asyncio
@@ -164,7 +165,7 @@ class SandboxedExecute(Execute):
     """nbgrader's Execute, with the kernel in a sandbox and every failure of the
     student's code (a time limit, a dead or stuck kernel, a flood of output)
     turned into an error in the cell it happened in, the notebook going on when it
-    can. Graded test cells go to the kernel's hardened runner (see gradekernel)."""
+    can. Graded test cells run in this process; the kernel only answers their calls."""
 
     # the kernel's widget messages are never kept: nbclient would write their state into
     # the notebook's metadata (nb.metadata.widgets), past the output limit (see

@@ -1,15 +1,14 @@
 """The verdict on one graded test cell, given in the grading process.
 
-The student's sandboxed kernel ran the cell's witness version and sent back, in its
-reply, the observations its checks made (`witness`), stamped with the nonce the grader
-sent with the cell. The reference run (`reference_run`) ran the reference version of the
+The cell's witness version ran in the grading process against the student's kernel
+(`remote`), and its checks recorded what the student's code gave (`witness`). The
+reference run (`reference_run`) ran the reference version of the
 same cell on the instructor's solution and kept, for each check, the expected observation
 and how to compare. `verdict` pairs them in order and compares each with `compare`, the
 same code that compares in a student's own kernel. The cell passes only when every
 expected check was observed, in the same order and from the same line, and agrees.
 
-Nothing the kernel says can make a cell pass on its own: a cell that ran no check, sent no
-report, or a report for another cell, fails. A failure in the hidden tests is reported
+A cell that ran no check, or stopped before one, fails. A failure in the hidden tests is reported
 without the check's inputs or expected value.
 """
 

@@ -1,4 +1,4 @@
-"""A graded test cell as the two kernels get it: the witness's version and the reference's.
+"""A graded test cell in its two versions: the witness's and the reference's.
 
 A test cell mixes two kinds of code: what calls the student's code (inputs, the calls
 themselves) and what says what is right (expected values, tolerances, the texts that go
@@ -6,7 +6,8 @@ with them, reference answers). At grading time the student's kernel must get onl
 first kind; the second stays with the grader. `prepare(source)` parses the cell and
 returns:
 
-- `witness`: the cell for the student's kernel. Every check call (see `JUDGE_ARGUMENTS`)
+- `witness`: the cell run (in the grader, `remote`) against a student's kernel. Every
+  check call (see `JUDGE_ARGUMENTS`)
   loses the arguments that say what is right: a positional one becomes `None`, a keyword
   one goes. Imports that only those arguments used go too (so `autograder.answers.reference`, the
   model answers, is never imported there). Comments go (unparsed from the syntax tree).

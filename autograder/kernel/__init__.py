@@ -5,8 +5,10 @@ and torch-track checks), `probes` (what a test hands to student code), `compare`
 verdict and its words, shared with the grader's judge), `witness` (where an observation
 goes: compared now, recorded for the grader, or kept as expected), `diagnosis` with its
 generated table `fingerprints` (a failing check named after the known mistake it looks
-like), `policy` (what a graded kernel loads, guards and switches off), `gradekernel` (the
-graded kernel), `snapshot` (the state its tests depend on) and `stored` (generated:
+like), `policy` (what a graded kernel loads, and which answers its library lacks),
+`gradekernel` (the graded kernel), `agent` (its end of a graded test: it answers the
+grader's calls), `wire` (what crosses between them, and how the grader makes a Value
+again) and `stored` (generated:
 the numbers the visible tests of assignments 2-4 compare with, made from the model answers,
 which this package never holds).
 
