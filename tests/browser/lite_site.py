@@ -9,11 +9,13 @@ built here with `exposeAppInBrowser`, JupyterLab's page option for that), where 
 JupyterLab test types it: typing 20 cells adds minutes and tests nothing about the site.
 """
 
+import ast
 import contextlib
 import json
 import os
 import re
 import subprocess
+import symtable
 import sys
 import time
 from pathlib import Path
@@ -83,6 +85,33 @@ def needs_cdn(source: str) -> tuple[bool, list[str]]:
     imports = [line for line in source.splitlines() if CDN_IMPORT.match(line)]
     rest = "\n".join(line for line in source.splitlines() if not CDN_IMPORT.match(line))
     return bool(CDN_USE.search(rest)), imports
+
+
+def defined_and_used(source: str) -> tuple[set[str], set[str]]:
+    """(the names a cell's top level defines, every name it reads) for the cells' own
+    dependencies; IPython's magics (a line starting with % or !) are left out."""
+    code = "\n".join(line for line in source.splitlines()
+                     if not line.lstrip().startswith(("%", "!")))
+    tree = ast.parse(code)
+    defined = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        else:
+            defined |= {n.id for n in ast.walk(node)
+                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    # the global names it reads, at the top level or inside its functions (a function's
+    # own parameters and locals are not the notebook's names)
+    used, tables = set(), [symtable.symtable(code, "<cell>", "exec")]
+    while tables:
+        table = tables.pop()
+        top = table.get_type() == "module"  # a str, or a StrEnum equal to it (3.13+)
+        used |= {s.get_name() for s in table.get_symbols() if s.is_referenced()
+                 and (top or s.is_global())}
+        tables += table.get_children()
+    return defined, used
 
 
 def without_cdn_imports(source: str) -> str:

@@ -46,7 +46,7 @@ EARLIER = {"02_degradation": ("task2_2_mlp_logits",),
 FIRST = "01_residual_stack"
 WRONG = "plain stack returned as the residual one"
 RUN_ALL_S = 1800
-LEFT_OUT = "# not run offline: this cell needs {what} from Pyodide's package CDN"
+LEFT_OUT = "# not run offline: this cell needs {what} (Pyodide's package CDN)"
 
 
 def _source(name):
@@ -67,9 +67,12 @@ def pasted_earlier(cell_source: str) -> str:
 
 def solve(page: "ls.SitePage", name: str) -> dict:
     """Put the solution in the open notebook, leave out what needs the CDN, and put the
-    start page's install line first. Returns what was left out."""
+    start page's install line first. Returns what was left out: the cells that use numpy
+    or matplotlib, the cells that read a name only such a cell defines (05's `samples`
+    reads `final_loss` of its numpy cell), and the import lines of cells run without them."""
     answers = lh.solution_texts(_source(name))
     left = {"cells": [], "import lines": []}
+    unreachable = {}  # a name -> the left-out cell that defines it
     for i, cell in enumerate(page.sources()):
         text = answers.get(cell["grade_id"], cell["source"])
         if cell["type"] == "code" and "use_my_answers(" in text and not cell["grade_id"]:
@@ -77,15 +80,25 @@ def solve(page: "ls.SitePage", name: str) -> dict:
         if cell["type"] == "code":
             needs, imports = ls.needs_cdn(text)
             label = cell["grade_id"] or f"cell {i}"
-            if needs:
-                what = " and ".join(m for m in ("matplotlib", "numpy")
-                                    if m in text or (m == "matplotlib" and "plt." in text)
-                                    or (m == "numpy" and "np." in text)) or "matplotlib"
-                left["cells"].append(label)
+            defined, used = ls.defined_and_used(text)
+            missing = sorted(n for n in used - defined if n in unreachable)
+            if needs or missing:
+                what = (" and ".join(m for m in ("matplotlib", "numpy")
+                                     if m in text or (m == "matplotlib" and "plt." in text)
+                                     or (m == "numpy" and "np." in text)) or "matplotlib")
+                if not needs:
+                    what = (f"{', '.join(missing)} of "
+                            f"{', '.join(sorted({unreachable[n] for n in missing}))}, "
+                            f"which needs numpy or matplotlib")
+                left["cells"].append(f"{label} ({what})")
+                unreachable |= {n: label for n in defined}
                 text = LEFT_OUT.format(what=what)
-            elif imports:
-                left["import lines"] += [f"{label}: {line.strip()}" for line in imports]
-                text = ls.without_cdn_imports(text)
+            else:
+                for n in defined:
+                    unreachable.pop(n, None)
+                if imports:
+                    left["import lines"] += [f"{label}: {line.strip()}" for line in imports]
+                    text = ls.without_cdn_imports(text)
         if text != cell["source"]:
             page.set_source(i, text)
     page.insert_code_cell(0, ls.lite.INSTALL)
