@@ -25,7 +25,8 @@ import lab_helpers as lh
 import lite_site as ls
 import pytest
 
-pytestmark = pytest.mark.browser
+# slow: 498 s here at a load of about 15 (two Chromium sessions, JupyterLab, two gradings)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ASSIGNMENTS = ["01_residual_stack", "02_degradation"]
 RUN_ALL_S = 600

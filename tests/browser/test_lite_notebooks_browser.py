@@ -35,7 +35,9 @@ from autograder.answers import mutants
 from autograder.kernel.diagnosis import LEAD
 from microgpt.provenance import record
 
-pytestmark = pytest.mark.browser
+# slow: the whole file is one unit of about 15 to 36 minutes (2,145 s at a load of 9 to 16 on
+# 2 cores), which the scheduler then starts first (tests/conftest.py)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NOTEBOOKS = ["02_degradation", "03_highway", "04_identity_shortcut",
              "05_gpt_residual_adds", "06_residual_stream", "07_check_understanding"]
