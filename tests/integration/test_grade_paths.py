@@ -21,7 +21,10 @@ STUDENTS = ["honest-full", "honest-partial", "deleted-cells", "duplicated-cells"
             # a gradient written into .grad by hand
             "finalizer-forge", "print-hidden", "metadata-output", "forged-grad",
             # issue #42's output and pages kinds: display updates, widget state, script
-            "display-update-flood", "widget-state-flood", "script-outputs"]
+            "display-update-flood", "widget-state-flood", "script-outputs",
+            # issue #42's kinds against the witness design: records rewritten in the
+            # kernel, the running request read, a Value made by hand
+            "witness-rewrite", "parent-request", "hand-made-value"]
 
 
 def test_the_three_grading_paths_agree(tmp_path):
@@ -39,11 +42,12 @@ def test_the_three_grading_paths_agree(tmp_path):
     assert sum(v[0] for v in plain["honest-full"].values()) == 6.0
     assert sum(v[0] for v in plain["honest-partial"].values()) == 2.0
     assert sum(v[0] for v in plain["patched-checks"].values()) == 0.0
+    # a right answer that patches the kernel's math while the test calls it: the tests run
+    # in the grader, so it earns what its answers earn, and nothing is held back
     tampered = plain["tamper-during-test"]
-    assert sum(v[0] for v in tampered.values()) == 0.0
-    assert any(manual for _, manual in tampered.values())  # held back for a person
-    # the new kinds: what the honest content earns, on every path (the forged ones are
-    # also held back for a person)
+    assert sum(v[0] for v in tampered.values()) == 6.0
+    assert not any(manual for _, manual in tampered.values())
+    # the new kinds: what the honest content earns, on every path
     _, dask, dask_level = found["dask"]
     assert "sandbox: bubblewrap as a fresh uid per kernel" in dask_level
     for scores in (batch, plain, dask):
@@ -53,3 +57,6 @@ def test_the_three_grading_paths_agree(tmp_path):
         for student in ("display-update-flood", "widget-state-flood", "script-outputs"):
             assert sum(v[0] for v in scores[student].values()) == 6.0, student
         assert sum(v[0] for v in scores["forged-grad"].values()) == 4.0  # the output only
+        for student, honest in (("witness-rewrite", 2.0), ("parent-request", 0.0),
+                                ("hand-made-value", 2.0)):
+            assert sum(v[0] for v in scores[student].values()) == honest, student

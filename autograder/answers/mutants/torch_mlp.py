@@ -139,8 +139,8 @@ SLIPS = [
             ('task8_1_test_layer',
              'RuntimeError in your answer: The size of tensor a (8) must match the size of '
              'tensor b (5) at non-singleton dimension 1\n'
-             'Cell In[@task8_1_test_layer], line 18, the test:\n'
-             '----> 18     check_module(lambda: ResidualLayer(8).double(), rows(81, 5, 8), '
+             'Cell In[@task8_1_test_layer], line 13, the test:\n'
+             '----> 13     check_module(lambda: ResidualLayer(8).double(), rows(81, 5, 8), '
              'seed=81,\n'
              'Cell In[@task8_1_residual_layer], line 3, in forward:\n'
              '      2     def forward(self, h):\n'
