@@ -1,5 +1,6 @@
 """Shared fixtures: the names to train on, and the textbook baseline engine."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,21 @@ def canonical_names():
     if not SHARED_NAMES.is_file():
         pytest.skip(f"the canonical names list is not at {SHARED_NAMES} (shared/ beside the clone)")
     return read_names()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_reference_runs(tmp_path_factory):
+    """One reference run per assignment for the whole test run: every work course made in
+    it (in this process, a worker of the same run, or a `residual-pack grade` they start)
+    keeps the solution's expected observations in one folder of the run's tmp
+    ($RESIDUAL_PACK_REFERENCE_CACHE, `grading.student.cached_reference`) instead of its
+    own `.grading/`. A run with new source or kernel code makes them anew (the key)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers' folders share a parent
+        base = base.parent
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RESIDUAL_PACK_REFERENCE_CACHE", str(base / "reference-runs"))
+        yield
 
 
 @pytest.fixture(scope="session")
