@@ -19,6 +19,7 @@ Read by `test_pipeline.py` (`test_selfcheck_passes`,
 import fcntl
 import os
 import pickle
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -142,6 +143,7 @@ def graded_class(assignment: str, tmp_path_factory):
                 attacks = attack_class(assignment)
                 extra = {assignment: {student: {release_path.stem: attacks[kind]}
                                       for kind, student in HOSTILE.items()}}
+            shutil.rmtree(workdir, ignore_errors=True)  # what a failed attempt left
             [check] = selfcheck(COURSE, [assignment], workdir=workdir, jobs=JOBS, extra=extra)
             kept.write_bytes(pickle.dumps(check))
     _IN_THIS_PROCESS[assignment] = check, workdir
