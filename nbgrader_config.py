@@ -7,8 +7,10 @@ submitted/, autograded/, feedback/, gradebook.db, .grading/  grading outputs, ne
 
 nbgrader's own commands (`nbgrader autograde`, the API, formgrader's autograde button,
 `nbgrader generate_feedback`) grade the way `residual-pack grade` does: the steps below
-are nbgrader's own lists of preprocessors with ours put in (autograder/grading/nbgrader_steps.py
-says what each does). They are named as text, so this file imports nothing.
+are nbgrader's own lists of preprocessors with ours put in, written once in
+autograder/grading/pipeline.py (which `residual-pack grade` reads too; nbgrader_steps.py says
+what each of ours does). pipeline.py names them as text and imports nothing, so reading the
+lists here loads no grading code.
 """
 
 import importlib.util
@@ -43,55 +45,22 @@ c.Execute.extra_arguments = ["--IPKernelApp.ignore_cwd=True"]
 
 # ---- our steps in nbgrader's lists (autograder/grading/nbgrader_steps.py) ----
 
+from autograder.grading import pipeline  # noqa: E402 (the lists; it imports nothing)
+
 # the student version: nbgrader's steps, then the notebook guard's lists of quoted figures
 # (autograder/authoring/notebook_guard.py) taken out, as they would show the model answer's
-c.GenerateAssignment.preprocessors = [
-    "nbgrader.preprocessors.IncludeHeaderFooter",
-    "nbgrader.preprocessors.InstantiateTests",
-    "nbgrader.preprocessors.LockCells",
-    "nbgrader.preprocessors.ClearSolutions",
-    "nbgrader.preprocessors.ClearOutput",
-    "nbgrader.preprocessors.CheckCellMetadata",
-    "nbgrader.preprocessors.ComputeChecksums",
-    "nbgrader.preprocessors.SaveCells",
-    "nbgrader.preprocessors.ClearHiddenTests",
-    "nbgrader.preprocessors.ClearMarkScheme",
-    "nbgrader.preprocessors.ComputeChecksums",
-    "nbgrader.preprocessors.CheckCellMetadata",
-    "autograder.grading.nbgrader_steps.StripQuoteLists",
-]
+c.GenerateAssignment.preprocessors = list(pipeline.GENERATE_STEPS)
 # autograde, first pass (the handed-in notebook): repaired against the release first
-c.Autograde.sanitize_preprocessors = [
-    "autograder.grading.nbgrader_steps.IntakeRepairs",  # deleted/moved/retyped cells, metadata
-    "nbgrader.preprocessors.ClearOutput",
-    "nbgrader.preprocessors.DeduplicateIds",
-    "nbgrader.preprocessors.OverwriteKernelspec",
-    "nbgrader.preprocessors.OverwriteCells",
-    "nbgrader.preprocessors.CheckCellMetadata",
-]
-# autograde, second pass: the kernel in the sandbox (full isolation as root where Linux
-# namespaces work; elsewhere resource limits only, which the log says once per run), the
-# test cells judged by the grader against the solution's reference run, and code that
-# reached into the grader held back for a manual grade
-c.Autograde.autograde_preprocessors = [
-    "autograder.grading.nbgrader_steps.CourseExecute",  # in place of nbgrader's Execute
-    "nbgrader.preprocessors.IgnorePattern",
-    "nbconvert.preprocessors.ClearMetadataPreprocessor",
-    "nbgrader.preprocessors.LimitOutput",
-    "nbgrader.preprocessors.SaveAutoGrades",
-    "autograder.grading.nbgrader_steps.WithholdForReview",
-    "nbgrader.preprocessors.AssignLatePenalties",
-    "nbgrader.preprocessors.CheckCellMetadata",
-]
+# (IntakeRepairs: deleted/moved/retyped cells, metadata), then nbgrader's sanitizing
+c.Autograde.sanitize_preprocessors = list(pipeline.SANITIZE_STEPS)
+# autograde, second pass: the kernel in the sandbox (CourseExecute in place of nbgrader's
+# Execute: full isolation as root where Linux namespaces work; elsewhere resource limits
+# only, which the log says once per run), the test cells judged by the grader against the
+# solution's reference run, and code that reached into the grader held back for a manual
+# grade (WithholdForReview)
+c.Autograde.autograde_preprocessors = list(pipeline.AUTOGRADE_STEPS)
 # feedback pages without the hidden tests (their source and their tracebacks)
-c.GenerateFeedback.preprocessors = [
-    "autograder.grading.feedback.DropScriptOutputs",
-    "nbgrader.preprocessors.GetGrades",
-    "autograder.grading.feedback.HideHiddenTestTracebacks",
-    "autograder.grading.feedback.ClearHiddenTestsInTestCells",
-    "autograder.grading.feedback.MathToMathML",
-    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-]
+c.GenerateFeedback.preprocessors = list(pipeline.FEEDBACK_STEPS)
 # ... and readable offline: the equations are MathML (MathToMathML above), and the page's
 # template (nbgrader's, without MathJax, whose script comes from a CDN) fetches nothing.
 # Set for the exporter of GenerateFeedback only (its parent): formgrader renders its own

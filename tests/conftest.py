@@ -1,5 +1,6 @@
 """Shared fixtures: the names to train on, and the textbook baseline engine."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,21 @@ def canonical_names():
     return read_names()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shared_reference_runs(tmp_path_factory):
+    """One reference run per assignment for the whole test run: every work course made in
+    it (in this process, a worker of the same run, or a `residual-pack grade` they start)
+    keeps the solution's expected observations in one folder of the run's tmp
+    ($RESIDUAL_PACK_REFERENCE_CACHE, `grading.student.cached_reference`) instead of its
+    own `.grading/`. A run with new source or kernel code makes them anew (the key)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers' folders share a parent
+        base = base.parent
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RESIDUAL_PACK_REFERENCE_CACHE", str(base / "reference-runs"))
+        yield
+
+
 @pytest.fixture(scope="session")
 def textbook():
     """`benchmarks/textbook.py`, the one-node-per-operation baseline, loaded by path."""
@@ -51,8 +67,9 @@ def textbook():
 # file run on one worker, so its module fixtures (a graded class, an exchange with unix
 # users) are set up once. Two refinements, both in the hooks below:
 # - the per-assignment tests that grade a whole class (SPREAD) are a unit of their own per
-#   assignment, so the nine self-checks do not queue on one worker; the tests of one file
-#   that share an assignment stay together (they share a per-process cache). The list is
+#   assignment, so the nine self-checks do not queue on one worker; the tests that read
+#   one assignment's graded class (GRADED_CLASS, from two files) are one unit, so that
+#   one process grades it and the others read it from its memory. The list is
 #   here, by name, because xdist's scheduler sees test ids only, not markers.
 #   (`--dist loadgroup` would have done this, but groups nothing with pytest 9.2 and
 #   pytest-xdist 3.8: two tests marked with one `xdist_group` ran on two workers.)
@@ -64,18 +81,28 @@ def textbook():
 # count every process on the machine and run afterwards, in a pass of their own
 # (scripts/test).
 
-SPREAD = (
+# the tests that read an assignment's one graded class of the run (tests/gradedclass.py),
+# parametrized by the assignment: a unit per assignment across their files, so that one
+# process grades the class and the others of the unit read it from that process's memory
+GRADED_CLASS = (
     "tests/integration/test_pipeline.py::test_selfcheck_passes",
     "tests/integration/test_pipeline.py::test_selfcheck_leaves_out_only_the_courses_cells_that_cannot_change_a_score",
-    "tests/integration/test_diagnosis.py::test_every_mutant_a_visible_test_catches_is_named",
     "tests/hostile/test_hostile_every_assignment.py::test_attacks_on_the_verdict_earn_nothing",
+)
+SPREAD = (
+    *GRADED_CLASS,
+    "tests/integration/test_diagnosis.py::test_every_mutant_a_visible_test_catches_is_named",
 )
 
 
 def _unit(nodeid):
-    """The scheduling unit of a test: its file, or its file and parameter when spread."""
+    """The scheduling unit of a test: its file, or its file and parameter when spread, or
+    the graded class of its assignment when it reads one."""
     path = nodeid.split("::", 1)[0]
-    if nodeid.split("[", 1)[0] in SPREAD:
+    test = nodeid.split("[", 1)[0]
+    if test in GRADED_CLASS:
+        return f"graded-class[{nodeid.split('[', 1)[1]}"
+    if test in SPREAD:
         return f"{path}[{nodeid.split('[', 1)[1]}"
     return path
 

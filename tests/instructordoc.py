@@ -80,6 +80,9 @@ NOT_RUN = {
         "the checkout into it would replace its editable install: the PostgreSQL run "
         "requires the driver there, and tests/unit/test_instructor_doc_commands.py that "
         "the line names the extra that has it",
+    "/opt/residuals/bin/pip install torch==2.13.0": "the torch track in the course's "
+        "environment: tests/integration/test_instructor_literal_wheel.py's torch run runs "
+        "it on the installed wheel (this test's environment stands in for /opt/residuals)",
     "apt-get update": "reads Debian's package lists from the network; the PostgreSQL run "
         "requires the package (scripts/install-postgres, which CI runs), and runs the "
         "doc's apt-get install",

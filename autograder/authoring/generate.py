@@ -11,8 +11,9 @@ metadata, and the whole file wherever the code prints the same.
 `generate` writes only what can be committed (`generation_record.py` says how it decides):
 
 - an assignment whose notebooks import a module this Python lacks (torch, for 08 and 09)
-  is refused by name, with the line that installs it, before anything runs; nothing of
-  it is written;
+  and that must be generated (changed, or forced) is refused by name, with the line that
+  installs it, before anything runs; nothing of it is written (an unchanged one is
+  skipped as any other, with a note that the module is missing);
 - a solution whose run shows what the notebook guard calls broken (an error, a timed-out
   cell, a machine path, a data fallback: `notebook_guard.output_problems`) is not
   written, nor its student version: the committed ones stay;
@@ -208,13 +209,16 @@ def generate(course, names=None, force=False, progress=None) -> Generated:
     todo, now = [], {}
     for name in check_assignments(course, names or []):
         needs = rec.needs(course, name)
-        if needs.missing:
-            result.refused[name] = refusal(name, needs.missing)
-            continue
         now[name] = rec.digests(course, name, needs)
         why = ["--force"] if force else rec.changed_parts(record.get(name), now[name])
-        if not why:
-            result.skipped[name] = f"unchanged since its last generation ({rec.RECORD})"
+        if not why:  # nothing to run, so nothing is missing for it
+            lacks = (f"; this Python lacks {', '.join(needs.missing)}, which a new "
+                     "generation of it would need" if needs.missing else "")
+            result.skipped[name] = (f"unchanged since its last generation ({rec.RECORD})"
+                                    + lacks)
+            continue
+        if needs.missing:
+            result.refused[name] = refusal(name, needs.missing)
             continue
         say(f"{name}: to generate: {'; '.join(why)}")
         todo.append(name)

@@ -61,6 +61,7 @@ GENERATOR_MODULES = (
     "autograder.authoring.generation_record",
     "autograder.grading.course",
     "autograder.grading.nbgrader_steps",
+    "autograder.grading.pipeline",  # the step lists nbgrader_config.py reads
 )
 LIBRARY_SUFFIXES = (".py", ".json")
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints")

@@ -8,7 +8,10 @@ For each assignment, in a work copy of the course and under the real nbgrader:
 3. autograded: the solution earns full marks on every autograded cell, the untouched
    stub earns zero on every one, and every registered mutant (`autograder.answers.mutants`)
    scores zero on each cell in its `loses`;
-4. the feedback pages of all of these show no line of a hidden test.
+4. the feedback pages of all of these show no line of a hidden test;
+5. any further submissions the caller hands in (`extra`: the test suite's attacks on the
+   verdict, graded in the same class) earn nothing: zero on every autograded cell, and
+   nothing held back for review that would have counted.
 
 Every submission, the solution too, runs as students' submissions are graded: the
 course's cells that cannot change an autograded score are left out
@@ -41,6 +44,7 @@ from autograder.grading.session import course_limits, grading_session
 # the self-check's limit for a whole notebook: it grades the slowest notebooks (the GPT
 # assignments) and every registered wrong answer, several at a time
 NOTEBOOK_TIMEOUT = 3600
+EARNS_NOTHING = "earns nothing"  # the label of an extra submission
 
 
 # ---------------------------------------------------------------- the check
@@ -84,12 +88,15 @@ def _registry_problems(grader, mutants):
     return problems
 
 
-def check_assignment(session, assignment, *, validate=True, feedback=True, only=None, jobs=1,
-                     progress=None, whole=False):
+def check_assignment(session, assignment: str, *, validate: bool = True, feedback: bool = True,
+                     only: list | None = None, jobs: int = 1, progress=None,
+                     whole: bool = False, extra: dict | None = None) -> AssignmentCheck:
     """Self-check one assignment in the grading session `session`. `only`: a list of
     words; when given, only the mutants whose name holds one of them are graded. When the
     session isolates, the made-up class is graded exactly as students are (sandboxed
-    kernels, hardened test runner); with `whole`, every code cell runs."""
+    kernels, hardened test runner); with `whole`, every code cell runs. `extra`:
+    {student: {notebook name: notebook}} graded in the same class, each of which must earn
+    nothing (step 5)."""
     from nbgrader.validator import Validator
 
     say = progress or (lambda *_: None)
@@ -145,6 +152,10 @@ def check_assignment(session, assignment, *, validate=True, feedback=True, only=
             check.notes.append(f"no mutant targets {key[1]} ({key[0]})")
 
     made = class_of(grader, assignment, registered)
+    for student, notebooks in (extra or {}).items():
+        if student in made:
+            raise CourseError(f"an extra submission may not be called {student!r}")
+        made[student] = (f"{EARNS_NOTHING}: {student}", notebooks, None)
     if grader.sandbox is not None:
         grader.sandbox.whole = whole
     t = time.perf_counter()
@@ -163,7 +174,10 @@ def check_assignment(session, assignment, *, validate=True, feedback=True, only=
     check.results = grade_all(grader, made, feedback=feedback, jobs=jobs, progress=graded)
     for result in check.results:
         label, notebooks, mutant = made[result.student]
-        check.failures += _judge(result.student, label, result, mutant, grader)
+        if label.startswith(EARNS_NOTHING):
+            check.failures += _judge_extra(label, result)
+        else:
+            check.failures += _judge(result.student, label, result, mutant, grader)
         if feedback and result.graded:
             check.failures += _leaks(result.student, grader, result, notebooks)
     check.seconds["autograde"] = time.perf_counter() - t
@@ -214,6 +228,19 @@ def _judge(student, label, result, mutant, grader):
     return failures
 
 
+def _judge_extra(label, result):
+    """An extra submission earns nothing: every autograded cell 0, and no score held back
+    for review that a person would give back."""
+    if not result.graded:
+        return [f"{label}: nbgrader could not grade it: {result.reason}"]
+    failures = [f"{label}: scored {c.score:g}/{c.max_score:g} on {c.cell} (want 0)"
+                for c in result.cells if c.autograded and c.score]
+    if result.withheld_score:
+        failures.append(f"{label}: {result.withheld_score:g} points held back for review "
+                        "(want 0)")
+    return failures
+
+
 def _leaks(student, grader, result, notebooks):
     failures = []
     source_dir = grader.work.path(SOURCE, grader.assignment)
@@ -256,10 +283,13 @@ def exercise_drift(generated, committed):
 
 
 def selfcheck(course, names=None, *, workdir=None, keep=False, validate=True, feedback=True,
-              only=None, jobs=1, progress=None, isolate=True, whole=False):
+              only=None, jobs=1, progress=None, isolate=True, whole=False,
+              extra: dict | None = None) -> list:
     """Self-check `names` (all assignments when empty); returns the AssignmentChecks.
     With `isolate` (the default), submissions are graded in sandboxed kernels, as
-    `residual-pack grade` grades students; with `whole`, every code cell runs."""
+    `residual-pack grade` grades students; with `whole`, every code cell runs. `extra`:
+    {assignment: {student: {notebook name: notebook}}}, submissions graded in that
+    assignment's class that must earn nothing (`check_assignment`)."""
     checks = []
     with work_folder(workdir, prefix="residual-pack-selfcheck-", keep=keep) as tmp, \
             grading_session(course, tmp / "course", names, isolate=isolate,
@@ -270,7 +300,8 @@ def selfcheck(course, names=None, *, workdir=None, keep=False, validate=True, fe
                 progress(f"{assignment}:")
             checks.append(check_assignment(session, assignment, validate=validate,
                                            feedback=feedback, only=only, jobs=jobs,
-                                           progress=progress, whole=whole))
+                                           progress=progress, whole=whole,
+                                           extra=(extra or {}).get(assignment)))
     return checks
 
 

@@ -27,12 +27,14 @@ import os
 import re
 
 from jinja2 import pass_context
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, Preprocessor
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+from nbconvert.preprocessors import Preprocessor
+from nbgrader.preprocessors import ClearHiddenTests
 from nbgrader.preprocessors.base import NbGraderPreprocessor
 from traitlets import Bool, Unicode
+from traitlets.utils.importstring import import_item
 
 from autograder.cells import is_autograded_test, is_locked, nbgrader_meta
+from autograder.grading.pipeline import FEEDBACK_STEPS
 from autograder.grading.testsource import BEGIN_HIDDEN, hidden_line_numbers
 
 
@@ -274,15 +276,9 @@ def template_dirs():
 
 
 # GenerateFeedback's own list (GetGrades, CSSHTMLHeaderPreprocessor) with the hidden
-# tests taken out in between, and the equations written as MathML
-FEEDBACK_PREPROCESSORS = [
-    DropScriptOutputs,
-    GetGrades,
-    HideHiddenTestTracebacks,
-    ClearHiddenTestsInTestCells,
-    MathToMathML,
-    CSSHTMLHeaderPreprocessor,
-]
+# tests taken out in between, and the equations written as MathML: the classes of
+# `pipeline.FEEDBACK_STEPS`, where the list is written
+FEEDBACK_PREPROCESSORS = [import_item(name) for name in FEEDBACK_STEPS]
 
 
 def html_text(html):

@@ -34,7 +34,6 @@ ENGINES = ("bubblewrap", "limits")
 # `Sandbox.level`: a fresh uid per kernel in bubblewrap (root), bubblewrap as the grading
 # user (an unprivileged user namespace), or no sandbox (limits only)
 FULL, USERNS, LIMITS = "namespaces", "userns", "limits"
-CONN_SPACE = 1 << 20  # bytes a kernel may write in its sockets' folder (a tmpfs, as root)
 
 
 @dataclasses.dataclass
@@ -43,7 +42,7 @@ class KernelPlan:
 
     folder: Path  # host folder, removed after the kernel
     conn: Path  # the ZeroMQ sockets and connection file (the kernel's writable folder)
-    bwrap: object = None  # (SandboxSpec without argv, bubblewrap.Limits, bubblewrap.Level)
+    bwrap: object = None  # (SandboxSpec without argv, Limits, bubblewrap.Level)
     process: object = None  # the started `SandboxProcess`
 
     def ended(self):
@@ -161,12 +160,7 @@ class Sandbox:
 
     def _bwrap_parts(self):
         """What every kernel's `SandboxSpec` shares (all but its folder and environment),
-        and its `bubblewrap.Limits`."""
-        limits, mib = self.limits, 1 << 20
-        bwrap_limits = bubblewrap.Limits(
-            memory_mib=max(1, limits.memory // mib), processes=limits.processes,
-            tmpfs_mib=max(1, limits.disk // mib), file_size_mib=max(1, limits.file_size // mib),
-            run_mib=max(1, CONN_SPACE // mib), cpus=limits.cpus or None)
+        and the `Limits` it starts with (this run's own: bubblewrap reads the same class)."""
         site = Path(sysconfig.get_paths()["purelib"])
         base = bubblewrap.SandboxSpec(argv=(), writable=self.root, site_packages=site,
                                       library=Path(self.lib).parent)
@@ -176,7 +170,7 @@ class Sandbox:
         # kernel gets its kernel-side part from the library folder and none of the rest
         hide = tuple(f"{inside}/{name}" for name in sorted(self.packages)
                      if (site / name).is_dir())
-        return dataclasses.replace(base, hide=hide), bwrap_limits
+        return dataclasses.replace(base, hide=hide), self.limits
 
     def _kernel_env(self, assignment=""):
         """The environment a kernel gets besides `bubblewrap.environment`'s (nothing of
@@ -215,11 +209,11 @@ class Sandbox:
         conn = folder / "c"
         conn.mkdir(mode=0o700)
         env = self._kernel_env(assignment)
-        base, bwrap_limits = self._bwrap_base
+        base, limits = self._bwrap_base
         spec = dataclasses.replace(base, writable=conn, env=env)
         if assignment in self.answerless:
             spec = dataclasses.replace(spec, library=Path(self.answerless[assignment]))
-        return KernelPlan(folder, conn, bwrap=(spec, bwrap_limits, self.bwrap_level))
+        return KernelPlan(folder, conn, bwrap=(spec, limits, self.bwrap_level))
 
     def close(self):
         end_run(self.root)

@@ -21,7 +21,7 @@ Our code only builds an argument list for well-kept tools and runs it:
   empty mount points, and the mounts die with the namespace.
 - setpriv drops to a fresh uid (one per kernel, from a high range, `acquire_uid`), clears
   the groups and every capability, and sets no_new_privs; prlimit sets the rlimits.
-- As root, the writable folder gets a tmpfs of `Limits.run_mib` owned by that uid (the
+- As root, the writable folder gets a tmpfs of `Limits.run_space` owned by that uid (the
   host's view, so the caller reads it; unmounted by `cleanup`), which the memory cgroup
   counts too.
 - bwrap (unprivileged, in a new user namespace that maps the uid to itself) builds the
@@ -69,9 +69,7 @@ import time
 from pathlib import Path
 
 from . import cgroups, seccomp
-from .limits import SandboxError
-
-MiB = 1 << 20
+from .limits import Limits, SandboxError, size_words  # noqa: F401 (Limits: what start reads)
 
 # fixed paths inside the sandbox
 PYTHON_HOME = "/opt/python"  # the installation: binary, standard library, libpython
@@ -213,32 +211,6 @@ def probe():
 
 
 @dataclasses.dataclass(frozen=True)
-class Limits:
-    """What one kernel may use. With cgroups, `memory_mib` bounds everything it holds in
-    memory together: its processes, shared memory (memfd, /dev/shm, System V) and the
-    files it writes in its tmpfs folders; without, it is each process's address space."""
-
-    memory_mib: int = 2048
-    processes: int = 256  # processes and threads
-    cpus: float = None  # CPU quota in cores (cgroup); None: no quota
-    cpu_seconds: int = None  # RLIMIT_CPU, total CPU time; None: no limit
-    tmpfs_mib: int = 256  # size of /tmp and, again, of /dev/shm
-    run_mib: int = 8  # as root: size of the tmpfs mounted on the writable folder
-    open_files: int = 1024
-    file_size_mib: int = 64  # largest file it may write
-
-    def describe(self):
-        parts = [f"{self.memory_mib} MiB memory", f"{self.processes} processes",
-                 f"{self.tmpfs_mib} MiB /tmp", f"files up to {self.file_size_mib} MiB",
-                 f"{self.open_files} open files"]
-        if self.cpus:
-            parts.append(f"{self.cpus:g} CPUs")
-        if self.cpu_seconds:
-            parts.append(f"{self.cpu_seconds} s of CPU")
-        return ", ".join(parts)
-
-
-@dataclasses.dataclass(frozen=True)
 class SandboxSpec:
     """The kernel to run and exactly what it sees.
 
@@ -338,12 +310,12 @@ class Resources:
 
 
 def _rlimits(limits, level):
-    pairs = [("nofile", limits.open_files), ("fsize", limits.file_size_mib * MiB),
+    pairs = [("nofile", limits.open_files), ("fsize", limits.file_size),
              ("core", 0)]
     if limits.cpu_seconds:
         pairs.append(("cpu", limits.cpu_seconds))
     if level.cgroup is None:  # what the cgroups would have bounded
-        pairs += [("as", limits.memory_mib * MiB), ("nproc", limits.processes)]
+        pairs += [("as", limits.memory), ("nproc", limits.processes)]
     return [f"--{name}={value}:{value}" for name, value in pairs]
 
 
@@ -444,7 +416,7 @@ def command(spec, limits, level, resources):
              "--ro-bind", "/usr", "/usr", *_root_links()]
     if Path("/etc/ld.so.cache").exists():
         bwrap += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
-    tmpfs = str(limits.tmpfs_mib * MiB)
+    tmpfs = str(limits.disk)
     bwrap += ["--proc", "/proc", "--dev", "/dev",
               "--perms", "1777", "--size", tmpfs, "--tmpfs", "/tmp",
               "--perms", "1777", "--size", tmpfs, "--tmpfs", "/dev/shm"]
@@ -577,11 +549,11 @@ class SandboxProcess(subprocess.Popen):
     def outcome(self):
         code = self.poll()
         report = self.cgroups.report() if self.cgroups is not None else {}
-        memory = self.limits.memory_mib if self.limits else "?"
+        memory = size_words(self.limits.memory) if self.limits else "?"
         if report.get("oom_kills") or (report.get("memory_failures") and code != 0):
             return Outcome(
                 "out of memory",
-                f"out of memory: the kernel needed more than its {memory} MiB (its "
+                f"out of memory: the kernel needed more than its {memory} (its "
                 "processes, shared memory and files in /tmp and /dev/shm count together) "
                 "and was stopped", code, report)
         if report.get("pids_refused"):
@@ -694,7 +666,7 @@ def _mount_writable(folder, uid, size):
 
 def start(spec, limits, level, *, run_as=None, **popen):
     """Start `spec` in the sandbox; a `SandboxProcess`. As root at the level "root", the
-    kernel gets a fresh uid, its own cgroups and a tmpfs of `limits.run_mib` on the
+    kernel gets a fresh uid, its own cgroups and a tmpfs of `limits.run_space` bytes on the
     writable folder (read it before `cleanup()`, which unmounts it). `run_as` (root
     only): run bwrap as that uid without cgroups or mounts, as an unprivileged
     instructor's grader would (the tests' non-root case). Other keywords go to Popen
@@ -715,13 +687,13 @@ def start(spec, limits, level, *, run_as=None, **popen):
             uid, lock = acquire_uid()
         if level.cgroup is not None and run_as is None:
             kernel_cgroups = cgroups.KernelCgroups(
-                level.cgroup, level.parents, limits.memory_mib * MiB, limits.processes,
+                level.cgroup, level.parents, limits.memory, limits.processes,
                 limits.cpus)
         writable = Path(spec.writable)
         if not level.sandboxed:  # its HOME and temporary folders, on the host
             (writable / "tmp").mkdir(mode=0o700, exist_ok=True)
         if level.root and run_as is None:
-            _mount_writable(writable, uid, limits.run_mib * MiB)
+            _mount_writable(writable, uid, limits.run_space)
             run_mount = writable
         if uid is not None:
             os.chown(writable, uid, uid)

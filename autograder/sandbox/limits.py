@@ -19,26 +19,38 @@ class SandboxError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Limits:
-    """What one notebook may use while it is graded. The defaults are the command line's
-    (`residual-pack grade --help`); a session takes `cell_timeout` from the course config
-    (`session.course_limits`)."""
+    """What one notebook's kernel may use while it is graded, every size in bytes: the
+    grader's limits (times, output kept) and the sandbox's (`bubblewrap.start` reads the
+    same object). The defaults are the command line's (`residual-pack grade --help`); a
+    session takes `cell_timeout` from the course config (`session.course_limits`).
+
+    With cgroups (as root), `memory` bounds everything the kernel holds in memory
+    together: its processes, shared memory (memfd, /dev/shm, System V) and the files it
+    writes in its tmpfs folders; without, it is each process's address space."""
 
     cell_timeout: int = 120  # seconds of wall time per cell (the course config's Execute.timeout)
     notebook_timeout: int = 900  # seconds of wall time for the whole notebook
-    memory: int = 2 * GiB  # address space of each process
+    memory: int = 2 * GiB  # see above
     processes: int = 256  # processes and threads of the kernel's uid
     # CPU per kernel, in cores: a quota in the kernel's cpu cgroup where the sandbox can
-    # make one (as root); 0: none. One core each, so that a kernel that keeps every core
-    # busy does not push its neighbours' honest cells past their time limits
-    cpus: float = 1.0
+    # make one (as root); 0 or None: none. One core each, so that a kernel that keeps every
+    # core busy does not push its neighbours' honest cells past their time limits
+    cpus: float | None = 1.0
+    cpu_seconds: int | None = None  # total CPU time of each process (RLIMIT_CPU); None: none
     file_size: int = 64 * MiB  # largest file it may write
-    disk: int = 256 * MiB  # all it may write (HOME, working folder, /tmp), in memory
+    # all it may write in memory: the size of /tmp and, again, of /dev/shm (HOME and the
+    # working folder are in /tmp)
+    disk: int = 256 * MiB
+    # as root: the tmpfs on the folder the kernel shares with the grader (its connection
+    # file and sockets), owned by the kernel's uid
+    run_space: int = 1 * MiB
+    open_files: int = 1024  # descriptors each process may hold open
     output: int = 8 * MiB  # output kept per notebook; more is left out
     message: int = 64 * MiB  # largest message accepted from the kernel
     notebook_bytes: int = 64 * MiB  # largest notebook file graded
     grace: int = 10  # seconds an interrupted cell has to stop before the kernel is killed
 
-    def describe(self):
+    def describe(self) -> str:
         return (f"{self.cell_timeout} s per cell, {self.notebook_timeout} s per notebook, "
                 f"{size_words(self.memory)} memory, {self.processes} processes, "
                 f"{size_words(self.disk)} disk, {size_words(self.output)} output kept")

@@ -1,8 +1,9 @@
 """The kernel is a witness on every assignment: attacks on the verdict earn nothing.
 
 The full hostile class (`tests/hostile`, `test_hostile.py`) is made from the first
-assignment. Here every other assignment with autograded cells gets a small class, graded
-for real by `residual-pack grade` in the sandbox:
+assignment. Here every other assignment with autograded cells gets two attacks, graded
+for real in the sandbox in the assignment's one graded class of the run
+(`tests/gradedclass.py`: the self-check's, so the solution there is the honest student):
 
 - `forger`: the stubs left as they are, and a cell of the student's own that blanks
   every check it can reach (the checks of `autograder.kernel.checks`,
@@ -12,14 +13,16 @@ for real by `residual-pack grade` in the sandbox:
 - `machinery`: the stubs, and a kernel whose `do_execute` answers every graded test cell
   itself with status "ok", the grader's nonce and a made-up observation for every check
   line of the cell it was sent;
-- `honest`: the instructor's answers, which must get every autograded point (so the
-  class is graded by a grader that can give points, and the zeros above mean something).
+- `honest` (the self-check's `solution`): the instructor's answers, which must get every
+  autograded point (so the class is graded by a grader that can give points, and the
+  zeros above mean something).
 
 Both attacks must score 0, and so must what they are held back for review with (the
 score they would have had). A control (`test_the_attacks_are_real_...`) grades the forger
 with nbgrader's own kernel on one assignment, where it earns points.
 """
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -27,10 +30,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from gradedclass import HOSTILE, attack_class, graded_class, has_autograded_cells
 from isolation import cli, require_isolation
 
 from autograder.authoring.madeup import filled_in
-from autograder.cells import nbgrader_meta
 from autograder.grading.course import (
     EXERCISES,
     SOURCE,
@@ -40,84 +43,23 @@ from autograder.grading.course import (
     private_jupyter_dirs,
     read_notebook,
 )
+from autograder.kernel.policy import TORCH_ASSIGNMENTS
 
 COURSE = Path(__file__).resolve().parents[2]
-FIRST = "01_residual_stack"  # the full hostile class covers it
+FIRST = "01_residual_stack"  # the full hostile class covers it (gradedclass.FIRST)
 
 
-def _autograded(name):
-    for path in notebook_paths(COURSE / SOURCE / name):
-        for cell in read_notebook(path).cells:
-            meta = nbgrader_meta(cell)
-            if meta.get("grade") and cell.cell_type == "code":
-                return True
-    return False
+OTHERS = [a for a in assignments(COURSE) if a != FIRST and has_autograded_cells(a)]
+# those whose self-check runs here (the torch track's needs torch)
+GRADED = [a for a in OTHERS
+          if a not in TORCH_ASSIGNMENTS or importlib.util.find_spec("torch")]
 
-
-OTHERS = [a for a in assignments(COURSE) if a != FIRST and _autograded(a)]
-
-FORGER = '''import sys
-
-def _blank(*args, **kwargs):
-    return None
-
-for _name in ("autograder.kernel.checks", "autograder.kernel.gptchecks",
-              "autograder.kernel.torchchecks", "autograder.kernel.witness"):
-    try:
-        __import__(_name)
-    except Exception:
-        continue
-    for _key, _f in list(vars(sys.modules[_name]).items()):
-        if callable(_f) and hasattr(_f, "__code__") and (
-                _key.startswith(("check_", "observe")) or _key == "settle"):
-            try:
-                _f.__code__ = _blank.__code__
-            except Exception:
-                pass
-try:
-    from autograder.kernel.checks import task
-    task.__exit__ = lambda self, *args: True
-except Exception:
-    pass
-print("Every check in this cell passed.")
-'''
-
-MACHINERY = '''import json
-_kernel = get_ipython().kernel
-_real = _kernel.do_execute
-_MARK = "#%residual-pack graded test "
-
-async def _fake(code, silent, *args, **kwargs):
-    if not code.startswith(_MARK):
-        return await _real(code, silent, *args, **kwargs)
-    head, _, body = code.partition("\\n")
-    header = json.loads(head[len(_MARK):])
-    records = [{"line": i, "kind": "number", "observed": {"number": 1.0}}
-               for i, line in enumerate(body.splitlines(), 1) if "check_" in line]
-    return {"status": "ok", "execution_count": 1, "user_expressions": {}, "payload": [],
-            "residual_pack": {"grade_id": header.get("grade_id"),
-                              "nonce": header.get("nonce"), "records": records,
-                              "restored": [], "changed": []}}
-
-_kernel.do_execute = _fake
-'''
-
-
-def _with_own_cell(nb, source):
-    nb = nbformat.from_dict(json.loads(nbformat.writes(nb)))
-    first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
-    nb.cells.insert(first + 1, nbformat.v4.new_code_cell(source))
-    return nb
 
 
 def _class(name, folder):
     """{student: notebook} for one assignment, written as <student>/<name>/<notebook>."""
     [release_path] = notebook_paths(COURSE / EXERCISES / name)
-    [source_path] = notebook_paths(COURSE / SOURCE / name)
-    release, source = read_notebook(release_path), read_notebook(source_path)
-    students = {"forger": _with_own_cell(release, FORGER),
-                "machinery": _with_own_cell(release, MACHINERY),
-                "honest": filled_in(release, source)}
+    students = attack_class(name)
     for student, nb in students.items():
         path = folder / student / name / release_path.name
         path.parent.mkdir(parents=True)
@@ -127,29 +69,26 @@ def _class(name, folder):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", OTHERS)
-def test_attacks_on_the_verdict_earn_nothing(name, tmp_path):
+def test_attacks_on_the_verdict_earn_nothing(name, tmp_path_factory):
+    """Read from the assignment's graded class (tests/gradedclass.py): the self-check's,
+    where the two attacks are graded beside the solution (the honest student)."""
     require_isolation()
-    submissions, out = tmp_path / "submissions", tmp_path / "graded"
-    _class(name, submissions)
-    uid_base = 63000 + 50 * (os.getpid() % 19)
-    env = dict(os.environ, SANDBOX_UIDS=f"{uid_base}-{uid_base + 49}")
-    done = subprocess.run([*cli(), "grade", name, str(submissions), "--out", str(out),
-                           "-j", "2"], cwd=COURSE, capture_output=True, text=True, env=env,
-                          timeout=1800)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    report = json.loads((out / "report.json").read_text())
-    entries = {s["student"]: s for s in report["students"]}
-    honest = entries["honest"]
-    assert honest["graded"] and honest["autograded_score"] == honest["autograded_max"] > 0, \
-        honest
-    for student in ("forger", "machinery"):
+    if name not in GRADED:
+        pytest.skip(f"{name}'s self-check does not run here (it needs torch)")
+    check, _ = graded_class(name, tmp_path_factory)
+    entries = {r.student: r for r in check.results}
+    honest = entries["solution"]
+    got, top = honest.score()
+    assert honest.graded and got == top > 0, honest
+    for student in HOSTILE.values():
         entry = entries[student]
-        said = json.dumps(entry, indent=1)[:4000]
-        assert entry["graded"], said
-        assert entry["autograded_score"] == 0, said
-        assert entry.get("withheld_score", 0) == 0, said
+        said = f"{student}: {entry.score()} withheld {entry.withheld_score} " \
+               f"{entry.withheld} {entry.problems} {entry.reason}"[:4000]
+        assert entry.graded, said
+        assert entry.score()[0] == 0, said
+        assert entry.withheld_score == 0, said
     # the kernel-machinery attack is seen for what it is
-    assert entries["machinery"]["withheld"], json.dumps(entries["machinery"])[:3000]
+    assert entries[HOSTILE["machinery"]].withheld, entries[HOSTILE["machinery"]]
 
 
 CONTROL = "05_gpt_residual_adds"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from gradedclass import HOSTILE, graded_class
 
 from autograder.answers import mutants as mutant_registry
 from autograder.authoring.demo import default_assignment
@@ -221,17 +222,11 @@ def test_generation_reproduces_the_committed_folders():
     assert drift(COURSE) == []
 
 
-_SELFCHECKS = {}
-
-
 def selfcheck_of(assignment, tmp_path_factory):
-    """The self-check of one assignment, run once per test process and read by the tests
-    of that assignment below."""
-    if assignment not in _SELFCHECKS:
-        workdir = tmp_path_factory.mktemp(f"selfcheck-{assignment}")
-        [check] = selfcheck(COURSE, [assignment], workdir=workdir, jobs=JOBS)
-        _SELFCHECKS[assignment] = check, workdir
-    return _SELFCHECKS[assignment]
+    """The self-check of one assignment, graded once per run (tests/gradedclass.py: with
+    the attacks on the verdict of tests/hostile in the same class) and read by the tests
+    of that assignment below and by the hostile tests."""
+    return graded_class(assignment, tmp_path_factory)
 
 
 BY_ASSIGNMENT = ASSIGNMENTS
@@ -278,6 +273,8 @@ def test_selfcheck_leaves_out_only_the_courses_cells_that_cannot_change_a_score(
 
     check, workdir = selfcheck_of(assignment, tmp_path_factory)
     for result in check.results:
+        if result.student in HOSTILE.values():  # their own cell: not the course's
+            continue
         for name, run in result.runs.items():
             skip = set(skipped_when_grading(source_notebook(check.assignment, name)[1]))
             path = workdir / "course" / "autograded" / result.student / check.assignment
@@ -380,6 +377,22 @@ def test_selfcheck_fails_when_a_graded_test_is_weakened(tmp_path):
     failures = "\n".join(checks[0].failures)
     assert not checks[0].ok
     assert f"mutant: {mutant.name}: kept" in failures and target in failures, failures
+
+
+@needs_assignment
+@pytest.mark.slow
+def test_selfcheck_fails_when_an_extra_submission_earns_points(tmp_path):
+    """An extra submission (`selfcheck(extra=...)`, the attacks of tests/gradedclass.py)
+    must earn nothing: one that is the solution under another name fails the check, and
+    one that is the untouched release passes it."""
+    name, solution, release = solution_and_stub(FIRST)
+    extra = {FIRST: {"earns-all": {name: solution}, "earns-none": {name: release}}}
+    [check] = selfcheck(COURSE, [FIRST], validate=False, feedback=False,
+                        only=["(no mutant)"], jobs=JOBS, extra=extra, workdir=tmp_path)
+    failures = "\n".join(check.failures)
+    assert not check.ok
+    assert "earns nothing: earns-all: scored" in failures, failures
+    assert "earns-none" not in failures, failures
 
 
 @needs_assignment

@@ -67,7 +67,7 @@ def test_the_library_holds_the_kernel_side_and_our_engine_only():
         assert "autograder.kernel.checks" in copied
         plan = made.plan("s/n", "01_residual_stack")
         spec, limits, level = plan.bwrap
-        assert spec.library == lib and limits.run_mib == 1
+        assert spec.library == lib and limits.run_space == 1 << 20
         # a CPU quota of one core per kernel, where the machine has a cpu cgroup (ours does)
         assert limits.cpus == 1.0
         assert ("1 CPU per kernel" in made.describe()) == bubblewrap.cpu_quota(level)

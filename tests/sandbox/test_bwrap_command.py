@@ -1,12 +1,14 @@
 """autograder/sandbox: the argument list, the seccomp filter and the probe, without
 running anything (no root, no bwrap needed)."""
 
+import dataclasses
 import sys
 from pathlib import Path
 
 import pytest
 
 from autograder.sandbox import bubblewrap, cgroups, seccomp
+from autograder.sandbox.limits import MiB
 
 
 def _spec(tmp_path):
@@ -40,7 +42,7 @@ def test_as_root_the_chain_is_cgroups_mount_namespace_rlimits_uid_bwrap(tmp_path
 
 def test_without_root_bwrap_runs_directly_with_rlimits(tmp_path):
     level = bubblewrap.Level("userns", "m")
-    argv = bubblewrap.command(_spec(tmp_path), bubblewrap.Limits(memory_mib=100),
+    argv = bubblewrap.command(_spec(tmp_path), bubblewrap.Limits(memory=100 * MiB),
                               level, bubblewrap.Resources(seccomp_fd=5))
     assert argv[0] == "prlimit"
     assert f"--as={100 << 20}:{100 << 20}" in argv and "--nproc=256:256" in argv
@@ -118,3 +120,22 @@ def test_with_limits_only_the_sandbox_paths_become_host_paths_and_the_rest_stays
     assert tail == [sys.executable, "-m", "k", "-f", "/tmp/rp-1/c/kernel.json",
                     f"{tmp_path}/x.py"]
     assert argv[argv.index("-C") + 1] == f"{tmp_path}/tmp"
+
+
+def test_one_limits_in_bytes_for_the_grader_and_the_sandbox(tmp_path):
+    """The grader's `Limits` is the sandbox's (one class, every size in bytes): sizes that
+    are not whole MiB reach prlimit and the tmpfs folders as they are."""
+    from autograder.sandbox import limits
+
+    assert bubblewrap.Limits is limits.Limits
+    assert not [f.name for f in dataclasses.fields(limits.Limits) if f.name.endswith("_mib")]
+    odd = limits.Limits(memory=100 * limits.MiB + 4096, disk=3 * limits.MiB + 512,
+                        file_size=5 * limits.MiB + 1, open_files=99)
+    argv = bubblewrap.command(_spec(tmp_path), odd, bubblewrap.Level("userns", "m"),
+                              bubblewrap.Resources(seccomp_fd=5))
+    memory, file_size = 100 * limits.MiB + 4096, 5 * limits.MiB + 1
+    assert f"--as={memory}:{memory}" in argv and f"--fsize={file_size}:{file_size}" in argv
+    assert "--nofile=99:99" in argv
+    for folder in ("/tmp", "/dev/shm"):
+        i = argv.index(folder)
+        assert argv[i - 3:i] == ["--size", str(3 * limits.MiB + 512), "--tmpfs"], folder

@@ -8,9 +8,9 @@ the refusal that stands in for it. Run with -s to see the messages."""
 import pytest
 from bwrap_support import run_python
 
-from autograder.sandbox.bubblewrap import Limits
+from autograder.sandbox.limits import Limits, MiB
 
-SMALL = Limits(memory_mib=128, tmpfs_mib=1024, processes=32, file_size_mib=1024)
+SMALL = Limits(memory=128 * MiB, disk=1024 * MiB, processes=32, file_size=1024 * MiB)
 
 # each allocates up to 768 MiB, 8 MiB at a time, then says it survived
 MEMORY = {
@@ -48,7 +48,7 @@ def test_memory_of_every_kind_stops_at_the_cgroup_limit(tmp_path, kind):
     ("dev_shm", "No space left on device"),
 ])
 def test_without_cgroups_every_kind_meets_its_stand_in(tmp_path, kind, expected):
-    limits = Limits(memory_mib=256, tmpfs_mib=64, processes=32, file_size_mib=1024)
+    limits = Limits(memory=256 * MiB, disk=64 * MiB, processes=32, file_size=1024 * MiB)
     outcome, out, err = run_python(tmp_path, "nonroot", MEMORY[kind] + SURVIVED, limits)
     _show(f"non-root memory {kind}", outcome, err)
     assert "survived" not in out
@@ -104,7 +104,7 @@ except OSError as exc:
 
 @pytest.mark.parametrize("mode", ["root", "nonroot"])
 def test_a_file_bigger_than_the_tmpfs(tmp_path, mode):
-    limits = Limits(memory_mib=512, tmpfs_mib=32, file_size_mib=1024)
+    limits = Limits(memory=512 * MiB, disk=32 * MiB, file_size=1024 * MiB)
     outcome, out, err = run_python(tmp_path, mode, DISK, limits)
     _show(f"{mode} disk full", outcome, out)
     assert outcome.kind == "exited" and outcome.returncode == 0
@@ -114,7 +114,7 @@ def test_a_file_bigger_than_the_tmpfs(tmp_path, mode):
 
 @pytest.mark.parametrize("mode", ["root", "nonroot"])
 def test_a_file_bigger_than_the_file_size_limit(tmp_path, mode):
-    limits = Limits(memory_mib=512, tmpfs_mib=256, file_size_mib=16)
+    limits = Limits(memory=512 * MiB, disk=256 * MiB, file_size=16 * MiB)
     code = "import signal; signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n" + DISK
     outcome, out, err = run_python(tmp_path, mode, code, limits)
     _show(f"{mode} file size", outcome, out)
@@ -142,7 +142,7 @@ RUN_FOLDER = DISK.replace("/tmp/disk", "/run/kernel/disk")
 
 
 def test_the_writable_folder_is_a_small_tmpfs_as_root(tmp_path):
-    limits = Limits(memory_mib=512, tmpfs_mib=256, run_mib=4, file_size_mib=1024)
+    limits = Limits(memory=512 * MiB, disk=256 * MiB, run_space=4 * MiB, file_size=1024 * MiB)
     outcome, out, err = run_python(tmp_path, "root", RUN_FOLDER, limits)
     _show("root writable folder full", outcome, out)
     assert "ENOSPC No space left on device" in out

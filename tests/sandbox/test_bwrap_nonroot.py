@@ -27,12 +27,12 @@ level = bubblewrap.probe()
 spec = bubblewrap.SandboxSpec(argv=(bubblewrap.PYTHON, "-c", sys.argv[2]),
                               writable=Path(sys.argv[1]), python_prefix=Path("/usr"))
 results = {"kind": level.kind, "message": level.message}
-outcome, out, err = bubblewrap.run(spec, bubblewrap.Limits(memory_mib=256), level)
+outcome, out, err = bubblewrap.run(spec, bubblewrap.Limits(memory=256 << 20), level)
 results["walls"] = [outcome.kind, outcome.returncode, out, err[-300:]]
 memory = "chunks = []\nfor _ in range(64):\n    chunks.append(b'x' * (8 << 20))\n"
 spec = bubblewrap.SandboxSpec(argv=(bubblewrap.PYTHON, "-c", memory),
                               writable=Path(sys.argv[1]), python_prefix=Path("/usr"))
-outcome, out, err = bubblewrap.run(spec, bubblewrap.Limits(memory_mib=256), level)
+outcome, out, err = bubblewrap.run(spec, bubblewrap.Limits(memory=256 << 20), level)
 results["memory"] = [outcome.kind, outcome.returncode, err.strip().splitlines()[-1:]]
 print(json.dumps(results))
 '''

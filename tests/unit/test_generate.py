@@ -65,6 +65,32 @@ def test_all_generates_the_others_and_fails_for_the_refused_one(tmp_path, withou
     assert git(course, "status", "--porcelain") == ""
 
 
+def test_an_unchanged_course_without_torch_is_done_and_says_what_it_lacks(
+        tmp_path, without_torch):
+    """The README's first instructor step on a fresh clone without the torch extra: 08
+    and 09 are unchanged, so nothing of them would run and nothing is refused; generate
+    says they were skipped and that torch is missing, and exits 0. Forced, the torch one
+    must run, so it is refused as before (exit 1). Before this, the unchanged course
+    printed "generate FAILED for 08_..." and exited 1 (issue 40, the literal run)."""
+    course = make_course(tmp_path, {"01_plain": PLAIN_NOTEBOOK, "08_torchy": TORCH_NOTEBOOK})
+    rec.write_record(course, {name: rec.digests(course, name)
+                              for name in ("01_plain", "08_torchy")})
+    commit(course)
+    run = residual_pack(course, "generate", env=without_torch)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "01_plain: skipped: unchanged since its last generation" in run.stdout
+    assert ("08_torchy: skipped: unchanged since its last generation (solutions/generated."
+            "json); this Python lacks torch, which a new generation of it would need"
+            ) in run.stdout
+    assert "FAILED" not in run.stdout and "nothing to do" in run.stdout
+    assert git(course, "status", "--porcelain") == ""
+    forced = residual_pack(course, "generate", "08_torchy", "--force", env=without_torch)
+    assert forced.returncode == 1, forced.stdout + forced.stderr
+    assert "08_torchy: not generated (nothing of it written)" in forced.stdout
+    assert INSTALL in forced.stdout
+    assert git(course, "status", "--porcelain") == ""
+
+
 def test_the_real_torch_notebooks_need_torch_and_the_others_do_not(without_torch):
     """Found by reading the notebooks and the pack's code (08 imports torch itself, and
     torchtrack does), with the library files each assignment's key covers."""

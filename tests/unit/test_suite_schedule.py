@@ -23,8 +23,15 @@ def test_every_spread_test_exists_and_is_parametrized():
 
 
 def test_a_spread_test_is_a_unit_per_parameter_and_others_a_unit_per_file():
-    spread = conftest.SPREAD[0]
+    spread = conftest.SPREAD[-1]
+    assert spread not in conftest.GRADED_CLASS
     path = spread.split("::")[0]
     assert conftest._unit(f"{spread}[04_identity_shortcut]") == f"{path}[04_identity_shortcut]"
     assert conftest._unit(f"{path}::test_other[04_identity_shortcut]") == path
     assert conftest._unit("tests/unit/test_cells.py::test_x") == "tests/unit/test_cells.py"
+
+
+def test_the_readers_of_one_graded_class_are_one_unit_across_files():
+    units = {conftest._unit(f"{test}[04_identity_shortcut]") for test in conftest.GRADED_CLASS}
+    assert units == {"graded-class[04_identity_shortcut]"}
+    assert len({test.split("::")[0] for test in conftest.GRADED_CLASS}) == 2

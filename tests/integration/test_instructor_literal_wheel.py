@@ -1,0 +1,502 @@
+"""README.md's instructor list and docs/instructors.md's steps, followed as printed
+against the pack as instructors install it (issue 40): the doc's own install line run
+literally (`/usr/bin/python3 -m venv /opt/residuals && /opt/residuals/bin/pip install
+PATH-OF-THIS-CHECKOUT`, under a name of this run's own in /opt, from a copy of the tracked
+files), and every later command run with that environment activated, as the README's
+first line says, never with this test's own (test_instructor_doc.py runs the same
+commands with the test's editable install, which hides what a wheel leaves out).
+
+The instructor is a unix user of their own, not root (made with the doc's `useradd
+--create-home`), working in a course folder that holds no code (the course files of a
+clone: the config, source/, exercises/, solutions/); root runs only what the doc gives
+root: the environment, PostgreSQL's server, the students' accounts, check-exchange and
+the exchange folder. Two students, made with the doc's useradd, fetch, solve and submit
+assignments 01 and 05 through the exchange at the doc's /srv/nbgrader/exchange (a
+temporary folder bound there in a private mount namespace per command, as in
+test_instructor_doc.py); the due date is set with the doc's `nbgrader db assignment add
+... --duedate` between their hand-ins, so the second is late and scores zero. Then
+autograde, formgrader (started as printed, opened in headless Chromium: both students
+of both assignments), the batch command, feedback fetched by each student, and the
+nbgrader, Canvas and Moodle exports.
+
+Three runs, sharing one environment: nbgrader's SQLite gradebook; a PostgreSQL one made
+by step 4's commands as printed (this host's cluster, the role and database named for
+this run, as test_instructor_doc_postgresql.py does); and, marked `alone` (it installs
+PyTorch into the environment, minutes), SQLite again after the doc's line that adds the
+torch track to the environment. Needs root, the namespace sandbox, useradd and unshare:
+skipped otherwise, failed instead when EXCHANGE_TEST_REQUIRED is set.
+"""
+
+import csv
+import datetime
+import json
+import os
+import pwd
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from exchangeparts import require_exchange
+from instructordoc import (
+    FOR_EACH_STUDENT,
+    FORMGRADER,
+    INSTRUCTOR,
+    NOT_RUN,
+    POSTGRES_COMMANDS,
+    POSTGRES_CONFIG,
+    POSTGRES_PASSWORD,
+    POSTGRES_ROLE,
+    POSTGRES_START,
+    REPO,
+    SCRIPT,
+    SUBMISSIONS,
+    doc_commands,
+    readme_commands,
+)
+
+from autograder.authoring.madeup import filled_in
+from autograder.grading.course import read_notebook
+
+pytestmark = pytest.mark.slow
+
+ENV = "/opt/residuals"  # the doc's name for the course's environment
+CHECKOUT = "PATH-OF-THIS-CHECKOUT"
+INSTALL = next(c for c in doc_commands() if c.startswith("/usr/bin/python3 -m venv"))
+POSTGRES_EXTRA = next(c for c in doc_commands() if "[postgres]" in c)
+TORCH = next(c for c in doc_commands() if c.startswith(f"{ENV}/bin/pip install torch"))
+LATE = "nbgrader db assignment add ASSIGNMENT --duedate=..."  # step 8's, in NOT_RUN there
+ASSIGNMENTS = ("01_residual_stack", "05_gpt_residual_adds")
+FULL = {"01_residual_stack": 6.0, "05_gpt_residual_adds": 9.0}  # autograded points
+EXCHANGE = "/srv/nbgrader/exchange"
+# what root runs (the doc says so, or only root can); the instructor runs the rest
+ROOT_PREFIXES = ("useradd", "runuser -u", f"{ENV}/bin/", "mkdir -p /srv", "apt-get",
+                 "pg_ctlcluster", "/usr/bin/python3")
+
+
+def test_the_doc_prints_the_commands_this_test_runs():
+    """The lines this test takes from the doc are there as it takes them (fast: the
+    literal runs below are slow), and the README's list is the one it follows."""
+    assert INSTALL == (f"/usr/bin/python3 -m venv {ENV} && {ENV}/bin/pip install {CHECKOUT}")
+    assert POSTGRES_EXTRA == f"{ENV}/bin/pip install '{CHECKOUT}[postgres]'"
+    assert TORCH in NOT_RUN and LATE in NOT_RUN
+    readme = readme_commands()
+    assert readme[0].startswith("source ") and readme[1:3] == [
+        "residual-pack generate", "residual-pack selfcheck ASSIGNMENT"]
+
+
+@dataclass
+class Run:
+    """One literal run: its folders, its users and what each command printed."""
+
+    base: Path
+    env: Path
+    gradebook: str
+    instructor: str
+    students: list
+    course: Path = None
+    transcript: list = field(default_factory=list)
+    done: dict = field(default_factory=dict)
+    pg: object = None
+
+    def filled(self, printed, assignment=None, student=None):
+        text = printed.replace(ENV, str(self.env)).replace(CHECKOUT, str(self.base / "checkout"))
+        text = re.sub(r"\bSUBMISSIONS\b", SUBMISSIONS, text)
+        text = re.sub(r"\bDIR\b", f"batch-{assignment}" if assignment else "batch", text)
+        if assignment:
+            text = re.sub(r"\bASSIGNMENT\b", assignment, text)
+        if student:
+            text = re.sub(r"\bSTUDENT\b", student, text)
+        return text
+
+    def shell(self, who, printed, assignment=None, student=None, check=True, stdin=None,
+              text=None):
+        """`printed` through `sh -c` as root, the instructor or a student (`who`), with
+        the course's environment activated for the instructor and the students, in the
+        course (the instructor, root) or the student's home; the exchange at the doc's
+        path in a private mount namespace."""
+        text = text or self.filled(printed, assignment, student)
+        user = None if who == "root" else who
+        home = Path(pwd.getpwnam(user).pw_dir) if user else self.base / "root-home"
+        cwd = self.course if who in ("root", self.instructor) else home
+        command = ["sh", "-c", text]
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8",
+               "HOME": str(home)}
+        if user:  # `source /opt/residuals/bin/activate`, as the README's first line
+            command = ["bash", "-c", f"source {self.env}/bin/activate && {text}"]
+            env.update(USER=user, LOGNAME=user)
+            command = [shutil.which("runuser"), "-u", user, "--", "env", "-i",
+                       *[f"{k}={v}" for k, v in env.items()], *command]
+        if EXCHANGE in text:
+            script = (f'mount -t tmpfs -o mode=755 tmpfs /srv && mkdir -p "{EXCHANGE}" && '
+                      f'mount --bind "{self.base / "exchange"}" "{EXCHANGE}" && exec "$@"')
+            command = [shutil.which("unshare"), "--mount", "--propagation", "private",
+                       "--", "sh", "-c", script, "sh", *command]
+        done = subprocess.run(command, cwd=cwd, env=env, input=stdin, capture_output=True,
+                              text=True, timeout=1800, start_new_session=True)
+        shown = "root" if who == "root" else ("instructor" if who == self.instructor
+                                              else "student")
+        self.transcript.append(f"[{shown}] $ {printed}  (exit {done.returncode})"
+                               + (f"  {assignment}" if assignment else "")
+                               + (f"  {student}" if student else ""))
+        self.done[(printed, assignment, student)] = done
+        if check and done.returncode != 0:
+            raise AssertionError(f"{who}: {text} failed ({done.returncode}):\n"
+                                 f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        return done
+
+
+def _runs_as_root(printed):
+    return printed.startswith(ROOT_PREFIXES)
+
+
+@pytest.fixture(scope="module")
+def base():
+    """Root, the sandbox, the tools; this run's folder (the checkout's tracked files,
+    the exchange) and its environment's path under /opt; both removed afterwards."""
+    require_exchange()
+    for tool in ("unshare", "git"):
+        if not shutil.which(tool):
+            pytest.fail(f"{tool} is needed to follow the doc")
+    if not Path("/usr/bin/python3").is_file():
+        pytest.fail("the doc makes the environment from /usr/bin/python3, which is missing")
+    folder = Path(tempfile.mkdtemp(prefix="rp-literal-wheel-"))
+    os.chmod(folder, 0o755)
+    checkout = folder / "checkout"
+    names = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], check=True,
+                           capture_output=True, text=True).stdout.split("\0")
+    for name in filter(None, names):
+        if (REPO / name).is_file():
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, checkout / name)
+    (folder / "exchange").mkdir(mode=0o700)  # the doc's mkdir and chmod open it
+    (folder / "root-home").mkdir()
+    env = Path("/opt") / f"rp-literal-wheel-{uuid.uuid4().hex[:10]}"
+    try:
+        yield folder, env
+    finally:
+        shutil.rmtree(env, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def environment(base):
+    """The doc's install line, run as printed (as root): the wheel pip builds from the
+    checkout, installed non-editable into a venv of the system's Python."""
+    folder, env = base
+    run = Run(folder, env, "sqlite", "", [])
+    run.course = folder
+    started = time.monotonic()
+    run.shell("root", INSTALL)
+    print(f"\nthe doc's install line took {time.monotonic() - started:.0f} s")
+    return run
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql",
+                                        pytest.param("torch", marks=pytest.mark.alone)])
+def followed(request, base, environment):
+    folder, env = base
+    tag = f"{os.getpid() % 100000}{request.param[0]}"
+    run = Run(folder, env, request.param, f"rplwi{tag}", [f"rplwa{tag}", f"rplwb{tag}"])
+    run.transcript += environment.transcript
+    if request.param == "postgresql":
+        from test_instructor_doc_postgresql import SystemPostgres
+
+        run.pg = SystemPostgres()
+        run.pg.require()
+    users = [run.instructor, *run.students]
+    try:
+        _follow(run)
+        yield run
+    finally:
+        print("\n".join(["", f"literal run on the installed wheel ({request.param}):",
+                         *run.transcript]))
+        _stop(getattr(run, "server", None))
+        for user in users:
+            subprocess.run(["userdel", "-r", user], capture_output=True)
+        if run.pg is not None:
+            run.pg.stop(run)
+        shutil.rmtree(folder / "exchange" / "residuals", ignore_errors=True)
+
+
+def _follow(run):
+    root, instructor = "root", run.instructor
+    # the instructor's account, as the students' (the doc's useradd), and the course
+    # files of a clone, without the code
+    run.shell(root, "useradd --create-home STUDENT", student=instructor)
+    run.course = Path(pwd.getpwnam(instructor).pw_dir) / "course"
+    run.course.mkdir()
+    for name in ("nbgrader_config.py", ".gitignore", "source", "exercises", "solutions"):
+        source = run.base / "checkout" / name
+        (shutil.copytree if source.is_dir() else shutil.copy2)(source, run.course / name)
+    subprocess.run(["chown", "-R", f"{instructor}:", str(run.course)], check=True)
+    run.shell(instructor, "git init -q && git add -A && git -c user.name=i -c "
+              "user.email=i@i commit -qm course")
+    if run.gradebook == "torch":
+        run.shell(root, TORCH)
+    where = run.shell(instructor, "python -c 'import autograder, importlib.util; "
+                      "print(autograder.__file__, importlib.util.find_spec(\"torch\") "
+                      "is not None)'")
+    run.package, run.torch = where.stdout.split()
+    # the README's list: the first line is the activation each command above gets; then
+    # generate and the self-check as printed (the rest are the doc's steps, below)
+    readme = readme_commands()
+    for printed in readme[1:3]:
+        run.shell(instructor, printed, assignment=ASSIGNMENTS[0])
+    run.status = run.shell(instructor, "git status --porcelain").stdout
+    if run.pg is not None:
+        run.shell(root, POSTGRES_EXTRA)
+    for who, printed in SCRIPT:
+        if printed in POSTGRES_COMMANDS:
+            if run.pg is not None:
+                _postgres(run, printed)
+            continue
+        if printed == FORMGRADER:
+            _formgrader(run, printed)
+            continue
+        each = ASSIGNMENTS if "ASSIGNMENT" in printed or "DIR" in printed else [None]
+        if who == FOR_EACH_STUDENT:
+            for student in run.students:
+                run.shell(root, printed, student=student)
+        elif who == INSTRUCTOR:
+            for assignment in each:
+                run.shell(root if _runs_as_root(printed) else instructor, printed,
+                          assignment=assignment)
+        else:
+            for assignment in each:
+                for student in run.students:
+                    if printed.startswith("nbgrader submit"):
+                        _work(run, student, assignment)
+                        if student == run.students[1]:  # the due date before the 2nd
+                            _due_now(run, assignment)
+                    run.shell(student, printed, assignment=assignment)
+
+
+def _postgres(run, printed):
+    """Step 4's PostgreSQL line as printed with this host's cluster and this run's names:
+    the server's as root, the password file and the course's config as the instructor
+    (the account that runs nbgrader and formgrader, as the doc says)."""
+    was_online = run.pg._cluster()[3]
+    who = run.instructor if printed in (POSTGRES_PASSWORD, POSTGRES_CONFIG) else "root"
+    answer = f"{run.pg.password}\n{run.pg.password}\n" if printed == POSTGRES_ROLE else None
+    done = run.shell(who, printed, stdin=answer, check=False,
+                     text=run.pg.fill(run.filled(printed)))
+    said = done.stdout + done.stderr
+    if done.returncode != 0 and not (printed == POSTGRES_START and "already running" in said):
+        raise AssertionError(f"{printed} failed:\n{said.replace(run.pg.password, 'PASSWORD')}")
+    if printed == POSTGRES_START and not was_online:
+        run.pg.started = True
+
+
+def _work(run, student, assignment):
+    """The student's answers: every task as the source solves it."""
+    home = Path(pwd.getpwnam(student).pw_dir)
+    fetched = home / assignment / f"{assignment}.ipynb"
+    source = read_notebook(run.course / "source" / assignment / f"{assignment}.ipynb")
+    draft = run.base / f"{student}-{assignment}.ipynb"
+    draft.write_text(json.dumps(filled_in(read_notebook(fetched), source)), encoding="utf-8")
+    os.chmod(draft, 0o644)
+    run.shell(student, f"cp {draft} {fetched}", text=f"cp '{draft}' '{fetched}'")
+
+
+def _due_now(run, assignment):
+    """Step 8's due date, set to now: the first student handed in before it."""
+    time.sleep(1.5)
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    text = f"nbgrader db assignment add {assignment} --duedate='{now}'"
+    run.shell(run.instructor, LATE, assignment=assignment, text=text)
+    time.sleep(1.5)
+
+
+# formgrader's list of a notebook's submissions, read from the page as rendered
+SUBMISSIONS_JS = """() => Array.from(document.querySelectorAll('#main-table tr')).map(r => {
+  const a = r.querySelector('.name a.name-shown');
+  return a && {student: a.textContent, href: a.href,
+               score: (r.querySelector('.score') || {}).textContent};
+}).filter(r => r)"""
+
+
+def _formgrader(run, printed):
+    """Step 7 as printed, as the instructor: the address it prints, with /formgrader in
+    place of /lab, in headless Chromium; each assignment's submissions, and one
+    submission's page. `run.formgrader`: what the pages showed, {"missing": why} without
+    a browser, or {"error": ...}."""
+    sys.path.insert(0, str(REPO / "tests" / "browser"))
+    import lab_helpers as lh
+
+    run.formgrader = {}
+    missing = lh.missing_requirements()
+    if missing:
+        run.formgrader = {"missing": missing}
+        return
+    log_path = run.base / f"formgrader-{run.gradebook}.log"
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    home = pwd.getpwnam(run.instructor).pw_dir
+    with open(log_path, "w", encoding="utf-8") as log:
+        run.server = subprocess.Popen(
+            [shutil.which("runuser"), "-u", run.instructor, "--", "env", "-i",
+             f"HOME={home}", f"USER={run.instructor}", "PATH=/usr/bin:/bin", "LANG=C.UTF-8",
+             "bash", "-c", f"source {run.env}/bin/activate && exec {printed}"],
+            cwd=run.course, env=env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+    run.transcript.append(f"[instructor] $ {printed}  (a server: stopped after the visit)")
+    try:
+        address = _address(run.server, log_path)
+        from playwright.sync_api import sync_playwright
+
+        root = address.split("/lab?")[0]
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(lh.CHROMIUM), headless=True,
+                                         args=lh.CHROMIUM_FLAGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.set_default_timeout(120_000)
+                page.goto(address.replace("/lab?", "/formgrader?"))
+                page.get_by_text(ASSIGNMENTS[-1]).first.wait_for()
+                for assignment in ASSIGNMENTS:
+                    page.goto(f"{root}/formgrader/gradebook/{assignment}/{assignment}")
+                    page.wait_for_function(
+                        f"() => ({SUBMISSIONS_JS})().length >= {len(run.students)}")
+                    rows = page.evaluate(SUBMISSIONS_JS)
+                    run.formgrader[assignment] = rows
+                page.goto(rows[0]["href"])
+                page.wait_for_selector("input.score")
+                run.formgrader["submission page"] = page.title()
+            finally:
+                browser.close()
+    except Exception as exc:  # noqa: BLE001 (the formgrader test shows it; the rest go on)
+        log = log_path.read_text(errors="replace").splitlines()[-30:]
+        run.formgrader = {"error": f"{type(exc).__name__}: {exc}\n" + "\n".join(log)}
+    finally:
+        _stop(run.server)
+        run.server = None
+
+
+def _address(server, log_path, timeout=180):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(r"http://127\.0\.0\.1:\d+/lab\?token=\w+", log_path.read_text())
+        if found:
+            return found.group(0)
+        if server.poll() is not None:
+            raise AssertionError(f"jupyter lab ended with {server.returncode}")
+        time.sleep(0.5)
+    raise AssertionError(f"jupyter lab printed no address in {timeout} s")
+
+
+def _stop(server):
+    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        if server is None or server.poll() is not None:
+            return
+        try:
+            os.killpg(server.pid, sig)
+            server.wait(wait)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            continue
+
+
+def _csv(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_the_commands_ran_the_installed_wheel(followed):
+    run = followed
+    assert run.package.startswith(f"{run.env}/lib/python"), run.package
+    assert run.package.endswith("/site-packages/autograder/__init__.py"), run.package
+    assert run.torch == str(run.gradebook == "torch")
+    assert os.geteuid() == 0 and pwd.getpwnam(run.instructor).pw_uid != 0
+
+
+def test_the_readmes_generate_and_selfcheck_pass_and_change_nothing(followed):
+    """Without torch, 08 and 09 are unchanged, so generate skips them and says torch is
+    missing, exit 0 (it printed "generate FAILED" and exited 1 before); with torch every
+    assignment is skipped as unchanged."""
+    run = followed
+    generate = run.done[("residual-pack generate", ASSIGNMENTS[0], None)]
+    assert "FAILED" not in generate.stdout
+    assert generate.stdout.count(": skipped: unchanged since its last generation") == 9
+    lacks = "this Python lacks torch, which a new generation of it would need"
+    assert generate.stdout.count(lacks) == (0 if run.gradebook == "torch" else 2)
+    assert run.status == "", run.status
+    selfcheck = run.done[("residual-pack selfcheck ASSIGNMENT", ASSIGNMENTS[0], None)]
+    assert "self-check passed" in selfcheck.stdout
+
+
+def test_autograde_gives_the_late_student_the_penalty(followed):
+    """nbgrader's own grades.csv (`nbgrader export` as printed): the student who handed
+    in before the due date has the solution's full points, the late one zero with the
+    penalty equal to the raw score, from the gradebook the doc named."""
+    run = followed
+    on_time, late = run.students
+    rows = {(r["assignment"], r["student_id"]): r for r in _csv(run.course / "grades.csv")}
+    for assignment in ASSIGNMENTS:
+        assert float(rows[(assignment, on_time)]["score"]) == FULL[assignment]
+        row = rows[(assignment, late)]
+        assert float(row["raw_score"]) == FULL[assignment]
+        assert float(row["late_submission_penalty"]) == FULL[assignment]
+        assert float(row["score"]) == 0.0
+        log = run.done[("nbgrader autograde ASSIGNMENT", assignment, None)].stderr
+        assert "Using late submission penalty method: zero" in log
+    assert (run.course / "gradebook.db").exists() == (run.pg is None)
+
+
+def test_each_student_fetched_a_feedback_page_per_assignment(followed):
+    run = followed
+    for student in run.students:
+        home = Path(pwd.getpwnam(student).pw_dir)
+        for assignment in ASSIGNMENTS:
+            pages = sorted((home / assignment / "feedback").rglob("*.html"))
+            assert len(pages) == 1, f"{student} {assignment}: {pages}"
+
+
+@pytest.mark.browser
+def test_formgrader_shows_both_students_of_both_assignments(followed):
+    run = followed
+    seen = run.formgrader
+    if "missing" in seen:
+        if os.environ.get("BROWSER_TEST_REQUIRED") == "1":
+            pytest.fail(f"BROWSER_TEST_REQUIRED=1 but {seen['missing']}", pytrace=False)
+        pytest.skip(seen["missing"])
+    assert "error" not in seen, seen.get("error")
+    for assignment in ASSIGNMENTS:
+        assert {r["student"] for r in seen[assignment]} == set(run.students)
+    assert seen["submission page"] == ASSIGNMENTS[-1]
+
+
+def test_the_batch_command_writes_feedback_and_the_late_penalty(followed):
+    run = followed
+    on_time, late = run.students
+    for assignment in ASSIGNMENTS:
+        out = run.course / f"batch-{assignment}"
+        for student in run.students:
+            assert (out / "feedback" / student / assignment / f"{assignment}.html").is_file()
+        grades = {r["student_id"]: float(r["score"]) for r in _csv(out / "grades.csv")}
+        assert grades == {on_time: FULL[assignment], late: 0.0}
+        report = (out / "report.txt").read_text(encoding="utf-8")
+        assert f"{late}: handed in at " in report and "late penalty" in report
+        printed = run.done[("residual-pack grade ASSIGNMENT SUBMISSIONS --out DIR",
+                            assignment, None)].stdout
+        assert f"due date of {assignment}: " in printed and "from the course's gradebook" \
+            in printed
+
+
+def test_the_lms_exports_have_both_students(followed):
+    run = followed
+    on_time, late = run.students
+    canvas = {r["SIS Login ID"]: r for r in _csv(run.course / "canvas.csv")
+              if r["Student"] != "Points Possible"}
+    moodle = {r["Username"]: r for r in _csv(run.course / "moodle.csv")}
+    for rows in (canvas, moodle):
+        assert set(rows) == {on_time, late}
+        for assignment in ASSIGNMENTS:
+            assert float(rows[on_time][assignment]) == FULL[assignment]
+            assert float(rows[late][assignment]) == 0.0
+    assert {r["Section"] for r in canvas.values()} == {"Lecture A"}
