@@ -1,4 +1,4 @@
-"""The kernel is a witness on every assignment: attacks on the verdict earn nothing.
+"""The tests run in the grader, on every assignment: attacks on the verdict earn nothing.
 
 The full hostile class (`tests/hostile`, `test_hostile.py`) is made from the first
 assignment. Here every other assignment with autograded cells gets two attacks, graded
@@ -87,8 +87,12 @@ def test_attacks_on_the_verdict_earn_nothing(name, tmp_path_factory):
         assert entry.graded, said
         assert entry.score()[0] == 0, said
         assert entry.withheld_score == 0, said
-    # the kernel-machinery attack is seen for what it is
-    assert entries[HOSTILE["machinery"]].withheld, entries[HOSTILE["machinery"]]
+    # the tests run in the grader: the machinery attack changes nothing there, and is held
+    # back for a person only on the torch track, whose observations the kernel makes
+    from autograder.grading.intake import TORCH_ASSIGNMENTS
+
+    machinery = entries[HOSTILE["machinery"]]
+    assert bool(machinery.withheld) == (name in TORCH_ASSIGNMENTS), machinery
 
 
 CONTROL = "05_gpt_residual_adds"
