@@ -214,6 +214,7 @@ def test_check_drift_runs_the_guard(tmp_path):
     name = "01_residual_stack"
     for folder in (SOURCE, "exercises", "solutions"):
         shutil.copytree(COURSE / folder / name, course / folder / name)
+    shutil.copytree(COURSE / "results", course / "results")  # what the notebooks quote
     assert drift(course, ["01_residual_stack"]) == []
     path = next((course / "solutions" / "01_residual_stack").glob("*.ipynb"))
     nb = nbformat.read(str(path), as_version=4)

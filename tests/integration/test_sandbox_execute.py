@@ -62,7 +62,7 @@ def test_a_test_without_expected_observations_fails():
     step = SandboxedExecute()
     step._expected = {}
     record = CellRun(0, "t", "test", "ok")
-    step._judge(record, object(), {}, {"status": "ok"}, "nonce")
+    step._judge(record, object(), None, {"status": "ok"})
     assert record.status == "error" and record.ename == "CheckFailed"
     assert "no expected observations" in record.verdict
 
