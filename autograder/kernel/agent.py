@@ -388,15 +388,12 @@ def _absent(name: str, namespace: dict) -> dict:
     """What a student should hear of a name the notebook does not define."""
     info: dict[str, Any] = {"name": name}
     try:
-        broken = crash.broken_definition(name)
+        broken = crash.broken_lines(name)
         if broken is not None:
-            info["broken"] = crash.syntax_lines(*broken)
-        import difflib
-
-        names = sorted(n for n in namespace if isinstance(n, str) and not n.startswith("_"))
-        close = difflib.get_close_matches(name, names, n=1, cutoff=0.8)
-        if close:
-            info["like"] = close[0]
+            info["broken"] = broken
+        like = crash.name_like(name, namespace)
+        if like:
+            info["like"] = like
     except Exception:  # noqa: BLE001 (only words for the student)
         pass
     return info

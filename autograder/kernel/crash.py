@@ -40,7 +40,8 @@ import os
 import re
 
 __all__ = ["explain", "render", "frames_of", "slip_hint", "name_hint", "broken_definition",
-           "defined_like", "interrupted", "interrupted_lines", "BUDGET_VARIABLE",
+           "defined_like", "name_like", "broken_lines", "interrupted", "interrupted_lines",
+           "BUDGET_VARIABLE",
            "HANDED_IN", "CONTEXT", "MAX_FRAMES"]
 
 GRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # autograder/
@@ -529,7 +530,11 @@ def defined_like(name, frame):
     """A name the notebook defines that `name` may be a slip for ("" if none)."""
     if name in ABSENT:
         return str(ABSENT[name].get("like") or "")
-    namespace = frame.namespace if frame is not None else {}
+    return name_like(name, frame.namespace if frame is not None else {})
+
+
+def name_like(name, namespace):
+    """A public name of `namespace` that `name` may be a slip for ("" if none)."""
     names = sorted(n for n in namespace if isinstance(n, str) and not n.startswith("_")
                    and n != name)
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.8) if name else []
