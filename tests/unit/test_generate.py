@@ -215,3 +215,19 @@ def test_streams_of_different_names_or_apart_are_not_merged():
            nbformat.v4.new_output("stream", name="stdout", text="f")]
     merged = merge_streams(copy.deepcopy(out))
     assert [o.get("text") for o in merged] == ["a", "b", "c", None, "ef"]
+
+
+def test_the_committed_record_matches_this_checkout():
+    """Every assignment of the pack's own course is up to date by its record: a change to
+    a source notebook, the library code it imports or generate's own code, committed
+    without `residual-pack generate`, fails here in a second instead of making an
+    instructor's first `generate` run for minutes (and fail outright for 08 and 09 where
+    torch is not installed; CI's run of 126e778 met exactly that)."""
+    record = rec.read_record(COURSE)
+    assignments = sorted(p.name for p in (COURSE / "source").iterdir() if p.is_dir())
+    assert sorted(record) == assignments
+    stale = {name: rec.changed_parts(record[name], rec.digests(COURSE, name))
+             for name in assignments}
+    stale = {name: parts for name, parts in stale.items() if parts}
+    assert not stale, ("run `residual-pack generate` and commit exercises/, solutions/ and "
+                       f"{rec.RECORD}: {stale}")
