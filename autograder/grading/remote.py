@@ -34,6 +34,7 @@ from typing import Any
 
 from autograder.kernel import crash, wire, witness
 from autograder.kernel.wire import (
+    Closed,
     Peer,
     UnverifiedValue,
     WireError,
@@ -278,11 +279,9 @@ class Session:
             message = receive(self.sock)
         except OSError as exc:
             raise KernelGone(f"the kernel stopped answering ({exc})") from None
-        except WireError as exc:
-            if "closed" in str(exc):
-                raise KernelGone("the kernel stopped answering (it closed the connection)") \
-                    from None
-            raise
+        except Closed:
+            raise KernelGone("the kernel stopped answering (it closed the connection)") \
+                from None
         try:
             return self.peer.take(message)
         except UnverifiedValue as exc:

@@ -46,8 +46,8 @@ from typing import Any
 from microgpt import nn
 from microgpt.engine import Value, _Fused, _Op, dot
 
-__all__ = ["WireError", "UnverifiedValue", "LIBRARY", "MAX_MESSAGE", "Peer", "replay", "send",
-           "receive", "library_name"]
+__all__ = ["WireError", "Closed", "UnverifiedValue", "LIBRARY", "MAX_MESSAGE", "Peer", "replay",
+           "send", "receive", "library_name"]
 
 LIBRARY = ("microgpt", "autograder.kernel", "torchtrack")  # what both ends hold
 MAX_MESSAGE = 256 << 20  # bytes in one message
@@ -64,6 +64,10 @@ REMOTE: Any = None
 
 class WireError(Exception):
     """A message that breaks the protocol (malformed, too large, the other end gone)."""
+
+
+class Closed(WireError):
+    """The other end closed the connection (it ended, or its process is gone)."""
 
 
 class UnverifiedValue(WireError):
@@ -84,7 +88,7 @@ def _exactly(sock: socket.socket, n: int) -> bytes:
     while left:
         chunk = sock.recv(min(left, 1 << 20))
         if not chunk:
-            raise WireError("the other end closed the connection")
+            raise Closed("the other end closed the connection")
         parts.append(chunk)
         left -= len(chunk)
     return b"".join(parts)

@@ -229,3 +229,21 @@ def test_a_library_name_or_object_from_the_kernel_is_refused(tag):
     with pytest.raises(WireError):
         session.request("get", name="f")
     assert math.isfinite(1.0)
+
+
+def test_a_kernel_that_closes_the_connection_is_gone_not_a_broken_message():
+    """A kernel that ends mid-test (killed, or its process exits) is `KernelGone` (the cell
+    is lost to the kernel, said so), told apart from a malformed answer by its kind."""
+    from autograder.grading.remote import KernelGone
+
+    ours, theirs = socket.socketpair()
+
+    def read_then_close():
+        size = struct.unpack("!Q", theirs.recv(8))[0]
+        theirs.recv(size)
+        theirs.close()
+
+    threading.Thread(target=read_then_close, daemon=True).start()
+    with pytest.raises(KernelGone, match="closed the connection"):
+        Session(ours).request("get", name="f")
+    ours.close()
