@@ -158,22 +158,23 @@ terminal, and a list of every task as passed, failing or not started:
 
 Most cells take a second or less. The experiments train many small networks in pure
 Python, and a few take minutes. What a Run All of a finished notebook took on our 2-core
-test machine while much other work ran on it (a quiet laptop is faster):
+test machine with nothing else running on it:
 
 {timings}
 
-Validate leaves those experiments out (they say "not run while grading"): on the same
-machine, Validate of a finished notebook took from 36 s (01) to 102 s (05). A progress
-bar under an experiment shows that it is still working.
+On the same machine busy with other work, the same Run Alls took four to seven times as
+long (03: 8 min, 09: 13.5 min). Validate leaves those experiments out (they say "not run
+while grading"): on the quiet machine, Validate of a finished notebook took from 4 s (07)
+to 15 s (05). A progress bar under an experiment shows that it is still working.
 
 ## 4. When a cell hangs
 
-A cell whose `[*]` stays for longer than the times above is probably stuck in your code
-(a loop that never ends, say). Stop it with **Kernel > Interrupt Kernel** (or the square
-button in the toolbar). If it still runs, **Kernel > Restart Kernel...**; a restart
-forgets every variable, so then run the cells above again (**Run > Run All Above
-Selected Cell**) before you go on. Validate stops a cell that runs for more than 120 s
-and reports a timeout.
+A cell whose `[*]` stays for much longer than the times above (several times them on a
+slow or busy computer) is probably stuck in your code (a loop that never ends, say).
+Stop it with **Kernel > Interrupt Kernel** (or the square button in the toolbar). If it
+still runs, **Kernel > Restart Kernel...**; a restart forgets every variable, so then
+run the cells above again (**Run > Run All Above Selected Cell**) before you go on.
+Validate stops a cell that runs for more than 120 s and reports a timeout.
 
 ## 5. The earlier answers (notebooks 03, 04 and 06)
 
@@ -229,19 +230,20 @@ instructor says:
   instructor asks (a course page, an e-mail). Hand in the `.ipynb` only, not `.venv`.
 """
 
-# Run All of each finished notebook: results/benchmarks/run-all-2026-12-05.txt
+# Run All of each finished notebook: results/benchmarks/run-all-quiet-2026-12-05.txt (the busy
+# machine's: run-all-2026-12-05.txt; Validate's: validate-quiet-2026-12-05.txt)
 TIMINGS = """\
 | notebook | Run All | the cells that take it |
 |---|---:|---|
-| 01 | 7 s | |
-| 02 | 2 min | the experiment that needs Tasks 2.1 and 2.2: 69 s |
-| 03 | 8 min | the experiment that needs Tasks 3.1 to 3.3: 8 min |
-| 04 | 8 min | the depth study that needs Task 4.1: 6 min; the training watch: 1 min |
-| 05 | 5 min | the experiment that needs Tasks 5.1 to 5.3: 3 min; the stress test: 2 min |
-| 06 | 3 min | training the models: 2 min |
-| 07 | 5 s | |
-| 08 | 3.5 min | the experiment that needs Tasks 8.1 and 8.2: 3 min |
-| 09 | 13.5 min | the five training cells (`train(...)`): 2 to 3.5 min each |"""
+| 01 | 2 s | |
+| 02 | 30 s | the experiment that needs Tasks 2.1 and 2.2: 16 s |
+| 03 | 1.5 min | the experiment that needs Tasks 3.1 to 3.3: 1.5 min |
+| 04 | 1.5 min | the depth study that needs Task 4.1: 75 s; the training watch: 13 s |
+| 05 | 70 s | the experiment that needs Tasks 5.1 to 5.3: 37 s; the stress test: 29 s |
+| 06 | 31 s | training the models: 22 s |
+| 07 | 1 s | |
+| 08 | 30 s | the experiment that needs Tasks 8.1 and 8.2: 24 s |
+| 09 | 2 min | the five training cells (`train(...)`): 23 s each |"""
 
 
 def readme(wheel: str) -> str:
