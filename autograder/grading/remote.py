@@ -38,12 +38,10 @@ from autograder.kernel.wire import (
     Peer,
     UnverifiedValue,
     WireError,
-    _is_instance,
     library_name,
     receive,
     send,
 )
-from microgpt.engine import Value
 
 __all__ = ["KernelError", "KernelGone", "KernelProxy", "Session", "TestOutcome", "run_test",
            "short_socket_path"]
@@ -152,12 +150,9 @@ class GraderPeer(Peer):
             items = obj if isinstance(obj, list) else list(obj.values())
             snapshot = tuple(obj) if isinstance(obj, list) else (tuple(obj), tuple(items))
             before = self.sent.get(name)
-            if before is not None and _same_snapshot(before, snapshot) and not any(
-                    isinstance(x, (list, dict, tuple)) or _is_instance(x) for x in items):
+            if before is not None and _same_snapshot(before, snapshot) \
+                    and self.sync_items(items):
                 # the kernel's copy holds these very items: only their leaves' changes go
-                for item in items:
-                    if isinstance(item, Value):
-                        self._value(item)
                 return {"P": name}
             out = super().container(obj, depth)
             out["m"] = name

@@ -247,3 +247,28 @@ def test_a_kernel_that_closes_the_connection_is_gone_not_a_broken_message():
     with pytest.raises(KernelGone, match="closed the connection"):
         Session(ours).request("get", name="f")
     ours.close()
+
+
+def test_a_list_sent_again_carries_the_graders_changes_of_its_leaves(kernel):
+    """A model's parameters go once; on each later call only what the grader changed in
+    them goes (`Peer.sync_items`): an update between two calls, a nan, a new node put in
+    place of a leaf, and a nested list all reach the kernel."""
+    session, namespace = kernel
+    namespace["total"] = lambda ps: sum(x for x in (getattr(p, "data", p) for p in ps)
+                                        if x == x)
+    namespace["grads"] = lambda ps: [getattr(p, "grad", None) for p in ps]
+    namespace["nested"] = lambda rows: [[p.data for p in row] for row in rows]
+    total, grads, nested = (session.get(n) for n in ("total", "grads", "nested"))
+    params = [Value(1.0), Value(2.0), 3.0]
+    assert total(params) == 6.0
+    params[0].data = 10.0  # an update made by the test, between two calls
+    params[1].grad = 0.5
+    assert total(params) == 15.0 and grads(params)[:2] == [0.0, 0.5]
+    params[1].data = float("nan")
+    assert total(params) == 13.0
+    params[0] = params[0] * 2  # a node the kernel has not seen, in the same list
+    assert total(params) == 23.0
+    rows = [[Value(1.0)], [Value(2.0)]]
+    assert nested(rows) == [[1.0], [2.0]]
+    rows[1][0].data = 7.0
+    assert nested(rows) == [[1.0], [7.0]]
