@@ -25,7 +25,8 @@ number given a whole tensor, and an attribute misspelt on a module or an object
 (`attribute_like`, torch.sigmod for torch.sigmoid).
 
 An earlier assignment's answer that a student's install has not been given yet
-(`NotReleased`, see `authoring/withheld.py`) is said as it is, not as a mistake.
+(`NotReleased`, see `authoring/withheld.py`) is said as it is, not as a mistake: its
+message alone, without the student's lines or the library's.
 
 A NameError raised in the student's own code is a mistake in it (a misspelt name, or a
 name from a cell not run), said with their line (`misnamed`); a missing answer whose cell
@@ -250,13 +251,17 @@ def explain(exc, tb, headline=None, hints=None, first=", the test"):
     hint of the known slip it fits. Returns the frames."""
     frames = frames_of(tb)
     if getattr(exc, "not_yet_released", False):  # `<package>.solved.NotReleased` of a
-        # student's install: an earlier assignment's answer, not a mistake of theirs
-        headline, hints = f"{type(exc).__name__}: {exc}", []
-    if hints is None:
-        hints = [slip_hint(exc, frames)]
+        # student's install: an earlier assignment's answer, not a mistake of theirs. Its
+        # own rendering, the message alone, says what waits and what to do; the student's
+        # lines and the library's `raise` under it read as a fault in their code
+        def _render_traceback_():
+            return [f"{type(exc).__name__}: {exc}"]
+    else:
+        if hints is None:
+            hints = [slip_hint(exc, frames)]
 
-    def _render_traceback_():
-        return render(exc, frames, headline, hints, first)
+        def _render_traceback_():
+            return render(exc, frames, headline, hints, first)
 
     try:
         exc._render_traceback_ = _render_traceback_

@@ -724,13 +724,15 @@ def shots_dir(name):
 
 
 @contextlib.contextmanager
-def lab_page(course, env, shots, extra_args=()):
+def lab_page(course, env, shots, extra_args=(), command=None):
     """JupyterLab serving `course` and a page of headless Chromium in a student's laptop
     window (1400 x 1000: the notebook's output area is about 880 px wide), both closed on
-    the way out. Yields (server, page); the server's log goes to shots/server.log."""
+    the way out. Yields (server, page); the server's log goes to shots/server.log.
+    `command`: jupyter lab's own command in place of scripts/lab, run in `course`."""
     from playwright.sync_api import sync_playwright
 
-    server = LabServer(course, env, Path(shots) / "server.log", extra_args=extra_args)
+    server = LabServer(course, env, Path(shots) / "server.log", extra_args=extra_args,
+                       command=command)
     try:
         server.start()
         with sync_playwright() as pw:
@@ -744,3 +746,116 @@ def lab_page(course, env, shots, extra_args=()):
                 browser.close()
     finally:
         server.stop()
+
+
+@contextlib.contextmanager
+def shot_on_failure(nbp):
+    """A screenshot named "failure" when the block raises (the page itself may be gone)."""
+    try:
+        yield
+    except BaseException:
+        try:
+            nbp.shot("failure")
+        except Exception:  # noqa: BLE001
+            pass
+        raise
+
+
+def restart_kernel(nbp):
+    """Kernel > Restart Kernel..., and the dialog's Restart."""
+    page = nbp.page
+    page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Kernel$")).first.click()
+    page.locator('.lm-Menu-item[data-command="kernelmenu:restart"]').click()
+    page.locator(".jp-Dialog .jp-mod-accept").first.click()
+    page.locator(".jp-Dialog").first.wait_for(state="detached", timeout=30_000)
+    time.sleep(2)  # the indicator goes busy, then idle again
+    nbp.wait_idle()
+
+
+# ---------------------------------------------------------------- a student's install
+
+STDERR = "application/vnd.jupyter.stderr"
+STDOUT = "application/vnd.jupyter.stdout"
+INSTALL_S = 1200  # pip fills a fresh environment from the package index
+
+
+def out_text(cell, mime=None):
+    """The text of a cell's outputs as `NotebookPage.cells` read them (of one MIME type)."""
+    return "".join(o["text"] for o in cell["outputs"] if mime is None or o["mime"] == mime)
+
+
+def readme_commands(readme):
+    """The commands of the ```bash blocks of a README, in order: what it tells a student to
+    type (its comments left out)."""
+    lines = [line.split(" #")[0].strip()
+             for block in re.findall(r"```bash\n(.*?)```", readme, re.S)
+             for line in block.splitlines()]
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def student_install(tmp, assignment, earlier):
+    """(release folder, environment): `residual-pack student-release`'s release of
+    `assignment` with the wheel of `earlier`'s answers beside it, and a fresh virtual
+    environment made there by the README's first two commands, typed as it prints them."""
+    from autograder.authoring.release import build
+
+    tmp = Path(tmp)
+    release = tmp / "release"
+    build(REPO_ROOT, release, [assignment], say=lambda *_: None, solved=[earlier])
+    readme = (release / "README.md").read_text(encoding="utf-8")
+    [wheel] = sorted((release / "wheels").glob("residual_pack_student-*.whl"))
+    commands = readme_commands(readme)[:2]
+    assert commands == ["python3 -m venv .venv", f".venv/bin/pip install wheels/{wheel.name}"], \
+        commands
+    env = jupyter_env(tmp / "jupyter")
+    tools = tmp / "bin"  # the student's `python3`: the Python running this test
+    tools.mkdir()
+    (tools / "python3").symlink_to(getattr(sys, "_base_executable", sys.executable))
+    env["PATH"] = f"{release / '.venv' / 'bin'}{os.pathsep}{tools}{os.pathsep}/usr/bin:/bin"
+    for name in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"):
+        env.pop(name, None)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    if os.geteuid() == 0:  # Jupyter's server refuses root unless told
+        Path(env["JUPYTER_CONFIG_DIR"], "jupyter_server_config.json").write_text(
+            json.dumps({"ServerApp": {"allow_root": True}}), encoding="utf-8")
+    for command in commands:
+        done = subprocess.run(["bash", "-c", command], cwd=release, env=env,
+                              capture_output=True, text=True, timeout=INSTALL_S)
+        assert done.returncode == 0, (command, done.stderr[-3000:])
+    return release, env
+
+
+def release_lab(release, env, shots):
+    """`lab_page` on the release folder, served by its own `.venv/bin/jupyter lab` (the
+    README's command), in the folder with the README."""
+    return lab_page(release, env, shots, command=[str(Path(release) / ".venv" / "bin" /
+                                                      "jupyter"), "lab"])
+
+
+def own_answers_cell(cell_source, earlier, grade_ids):
+    """The cell for the earlier answers with its stubs replaced by the answers `grade_ids`
+    of `earlier` (the model answers, as a student pastes their own), its imports and its
+    call to use_my_answers kept."""
+    answers = solution_texts(read_nb(REPO_ROOT / "source" / earlier / f"{earlier}.ipynb"))
+    head = cell_source[:cell_source.index("\ndef ")]
+    call = cell_source[cell_source.index("\nuse_my_answers("):]
+    mine = "\n\n\n".join(answers[g] for g in grade_ids)
+    return f"{head.rstrip()}\n\n\n{mine}\n\n\n{call.lstrip()}"
+
+
+def install_released(release, env, earlier):
+    """The wheel of `earlier`'s answers, saved in the release folder and installed with the
+    README's command (for another assignment's file, "the same with the other file name",
+    as the README says); returns the command run."""
+    readme = (Path(release) / "README.md").read_text(encoding="utf-8")
+    [line] = [c for c in readme_commands(readme) if "pip install residual_pack_solved_" in c]
+    named = re.search(r"residual_pack_solved_(\S+?)-\S+\.whl", line)
+    [wheel] = sorted((Path(release) / "wheels").glob(f"residual_pack_solved_{earlier}-*.whl"))
+    if named.group(1) == earlier:
+        assert named.group(0) == wheel.name, (line, wheel.name)  # the README's own file
+    command = line.replace(named.group(0), wheel.name)
+    shutil.copy2(wheel, Path(release) / wheel.name)  # "Save the file in this folder"
+    done = subprocess.run(["bash", "-c", command], cwd=release, env=env, capture_output=True,
+                          text=True, timeout=INSTALL_S)
+    assert done.returncode == 0, (command, done.stderr[-3000:])
+    return command

@@ -27,14 +27,7 @@ Screenshots of each stage, the server log and a summary go to
 tests/browser/artifacts/earlier-answers/ (or $ARTIFACTS_DIR).
 """
 
-import json
-import os
-import re
-import shutil
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import lab_helpers as lh
 import pytest
@@ -42,14 +35,12 @@ import pytest
 ASSIGNMENT = "06_residual_stream"
 EARLIER = "05_gpt_residual_adds"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
-STDERR = "application/vnd.jupyter.stderr"
-STDOUT = "application/vnd.jupyter.stdout"
+STDERR = lh.STDERR
 # the student's own 05 blocks: the answer cells of 05 whose functions 06's cell takes
 OWN_BLOCKS = ("task5_1_pre_norm_block", "task5_2_post_norm_block",
               "task5_3_no_residual_block")
 # 06's Run All trains two GPTs (about 3 min on two busy cores): room for a slow machine
 RUN_ALL_S = 1200
-INSTALL_S = 1200
 
 WAITING = ("The cells that use GPT.block, the transformer block (Tasks 5.1 to 5.3) wait for "
            "your answer or the released one")
@@ -61,62 +52,7 @@ NOT_RELEASED = "NotReleased: GPT.block (Tasks 5.1 to 5.3) is released after " \
                "05_gpt_residual_adds's due date"
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-def out_text(cell, mime=None):
-    return "".join(o["text"] for o in cell["outputs"] if mime is None or o["mime"] == mime)
-
-
-def student_install(tmp):
-    """(release folder, environment): the release of 06 with the wheel of 05's answers,
-    and a fresh virtual environment made there by the README's first two commands."""
-    from autograder.authoring.release import build
-
-    release = tmp / "release"
-    build(lh.REPO_ROOT, release, [ASSIGNMENT], say=lambda *_: None, solved=[EARLIER])
-    readme = (release / "README.md").read_text(encoding="utf-8")
-    assert "python3 -m venv .venv" in readme
-    [wheel] = sorted((release / "wheels").glob("residual_pack_student-*.whl"))
-    assert f".venv/bin/pip install wheels/{wheel.name}" in readme
-    env = lh.jupyter_env(tmp / "jupyter")
-    tools = tmp / "bin"  # the student's `python3`: the Python running this test
-    tools.mkdir()
-    (tools / "python3").symlink_to(getattr(sys, "_base_executable", sys.executable))
-    env["PATH"] = f"{release / '.venv' / 'bin'}{os.pathsep}{tools}{os.pathsep}/usr/bin:/bin"
-    for name in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"):
-        env.pop(name, None)
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    if os.geteuid() == 0:  # Jupyter's server refuses root unless told
-        Path(env["JUPYTER_CONFIG_DIR"], "jupyter_server_config.json").write_text(
-            json.dumps({"ServerApp": {"allow_root": True}}), encoding="utf-8")
-    for command in (["python3", "-m", "venv", ".venv"],
-                    [".venv/bin/pip", "install", f"wheels/{wheel.name}"]):
-        done = subprocess.run(command, cwd=release, env=env, capture_output=True, text=True,
-                              timeout=INSTALL_S)
-        assert done.returncode == 0, (command, done.stderr[-3000:])
-    return release, env
-
-
-def own_blocks_cell(cell_source):
-    """The cell for the earlier answers with its three stubs replaced by 05's blocks (the
-    model answers, as a student pastes their own), its imports and its call kept."""
-    answers = lh.solution_texts(lh.read_nb(lh.REPO_ROOT / "source" / EARLIER /
-                                           f"{EARLIER}.ipynb"))
-    head = cell_source[:cell_source.index("\ndef ")]
-    call = cell_source[cell_source.index("\nuse_my_answers("):]
-    blocks = "\n\n\n".join(answers[g] for g in OWN_BLOCKS)
-    return f"{head}\n\n{blocks}\n\n{call.lstrip(chr(10))}"
-
-
-def restart_kernel(nbp):
-    """Kernel > Restart Kernel..., and the dialog's Restart."""
-    page = nbp.page
-    page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Kernel$")).first.click()
-    page.locator('.lm-Menu-item[data-command="kernelmenu:restart"]').click()
-    page.locator(".jp-Dialog .jp-mod-accept").first.click()
-    page.locator(".jp-Dialog").first.wait_for(state="detached", timeout=30_000)
-    time.sleep(2)  # the indicator goes busy, then idle again
-    nbp.wait_idle()
+out_text = lh.out_text
 
 
 def test_06_before_and_after_05s_answers_are_released(tmp_path, monkeypatch):
@@ -130,7 +66,7 @@ def test_06_before_and_after_05s_answers_are_released(tmp_path, monkeypatch):
         summary.append(f"{time.monotonic() - started:7.1f} s  {name}")
         lh.log(summary[-1])
 
-    release, env = student_install(tmp_path)
+    release, env = lh.student_install(tmp_path, ASSIGNMENT, EARLIER)
     stage("release built and installed by its README's commands")
     path = release / "assignments" / ASSIGNMENT / NOTEBOOK
     student = lh.read_nb(path)
@@ -142,34 +78,15 @@ def test_06_before_and_after_05s_answers_are_released(tmp_path, monkeypatch):
     answers = [(i, g) for i, g, kind in lh.answer_cells(student) if kind == "code"]
     assert [g for _, g in answers] == ["task6_1_stream_states", "task6_2_probes",
                                        "task6_3_logit_lens"]
-    server = lh.LabServer(release, env, shots / "server.log",
-                          command=[str(release / ".venv" / "bin" / "jupyter"), "lab"])
     try:
-        server.start()
-        stage(f".venv/bin/jupyter lab serving at {server.url}")
-        from playwright.sync_api import sync_playwright
-
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(lh.CHROMIUM), headless=True,
-                                         args=lh.CHROMIUM_FLAGS)
-            try:
-                page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-                page.set_default_timeout(60_000)
-                nbp = lh.NotebookPage(page, server, f"assignments/{ASSIGNMENT}/{NOTEBOOK}",
-                                      len(student["cells"]), shots)
-                try:
-                    journey(nbp, release, env, student, own, graded, index, answers,
-                            solutions, stage, summary)
-                except BaseException:
-                    try:
-                        nbp.shot("failure")
-                    except Exception:  # the page itself may be gone
-                        pass
-                    raise
-            finally:
-                browser.close()
+        with lh.release_lab(release, env, shots) as (server, page):
+            stage(f".venv/bin/jupyter lab serving at {server.url}")
+            nbp = lh.NotebookPage(page, server, f"assignments/{ASSIGNMENT}/{NOTEBOOK}",
+                                  len(student["cells"]), shots)
+            with lh.shot_on_failure(nbp):
+                journey(nbp, release, env, student, own, graded, index, answers,
+                        solutions, stage, summary)
     finally:
-        server.stop()
         (shots / "summary.txt").write_text("\n".join(summary) + "\n", encoding="utf-8")
 
 
@@ -196,7 +113,8 @@ def journey(nbp, release, env, student, own, graded, index, answers, solutions, 
     assert "Known mistake" not in test_text and "known mistake" not in test_text, test_text
 
     # ---- 2. the student's own blocks pasted: the tests pass, the cells after them run
-    nbp.replace_cell_text(own, own_blocks_cell(lh.cell_text(student["cells"][own])))
+    nbp.replace_cell_text(own, lh.own_answers_cell(lh.cell_text(student["cells"][own]),
+                                                   EARLIER, OWN_BLOCKS))
     cells = nbp.run_all()
     stage("Run All, on the student's own 05 blocks")
     nbp.shot("2-own-blocks-cell", own)
@@ -220,16 +138,10 @@ def journey(nbp, release, env, student, own, graded, index, answers, solutions, 
     nbp.shot("2-last-cell", last)
 
     # ---- 3. the released answers installed (the README's command), the kernel restarted
-    [wheel] = sorted((release / "wheels").glob(f"residual_pack_solved_{EARLIER}-*.whl"))
-    readme = (release / "README.md").read_text(encoding="utf-8")
-    assert re.search(r"\.venv/bin/pip install residual_pack_solved_02_degradation-\S+\.whl",
-                     readme), "the README's command for the released answers"
-    shutil.copy2(wheel, release / wheel.name)
-    done = subprocess.run([".venv/bin/pip", "install", wheel.name], cwd=release, env=env,
-                          capture_output=True, text=True, timeout=INSTALL_S)
-    assert done.returncode == 0, done.stderr[-3000:]
+    command = lh.install_released(release, env, EARLIER)
+    summary.append(f"3. the README's command for the released answers: {command}")
     stage("05's released answers installed")
-    restart_kernel(nbp)
+    lh.restart_kernel(nbp)
     first_test = index["task6_1_test_values"]
     for i in sorted({index["imports"], index["harness"], own, index["task6_1_stream_states"],
                      first_test}):

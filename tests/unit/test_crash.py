@@ -308,3 +308,34 @@ def test_a_misspelt_attribute_shows_the_students_line_not_the_librarys_getattr(n
         "----> 2     return torch.sigmod(h)",
         "Hint: Did you mean 'sigmoid'? There is no 'sigmod' in the module torch.",
     ])
+
+
+def test_an_earlier_answer_not_released_shows_its_message_alone(notebook, monkeypatch):
+    """A student's install before Assignment 2's answers (issue 41, item 2): the student's
+    Task 4.2 calls the library's forward pass, held back until 02's due date. The test
+    shows what waits and what to do, not the student's lines nor the library's `raise`
+    (which read as a fault in their code)."""
+    import importlib.machinery
+    import sys
+    import types
+
+    from autograder.authoring import withheld
+    from microgpt import earlier
+
+    solved = types.ModuleType("microgpt.solved")
+    solved.__path__ = []  # as the student wheel ships it: no answer released yet
+    solved.__spec__ = importlib.machinery.ModuleSpec("microgpt.solved", None, is_package=True)
+    exec(compile(withheld.SOLVED_INIT, "microgpt/solved/__init__.py", "exec"), solved.__dict__)
+    monkeypatch.setitem(sys.modules, "microgpt.solved", solved)
+    monkeypatch.setattr(earlier, "_OWN", {})
+    namespace, run = notebook
+    namespace["released"] = solved.released
+    run(5, "def first_last_ratio(x):\n"
+           "    logits = released('02_degradation', 'deepnet.logits', 'Task 2.2', 'logits')\n"
+           "    return logits(x)\n")
+    with pytest.raises(solved.NotReleased) as caught:
+        run(6, 'with task("Task 4.2"):\n'
+               '    checks.check_value(first_last_ratio(1.0), 1.0, what="the ratio")\n')
+    assert shown(caught.value) == f"NotReleased: {caught.value}"
+    assert str(caught.value).startswith(
+        "deepnet.logits (Task 2.2) is released after 02_degradation's due date")
