@@ -69,7 +69,6 @@ def _client_class():
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self.replies = {}
-            self.on_cell_executed = self.on_cell_executed_hook
 
         async def async_execute_cell(self, cell, cell_index, execution_count=None,
                                      store_history=True):
@@ -98,9 +97,6 @@ def _client_class():
                 "hidden": sorted(source.hidden),
             }
             return cell
-
-        def on_cell_executed_hook(self, cell, cell_index, execute_reply):
-            self._last_reply = execute_reply
 
     return ReferenceClient
 

@@ -441,12 +441,7 @@ def serve(header: dict, namespace: dict) -> None:
     connection.settimeout(None)
     peer = KernelPeer(connection, namespace)
     try:
-        if os.environ.get("RP_PROFILE"):
-            import cProfile
-
-            cProfile.runctx("peer.serve()", globals(), locals(), os.environ["RP_PROFILE"])
-        else:
-            peer.serve()
+        peer.serve()
     finally:
         connection.close()
         del peer
