@@ -246,7 +246,6 @@ class Session:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.peer = GraderPeer(sock, self)
-        self.absent: dict[str, dict] = {}  # names the kernel does not have: what it said
         self.forged: list[str] = []  # what the kernel sent that its operations do not make
 
     def request(self, do: str, **fields: Any) -> Any:
@@ -341,8 +340,8 @@ class Session:
     def get(self, name: str) -> Any:
         try:
             return self.request("get", name=name)
-        except _Absent as absent:
-            self.absent[name] = absent.info
+        except _Absent as absent:  # what the kernel said of it: the words the test's
+            crash.ABSENT[name] = absent.info  # `task` gives (`crash.broken_lines`)
             raise KeyError(name) from None
 
     def end(self) -> None:
