@@ -25,7 +25,7 @@ from microgpt import GPT, CharTokenizer, Value, cross_entropy, train
 
 __all__ = ["block_values", "block_gradients", "block_training", "stream_states",
            "logit_lens", "lens_on_the_model_states", "lens_on_the_model_states_loss",
-           "lens_ends_at_the_loss", "lens", "model_states"]
+           "lens", "model_states"]
 
 
 def _block(model, x, layer, cache):
@@ -97,6 +97,3 @@ def lens_on_the_model_states_loss(layout, name, n_layer, seed, **sizes):
     tokens = _tokenizer().encode(name)
     return GPT.loss(_lens_model(layout, n_layer, seed, sizes), tokens).data
 
-
-def lens_ends_at_the_loss(layout, name, n_layer, seed, **sizes):
-    return lens_on_the_model_states_loss(layout, name, n_layer, seed, **sizes)

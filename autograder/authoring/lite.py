@@ -26,7 +26,7 @@ from pathlib import Path
 
 from autograder.authoring import release
 from autograder.grading.course import CourseError, check_assignments
-from autograder.kernel.policy import TORCH_ASSIGNMENTS
+from autograder.grading.intake import TORCH_ASSIGNMENTS
 
 __all__ = ["EXTRA_WHEELS", "KERNEL_PLUGIN", "START", "assignments", "build", "site_size",
            "site_wheels"]

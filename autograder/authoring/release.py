@@ -46,8 +46,8 @@ from pathlib import Path
 
 from autograder.authoring import withheld
 from autograder.authoring.checkout import pack_root
+from autograder.grading.answerless import SWITCHED_OFF
 from autograder.grading.course import EXERCISES, CourseError, assignments, notebook_paths
-from autograder.kernel.policy import SWITCHED_OFF
 
 __all__ = ["PACKAGE", "WHEEL_PREFIXES", "STUDENT_CONFIG", "WITHHELD", "build", "problems",
            "solved_package", "README", "readme"]

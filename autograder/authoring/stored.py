@@ -264,7 +264,6 @@ GPT_CHECKS = {
     "check_logit_lens": (1, ("logit_lens",)),
     "check_lens_on_the_model_states": (1, ("model_states", "lens_on_the_model_states",
                                            "lens_on_the_model_states_loss")),
-    "check_lens_ends_at_the_loss": (2, ("lens_ends_at_the_loss",)),
 }
 # a training run's numbers: their last digits may move from one machine to another
 GPT_TRAINING = ("block_training",)

@@ -1,6 +1,6 @@
 """The model answers in the library, held back from a student's wheel until each due date.
 
-`microgpt` and `torchtrack` hold working answers to some tasks (`policy.SWITCHED_OFF`:
+`microgpt` and `torchtrack` hold working answers to some tasks (`answerless.SWITCHED_OFF`:
 `deepnet.logits` answers Task 2.2, `GPT.block` Tasks 5.1 to 5.3, ...), because later
 notebooks build on them (03 and 04 train nets with `logits`, 06 trains GPTs made of
 `GPT.block`) and the graded runs and studies of the torch track use them. The student
@@ -20,8 +20,7 @@ library module they come from, so their bodies run unchanged.
 import ast
 import textwrap
 
-from autograder.grading.answerless import find_function
-from autograder.kernel.policy import SWITCHED_OFF, answer_label
+from autograder.grading.answerless import SWITCHED_OFF, answer_label, find_function
 
 __all__ = ["SOLVED", "withhold", "solved_module", "solved_path", "solved_assignments",
            "SOLVED_INIT", "is_stub"]

@@ -1,7 +1,7 @@
 """The library as a graded kernel of one assignment sees it: the model answers to that
 assignment's tasks taken out of the source.
 
-`microgpt` and `torchtrack` hold working answers to some tasks (`policy.SWITCHED_OFF`:
+`microgpt` and `torchtrack` hold working answers to some tasks (`SWITCHED_OFF`:
 `GPT.block` answers Tasks 5.1 to 5.3, `deepnet.logits` Task 2.2, ...), because later
 notebooks train with them. The sandbox's copy of the library is written with each such
 function's body replaced by a raise of `AnswerSwitchedOff` (the docstring kept), so no
@@ -16,9 +16,42 @@ hands the student's code, as data. So no answer is kept in a grading kernel at a
 import ast
 from pathlib import Path
 
-from autograder.kernel.policy import SWITCHED_OFF, answer_label
+__all__ = ["SWITCHED_OFF", "answer_label", "strip_answers", "write_answerless",
+           "find_function"]
 
-__all__ = ["strip_answers", "write_answerless", "find_function"]
+# assignment -> [(module, class or None, name, task, what to do instead)]
+SWITCHED_OFF = {
+    "02_degradation": [
+        ("microgpt.deepnet", None, "logits", "Task 2.2",
+         "compute h_0 = W_in x, the layers and the head yourself"),
+    ],
+    "05_gpt_residual_adds": [
+        ("microgpt.model", "GPT", "block", "Tasks 5.1 to 5.3",
+         "build the block from model.attention, model.mlp and rmsnorm"),
+    ],
+    "06_residual_stream": [
+        ("microgpt.model", "GPT", "stream_states", "Task 6.1",
+         "collect the states with model.embed and model.block"),
+    ],
+    "08_torch_mlp": [
+        ("torchtrack.mlp", "ResidualLayer", "forward", "Task 8.1",
+         "write the shortcut yourself: the layer's input plus what self.branch makes of it"),
+        ("torchtrack.mlp", "HighwayLayer", "forward", "Task 8.2",
+         "write the gate and the mix yourself"),
+    ],
+    "09_torch_transformer": [
+        ("torchtrack.transformer", "Block", "forward", "Task 9.1",
+         "call block.attn, block.ffn, block.norm1 and block.norm2 yourself"),
+        ("torchtrack.transformer", None, "logit_lens", "Task 9.2",
+         "decode each state of stream_states with model.decode"),
+    ],
+}
+
+
+def answer_label(module, owner, name):
+    """How a switched-off answer is named: module.Class.name, or module.name."""
+    return f"{module}.{owner + '.' if owner else ''}{name}"
+
 
 def find_function(tree, owner, name):
     """The function `name` at the top of the module `tree` (or in its class `owner`), or

@@ -408,9 +408,9 @@ class SandboxedExecute(Execute):
         else:
             hidden = set(expected.get("hidden", [])) | set(test.hidden)
             kernel_error = (record.ename, record.evalue) if record.status != "ok" else None
-            report = {"nonce": "", "records": outcome.records if outcome is not None else []}
+            records = outcome.records if outcome is not None else []
             status = "ok" if record.status == "ok" else "error"
-            found = judge_cell(report, status, kernel_error, expected["records"], hidden, "",
+            found = judge_cell(records, status, kernel_error, expected["records"], hidden,
                                self._passed)
             record.checks, record.hidden = found.checks, found.hidden
             record.detail = found.detail

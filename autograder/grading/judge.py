@@ -1,7 +1,7 @@
 """The verdict on one graded test cell, given in the grading process.
 
 The cell's witness version ran in the grading process against the student's kernel
-(`remote`), and its checks recorded what the student's code gave (`witness`). The
+(`remote`), and its checks recorded what the student's code gave (`records`). The
 reference run (`reference_run`) ran the reference version of the
 same cell on the instructor's solution and kept, for each check, the expected observation
 and how to compare. `verdict` pairs them in order and compares each with `compare`, the
@@ -38,26 +38,18 @@ def _short(text, limit=2000):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def verdict(report, reply_status, kernel_error, expected, hidden_lines, nonce, passed=None):
+def verdict(records, reply_status, kernel_error, expected, hidden_lines, passed=None):
     """The verdict on one test cell.
 
-    report: what the kernel sent with its reply ({"nonce", "records": [...]}) or None.
+    records: what the cell's checks recorded in the grader (`records`).
     reply_status: "ok" or "error" (or "" when there was no reply).
     kernel_error: (ename, evalue) of the cell's error, if it raised.
     expected: the reference run's records for this cell.
     hidden_lines: the lines of the cell that hold hidden tests.
-    nonce: what the grader sent with the cell.
     passed: a set kept over the notebook's test cells, of the checks whose latest run
     passed (`compare`): a failure's message names only the known mistakes that pass them.
     """
     total = len(expected)
-    if not isinstance(report, dict) or report.get("nonce") != nonce:
-        why = "the kernel sent no report of this test" if not isinstance(report, dict) \
-            else "the kernel's report is not for this test"
-        return Verdict(False, why + "; the test counts as failed", total)
-    records = report.get("records")
-    if not isinstance(records, list):
-        return Verdict(False, "the kernel's report holds no observations", total)
     ename, evalue = kernel_error or ("", "")
 
     def stopped(n, hidden):
@@ -85,8 +77,8 @@ def verdict(report, reply_status, kernel_error, expected, hidden_lines, nonce, p
                                              f"{want.get('line')}): {message}"))
             return Verdict(False, _short(message), total)
     if len(records) > total:
-        return Verdict(False, f"the kernel reported {len(records)} checks where the test "
-                              f"makes {total}", total)
+        return Verdict(False, f"the test made {len(records)} checks on this notebook where it "
+                              f"makes {total} on the solution", total)
     if reply_status != "ok":
         why = _short(f"{ename}: {evalue}" if evalue else ename) if ename else \
             "the kernel did not finish the test"

@@ -16,15 +16,20 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from autograder.grading.answerless import write_answerless
-from autograder.kernel.policy import (
-    ASSIGNMENT_VARIABLE,
-    KERNEL_PACKAGE,
-    OUTPUT_VARIABLE,
-    SWITCHED_OFF,
-)
+from autograder.grading.answerless import SWITCHED_OFF, write_answerless
+from autograder.kernel.policy import OUTPUT_VARIABLE
 from autograder.sandbox import bubblewrap
 from autograder.sandbox.limits import Limits, SandboxError
+
+# the allowlist is a package: a graded kernel gets `autograder/__init__.py` (which imports
+# nothing) and this package, nothing else of `autograder`
+KERNEL_PACKAGE = "autograder.kernel"
+
+
+def kernel_side(name: str) -> bool:
+    """Whether the module `name` (dotted) is in a graded kernel's copy of `autograder`."""
+    return name in ("autograder", KERNEL_PACKAGE) or name.startswith(KERNEL_PACKAGE + ".")
+
 
 # "limits": run kernels with limits only, no sandbox, even where bubblewrap could run
 # (never as root); "bubblewrap": fail rather than fall back to limits only; unset: the
@@ -172,7 +177,7 @@ class Sandbox:
                      if (site / name).is_dir())
         return dataclasses.replace(base, hide=hide), self.limits
 
-    def _kernel_env(self, assignment=""):
+    def _kernel_env(self):
         """The environment a kernel gets besides `bubblewrap.environment`'s (nothing of
         the grader's is kept)."""
         limits = self.limits
@@ -188,7 +193,6 @@ class Sandbox:
             "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1",
             "JUPYTER_PLATFORM_DIRS": "0",
-            ASSIGNMENT_VARIABLE: assignment,
             OUTPUT_VARIABLE: str(limits.output),
         }
         # nbgrader sets these in the grading process while it runs the notebook; the
@@ -208,7 +212,7 @@ class Sandbox:
         os.chmod(folder / "label", 0o600)
         conn = folder / "c"
         conn.mkdir(mode=0o700)
-        env = self._kernel_env(assignment)
+        env = self._kernel_env()
         base, limits = self._bwrap_base
         spec = dataclasses.replace(base, writable=conn, env=env)
         if assignment in self.answerless:

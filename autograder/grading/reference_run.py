@@ -8,8 +8,8 @@ with the reason) in a kernel of
 `autograder.kernel.gradekernel`, as nbgrader runs a submission at grading time (with
 `NBGRADER_EXECUTION` set, so the experiments take their small graded configurations; the
 library's model answers stay on, as the tests call them to compute what is expected). Its
-graded test cells are sent in their reference version (`testsource`) and in the
-`reference` mode (`witness`): each check
+graded test cells run in the grader against that kernel (`remote`), in their reference
+version (`testsource`) and in the `reference` mode (`records`): each check
 computes its expected observation, makes sure the solution meets it, and records it with
 its tolerances. The records of every test cell are what `judge` compares a student's
 observations with.
@@ -30,7 +30,6 @@ from pathlib import Path
 from autograder.cells import as_graded, is_autograded_test, nbgrader_meta, skipped_when_grading
 from autograder.grading.course import CourseError, notebook_paths, read_notebook
 from autograder.grading.testsource import GradedCellError, prepare
-from autograder.kernel.policy import ASSIGNMENT_VARIABLE, REFERENCE_VARIABLE
 
 __all__ = ["ReferenceError", "run_reference", "reference_records", "fingerprint"]
 
@@ -70,7 +69,6 @@ def _client_class():
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self.replies = {}
-            self.on_cell_executed = self.on_cell_executed_hook
 
         async def async_execute_cell(self, cell, cell_index, execution_count=None,
                                      store_history=True):
@@ -96,13 +94,9 @@ def _client_class():
                 "status": "ok" if error is None else "error",
                 "error": f"{error[0]}: {error[1]}" if error else "",
                 "records": outcome.records,
-                "nonce_ok": True,
                 "hidden": sorted(source.hidden),
             }
             return cell
-
-        def on_cell_executed_hook(self, cell, cell_index, execute_reply):
-            self._last_reply = execute_reply
 
     return ReferenceClient
 
@@ -115,8 +109,7 @@ def _run_notebook(path, assignment, timeout, workdir, to_end=False):
         nb = as_graded(nb)
     # the grader's own environment's graded kernel, with the model answers on: the
     # reference versions of the test cells call them
-    env = {"NBGRADER_EXECUTION": "autograde", ASSIGNMENT_VARIABLE: assignment,
-           REFERENCE_VARIABLE: "1"}
+    env = {"NBGRADER_EXECUTION": "autograde"}
     kernel = [sys.executable, "-m", "autograder.kernel.gradekernel",
               "--IPKernelApp.ignore_cwd=True"]
     client, stopped = run_notebook(nb, workdir, env=env, timeout=timeout, kernel_cmd=kernel,
@@ -167,9 +160,6 @@ def run_reference(source_dir, assignment, timeout=120, to_end=False):
                 if failed or reply["status"] != "ok":
                     why = failed[0] if failed else reply["error"]
                     problems.append(f"{path.stem}: the solution fails {grade_id}: {why}")
-                    continue
-                if not reply["nonce_ok"]:
-                    problems.append(f"{path.stem}: {grade_id} sent no report")
                     continue
                 if not reply["records"]:
                     problems.append(

@@ -10,9 +10,9 @@ the grader's own: a Value is made again here, node by node, from the operations 
 engine, and a node that no operation makes is refused (`wire.UnverifiedValue`); gradients are
 this process's `backward()`.
 
-The checks (`autograder.kernel.checks`, the same code as in JupyterLab) run here, in the
-mode the grader asks (`witness`: record what the student's code gave, for `judge`;
-`reference`: the instructor's solution, to record what is expected). Nothing of the
+The checks (`autograder.kernel.checks`, the same code as in JupyterLab) run here and record
+in the mode the grader asks (`records`: `witness`, what the student's code gave, for
+`judge`; `reference`, the instructor's solution, what is expected). Nothing of the
 cell's source, its hidden inputs or the checks reaches the kernel, only the arguments of
 each call, when it is made.
 
@@ -32,7 +32,8 @@ import threading
 import time
 from typing import Any
 
-from autograder.kernel import crash, wire, witness
+from autograder.grading.records import recording
+from autograder.kernel import crash, wire
 from autograder.kernel.wire import (
     Closed,
     Peer,
@@ -125,7 +126,17 @@ class GraderPeer(Peer):
             return {"K": obj._ref}
         return super().encode(obj, depth)
 
-    def handle(self, obj: Any) -> Any:
+    def handle(self, obj: Any, depth: int = 0) -> Any:
+        # a function, class or module of the library, or a method of a library object: as
+        # its name (the kernel uses its own copy). Only the grader sends these: what the
+        # kernel holds is the kernel's, and runs there
+        name = library_name(obj)
+        if name is not None:
+            return {"F": name}
+        bound = getattr(obj, "__self__", None)
+        func = getattr(obj, "__func__", None)
+        if bound is not None and func is not None and library_name(func) is not None:
+            return {"B": [self.encode(bound, depth + 1), func.__name__]}
         if _is_module(obj):  # a model the test built: the kernel gets its own copy
             import base64
             import io
@@ -231,7 +242,6 @@ class Session:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.peer = GraderPeer(sock, self)
-        self.absent: dict[str, dict] = {}  # names the kernel does not have: what it said
         self.forged: list[str] = []  # what the kernel sent that its operations do not make
 
     def request(self, do: str, **fields: Any) -> Any:
@@ -324,8 +334,8 @@ class Session:
     def get(self, name: str) -> Any:
         try:
             return self.request("get", name=name)
-        except _Absent as absent:
-            self.absent[name] = absent.info
+        except _Absent as absent:  # what the kernel said of it: the words the test's
+            crash.ABSENT[name] = absent.info  # `task` gives (`crash.broken_lines`)
             raise KeyError(name) from None
 
     def end(self) -> None:
@@ -389,7 +399,7 @@ class Namespace(dict):
 
 @dataclasses.dataclass
 class TestOutcome:
-    records: list  # what the checks recorded (`witness`)
+    records: list  # what the checks recorded (`records`)
     error: tuple | None = None  # (kind, message, lines shown) when the cell raised
     forged: list = dataclasses.field(default_factory=list)  # Values refused, why
     seconds: float = 0.0
@@ -422,21 +432,20 @@ def run_test(sock: socket.socket, source: str, filename: str, mode: str,
     started = time.monotonic()
     session = Session(sock)
     namespace = Namespace(session, filename)
-    records = witness.begin(mode, filename)
     crash.ABSENT.clear()
     wire.REMOTE = session
     error = None
-    try:
-        code = compile(source, filename, "exec", dont_inherit=True)
-        exec(code, namespace)  # noqa: S102 (the course's own test code)
-    except BaseException as exc:  # noqa: BLE001 (every failure fails the test)
-        kind = getattr(exc, "kind", None) or type(exc).__name__
-        error = (kind, _message(exc), _lines_for(exc, filename, hidden))
-    finally:
-        wire.REMOTE = None
-        witness.end()
-        crash.ABSENT.clear()
-        session.end()
+    with recording(mode, filename) as records:
+        try:
+            code = compile(source, filename, "exec", dont_inherit=True)
+            exec(code, namespace)  # noqa: S102 (the course's own test code)
+        except BaseException as exc:  # noqa: BLE001 (every failure fails the test)
+            kind = getattr(exc, "kind", None) or type(exc).__name__
+            error = (kind, _message(exc), _lines_for(exc, filename, hidden))
+        finally:
+            wire.REMOTE = None
+            crash.ABSENT.clear()
+            session.end()
     return TestOutcome(list(records), error, list(session.forged),
                        time.monotonic() - started)
 

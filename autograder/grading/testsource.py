@@ -2,8 +2,9 @@
 
 A test cell mixes two kinds of code: what calls the student's code (inputs, the calls
 themselves) and what says what is right (expected values, tolerances, the texts that go
-with them, reference answers). At grading time the student's kernel must get only the
-first kind; the second stays with the grader. `prepare(source)` parses the cell and
+with them, reference answers). At grading time a student's notebook is tested with the
+first kind only: the expected values come from the reference run, and nothing of the
+second kind can be handed to the student's code. `prepare(source)` parses the cell and
 returns:
 
 - `witness`: the cell run (in the grader, `remote`) against a student's kernel. Every
@@ -28,7 +29,7 @@ import copy
 import functools
 from dataclasses import dataclass
 
-from autograder.kernel.policy import kernel_side
+from autograder.grading.plan import kernel_side
 
 __all__ = ["JUDGE_ARGUMENTS", "GradedCellError", "GradedCell", "prepare", "sending"]
 
@@ -46,13 +47,11 @@ JUDGE_ARGUMENTS = {
                                  "expected"}),
     "check_range": ({1, 2}, {"low", "high", "expected_text"}),
     "check_same": ({1}, {"expected", "expected_text"}),
-    "check_tensor": ({1}, {"expected", "rtol", "atol"}),
     "check_module": (set(), {"reference", "rtol", "atol", "expected"}),
     # the tiny-GPT checks (`gptchecks`): a hidden test's reference computes what is right
     **{name: (set(), {"reference"}) for name in (
         "check_block_values", "check_block_gradients", "check_block_training",
-        "check_stream_states", "check_logit_lens", "check_lens_ends_at_the_loss",
-        "check_lens_on_the_model_states")},
+        "check_stream_states", "check_logit_lens", "check_lens_on_the_model_states")},
 }
 
 
@@ -148,7 +147,7 @@ def _prune_imports(tree):
 
 def _grader_only(name):
     """Whether the dotted `name` (a module, or a name in one) is of `autograder` but not
-    of the package a student's kernel gets (`autograder.kernel`, the allowlist)."""
+    of the package a student's kernel gets (`plan.KERNEL_PACKAGE`, the allowlist)."""
     if not (name == "autograder" or name.startswith("autograder.")):
         return False
     return not kernel_side(name)
@@ -156,7 +155,8 @@ def _grader_only(name):
 
 def _grader_only_uses(tree):
     """(line, name) of what the witness version imports that only the grader has: a
-    witness cell that still uses one is a mistake."""
+    witness cell that still uses one could hand it to the student's code (a function of
+    the grader's goes to the kernel as one to call back), and is a mistake."""
     found = []
     for node in ast.walk(tree):
         modules = []
@@ -195,8 +195,9 @@ def _prepare(source):
     if leaks:
         line, module = leaks[0]
         raise GradedCellError(
-            f"line {line}: the student's kernel would need {module}, which only the grader "
-            f"has; pass it only in the arguments that say what is right")
+            f"line {line}: {module}, which only the grader has, is used outside the "
+            f"arguments that say what is right: the student's code could be handed it at "
+            f"grading; pass it only in those arguments")
     witness_text = ast.unparse(ast.fix_missing_locations(witness)) + "\n"
     reference_text = ast.unparse(ast.fix_missing_locations(reference)) + "\n"
     ours = _statements(ast.parse(witness_text))

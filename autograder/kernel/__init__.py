@@ -2,13 +2,12 @@
 
 `checks` (what test cells call, and students too), `gptchecks` and `torchchecks` (the GPT
 and torch-track checks), `probes` (what a test hands to student code), `compare` (the
-verdict and its words, shared with the grader's judge), `witness` (where an observation
-goes: compared now, recorded for the grader, or kept as expected), `diagnosis` with its
-generated table `fingerprints` (a failing check named after the known mistake it looks
-like), `policy` (what a graded kernel loads, and which answers its library lacks),
-`gradekernel` (the graded kernel), `agent` (its end of a graded test: it answers the
-grader's calls), `wire` (what crosses between them, and how the grader makes a Value
-again) and `stored` (generated:
+verdict and its words, shared with the grader's judge), `witness` (a check's observation
+compared at once, or handed to the grader's recorder at grading time), `diagnosis` with
+its generated table `fingerprints` (a failing check named after the known mistake it
+looks like), `policy` (what the grader and a graded kernel agree on), `gradekernel` (the
+graded kernel), `agent` (its end of a graded test: it answers the grader's calls), `wire`
+(what crosses between them, and how either end makes a Value again) and `stored` (generated:
 the numbers the visible tests of assignments 2-4 compare with, made from the model answers,
 which this package never holds).
 

@@ -6,13 +6,13 @@ The second *compares* the observation with the expected one and words the verdic
 module is the second half, written once and used in both places that compare:
 
 - in a student's kernel (`checks`, in JupyterLab or nbgrader's Validate), right away;
-- in the grading process (`judge`), where a graded test's observations, sent by the
-  sandboxed kernel, meet the expected observations of the reference run. There the
-  kernel never sees what is expected, and nothing it says counts but what it observed.
+- in the grading process (`judge`), where a graded test's observations, made in the
+  grader from what the student's kernel sent back, meet the expected observations of the
+  reference run.
 
 Observations are JSON-ready dicts: ``{"number": x}``, ``{"numbers": [...]}`` (nested
-lists), ``{"tensor": {"shape": [...], "data": [...]}}``, ``{"tensors": [[name, tensor], ...]}``,
-or ``{"problem": "..."}``.
+lists), ``{"tensors": [[name, {"shape": [...], "data": [...]}], ...]}``, or
+``{"problem": "..."}``.
 Numbers that JSON cannot hold (nan, inf) travel as the strings "nan", "inf", "-inf".
 `compare(kind, observed, expected, params)` returns None when they agree, else the message,
 with the known mistake it looks like when the observation has a known fingerprint
@@ -121,10 +121,6 @@ def _compare_gradient(observed, expected, params):
         return (f"{what}: expected {e_text} ({source}), "
                 f"got {a_text} (the input's .grad after backward)")
     return None
-
-
-def _shape_of(items):
-    return "a list" if isinstance(items, list) else "a number"
 
 
 def _where(what, path, labels=(), names=None):
@@ -324,7 +320,6 @@ KINDS = {
     "numbers": _compare_numbers,
     "gradients": _compare_gradients,
     "range": _compare_range,
-    "tensor": _compare_tensor,
     "tensors": _compare_tensors,
     "same": _compare_same,
 }

@@ -9,8 +9,8 @@ gradients, losses) and compares them with microgpt's own `GPT` in the matching l
 built from the same seed. The expected side is an `expected(...)`, computed only where
 something compares (see `checks`), and never here: for the calls the released notebooks
 make it is stored numbers (`gptchecks.json`, written by `residual-pack stored`); a hidden
-test hands in `reference=` the grader's `autograder.answers.gpt`, which computes it (and
-which the grader strips from the cell a student's kernel gets, `testsource`). A student's
+test hands in `reference=` the grader's `autograder.answers.gpt`, which computes it in the
+reference run (a student's notebook is tested without it, `testsource`). A student's
 install holds neither that module nor microgpt's answers, and nothing here is a task's
 answer or calls one.
 
@@ -40,8 +40,7 @@ from microgpt import GPT, CharTokenizer, Value, census_names, train
 __all__ = [
     "PiecesModel", "BlockGPT", "block_inputs", "run_block",
     "check_block_values", "check_block_gradients", "check_block_training",
-    "check_stream_states", "check_logit_lens", "check_lens_ends_at_the_loss",
-    "check_lens_on_the_model_states",
+    "check_stream_states", "check_logit_lens", "check_lens_on_the_model_states",
     "LAYOUT_NAMES", "check_docs", "STORED_FILE", "stored_key",
 ]
 
@@ -350,22 +349,6 @@ def check_logit_lens(logit_lens, layout="pre", name="emma", n_layer=2, seed=0,
             "in every weight") if gradients else ""
     check_numbers(actual, want, rtol=1e-7, atol=1e-10, labels=("part", "item"),
                   what=f"{where} (part 0: the losses{part})")
-
-
-def check_lens_ends_at_the_loss(logit_lens, stream_states, layout="pre", name="emma",
-                                n_layer=2, seed=0, reference=None, **sizes):
-    """With the student's own stream, the last lens loss is the model's own loss."""
-    tokens = _tokenizer().encode(name)
-    config = dict(layout=layout, n_layer=n_layer, seed=seed, final_norm=True, **sizes)
-    model = PiecesModel(**config)
-    losses = _call(logit_lens, model, _call(stream_states, model, tokens), tokens)
-    last = losses[-1] if isinstance(losses, (list, tuple)) and losses else losses
-    want = _reference("lens_ends_at_the_loss", reference, layout=layout, name=name,
-                      n_layer=n_layer, seed=seed, **sizes)
-    check_value(last, want, rtol=1e-9,
-                what=f"the last entry of logit_lens(model, stream_states(model, tokens), "
-                     f"tokens) for {name!r} ({n_layer} layers, {LAYOUT_NAMES[layout]})",
-                expected_text="the model's own loss, GPT.loss(tokens)")
 
 
 def check_lens_on_the_model_states(logit_lens, layout="pre", name="emma", n_layer=2, seed=0,

@@ -24,7 +24,7 @@ from autograder.kernel.checks import CheckFailed
 from autograder.kernel.compare import MAX_ITEMS, encode
 from autograder.kernel.witness import resolve, settle
 
-__all__ = ["check_tensor", "check_module", "module_observation", "observe_built",
+__all__ = ["check_module", "module_observation", "observe_built",
            "with_moved_norms", "with_bias", "stored_observation", "STORED_FILE", "in_float64",
            "in_kernel"]
 
@@ -68,22 +68,6 @@ def _tensor_data(t):
     if t.numel() > MAX_ITEMS:
         raise CheckFailed(f"a tensor of {t.numel()} numbers is too large to check")
     return [encode(v) for v in t.tolist()]
-
-
-def _observe_tensor(actual, what):
-    if actual is None:
-        return {"problem": f"{what}: expected a tensor, got None. Does the code end with "
-                           f"`return`?"}
-    if not isinstance(actual, torch.Tensor):
-        return {"problem": f"{what}: expected a tensor, got a {type(actual).__name__}"}
-    return {"tensor": {"shape": list(actual.shape), "data": _tensor_data(actual)}}
-
-
-def check_tensor(actual, expected, what, rtol=1e-9, atol=1e-9):
-    """Fail unless `actual` is a tensor of `expected`'s shape, equal within tolerance."""
-    params = {"what": what, "rtol": rtol, "atol": atol}
-    return settle("tensor", _observe_tensor(actual, what),
-                  lambda: _observe_tensor(resolve(expected), "the reference"), params)
 
 
 def module_observation(module, inputs, what):

@@ -19,8 +19,8 @@ What a message can hold (`Peer.encode`, `Peer.decode`):
   and its gradients are the grader's `backward()`, not the kernel's word;
 - the data and grad of the leaves a message holds, again whenever they changed, and, after
   each call, of every leaf the call was given (a student's `backward()` or update shows);
-- a function, class or module of the library (`LIBRARY`), by its name: the other end uses
-  its own copy;
+- a function, class or module of the library (`LIBRARY`), from the grader, by its name:
+  the kernel uses its own copy (`remote.GraderPeer.handle`);
 - an object of the library's classes (a net, a config) and the lists and dicts the grader
   sends, by value, with a name, so that what the student's code changes in them comes back
   (`Peer.changed_mirrors`);
@@ -502,23 +502,7 @@ class Peer:
             return tensor
         if type(obj) is random.Random:
             return self.generator(obj)
-        by_name = self.by_name(obj, depth)
-        if by_name is not None:
-            return by_name
-        return self.handle(obj)
-
-    def by_name(self, obj: Any, depth: int) -> Any:
-        """A function, class or module of the library, or a method of a library object, as
-        its name (the other end uses its own copy); None for anything else. Only the
-        grader sends these: what the kernel holds is the kernel's, and runs there."""
-        name = library_name(obj)
-        if name is not None:
-            return {"F": name}
-        bound = getattr(obj, "__self__", None)
-        func = getattr(obj, "__func__", None)
-        if bound is not None and func is not None and library_name(func) is not None:
-            return {"B": [self.encode(bound, depth + 1), func.__name__]}
-        return None
+        return self.handle(obj, depth)
 
     def container(self, obj: Any, depth: int) -> Any:
         """A list, tuple, dict or library object, by value."""
@@ -537,8 +521,9 @@ class Peer:
         version, state, gauss = rng.getstate()
         return {"R": [version, list(state), gauss]}
 
-    def handle(self, obj: Any) -> Any:
-        """Something only this end can use: named, for the other end to call back."""
+    def handle(self, obj: Any, depth: int = 0) -> Any:
+        """Something only this end can use: named, for the other end to call back (or, from
+        the grader, a function of the library by its name: `remote.GraderPeer`)."""
         raise WireError(f"a {type(obj).__name__} cannot be sent")
 
     def decode(self, data: Any, depth: int = 0) -> Any:

@@ -1,32 +1,25 @@
-"""Where a graded check's observation goes: compared now, handed to the grader, or kept as
-the expected one.
+"""Where a check's observation goes: compared now, or to the grader's recorder.
 
 Every check in `checks` observes first (calls the student's code and turns what came back
-into plain data, see `compare`) and then calls `settle`, which does one of three things,
-by the mode the kernel is in:
+into plain data, see `compare`) and then calls `settle`:
 
-- ``check`` (the default: JupyterLab, nbgrader's Validate): compute the expected
-  observation and compare at once; a mismatch raises `CheckFailed` with the message.
-- ``witness`` (a graded test cell at grading time, run in the grader against the student's
-  kernel, `autograder.grading.remote`): only record the observation, with the line of the
-  test cell it came from. The expected value is not computed (the cell runs without it),
-  and nothing here decides the score: the grader compares the records with the reference
-  run's (`judge`).
-- ``reference`` (the same test cell run on the instructor's solution, on the grader's
-  side): compute the expected observation, check that the solution meets it (else the
-  test itself is wrong), and record it with the tolerances for the judge.
-
-The grader's test runner (`remote.run_test`) sets the mode around each graded test cell,
-in its own process: the student's code never runs where the records are kept.
+- in a student's kernel (JupyterLab, nbgrader's Validate), `settle` computes the expected
+  observation and compares at once; a mismatch raises `CheckFailed` with the message;
+- at grading time the test cell runs in the grader (`autograder.grading.remote`), which
+  sets `RECORDER` around it: the observation goes to the grader's recorder
+  (`autograder.grading.records`), which keeps it, with the line of the test cell it came
+  from, for the judge (or, on the instructor's solution, keeps the expected one). That
+  code runs only in the grader, so it is not in this package.
 """
 
-import sys
+from typing import Any
 
-__all__ = ["CHECK", "WITNESS", "REFERENCE", "CheckFailed", "NotAnswered", "Expected",
-           "expected", "mode", "begin", "end", "settle", "MAX_RECORDS"]
+__all__ = ["CheckFailed", "NotAnswered", "Expected", "expected", "failure", "settle",
+           "RECORDER"]
 
-CHECK, WITNESS, REFERENCE = "check", "witness", "reference"
-MAX_RECORDS = 10_000  # records kept per test cell; a cell making more is cut off
+# while a graded test cell runs in the grader, what takes its checks' observations
+# instead of comparing them here (`autograder.grading.records`); None everywhere else
+RECORDER: Any = None
 
 
 class CheckFailed(AssertionError):
@@ -39,12 +32,12 @@ class CheckFailed(AssertionError):
         return [f"{type(self).__name__}: {self}"]
 
 
-def _failed(message):
+def failure(message):
     """The CheckFailed a check raises, marked as a check's verdict (its message already
     names a known mistake when there is one, see `diagnosis`)."""
-    failure = CheckFailed(message)
-    failure.from_check = True
-    return failure
+    exc = CheckFailed(message)
+    exc.from_check = True
+    return exc
 
 
 class NotAnswered(CheckFailed):
@@ -53,8 +46,8 @@ class NotAnswered(CheckFailed):
 
 class Expected:
     """An expected value computed only when something compares with it: `expected(lambda:
-    ...)` in a check helper keeps the reference's work (and the reference itself) out of
-    a witness kernel."""
+    ...)` in a check helper spares the reference's work where only the observation is
+    kept (a student's run at grading time)."""
 
     __slots__ = ("compute",)
 
@@ -63,7 +56,7 @@ class Expected:
 
 
 def expected(compute):
-    """`compute()` as an expected value, evaluated only in the check and reference modes."""
+    """`compute()` as an expected value, evaluated only where something compares with it."""
     return Expected(compute)
 
 
@@ -72,79 +65,28 @@ def resolve(value):
     return value.compute() if isinstance(value, Expected) else value
 
 
-_state = {"mode": CHECK, "records": None, "filename": None}
-# the names of the checks whose latest run in this kernel passed (check mode): what tells
-# apart two known mistakes that fail one check alike (`diagnosis`); messages only
+# the names of the checks whose latest run in this kernel passed: what tells apart two
+# known mistakes that fail one check alike (`diagnosis`); messages only
 _PASSED = set()
 
 
-def mode():
-    return _state["mode"]
-
-
-def begin(new_mode, filename):
-    """Start a graded test cell compiled as `filename`; returns the list records go to."""
-    records = []
-    _state.update(mode=new_mode, records=records, filename=filename)
-    return records
-
-
-def end():
-    """Back to the check mode, after a graded test cell."""
-    _state.update(mode=CHECK, records=None, filename=None)
-
-
-def _line():
-    """The line of the graded test cell that the current check was called from (0: none)."""
-    filename = _state["filename"]
-    frame = sys._getframe(2)
-    while frame is not None:
-        if frame.f_code.co_filename == filename:
-            return frame.f_lineno
-        frame = frame.f_back
-    return 0
-
-
-def _append(record):
-    records = _state["records"]
-    if records is None:
-        return
-    if len(records) >= MAX_RECORDS:
-        raise CheckFailed(f"this test cell made more than {MAX_RECORDS} checks")
-    records.append(record)
-
-
 def settle(kind, observed, make_expected, params, result=None):
-    """Act on one observation by the current mode; returns `result` (what the check
-    returns to the test cell) unless the check fails here.
+    """Compare one observation with the expected one; returns `result` (what the check
+    returns to the test cell) unless the check fails. At grading time the grader's
+    `RECORDER` takes it instead.
 
-    `make_expected()` gives the expected observation (called only in the check and
-    reference modes); `params` (JSON data: what, tolerances, ...) says how to compare."""
+    `make_expected()` gives the expected observation (called only where it is compared);
+    `params` (JSON data: what, tolerances, ...) says how to compare."""
+    if RECORDER is not None:
+        return RECORDER(kind, observed, make_expected, params, result)
     from autograder.kernel.compare import compare
+    from autograder.kernel.diagnosis import check_name, diagnose
 
-    current = _state["mode"]
     problem = observed.get("problem") if isinstance(observed, dict) else None
-    if current == WITNESS:
-        _append({"line": _line(), "kind": kind, "observed": observed})
-    elif current == REFERENCE and problem is not None:
-        _append({"line": _line(), "kind": kind, "failed": str(problem)})
-    if problem is not None:  # it fails whatever was expected: stop, as the check would
-        if current == CHECK:
-            from autograder.kernel.diagnosis import check_name, diagnose
-
-            _PASSED.discard(check_name((params or {}).get("what", "")))
-            raise _failed(diagnose(kind, observed, params, str(problem), _PASSED))
-        raise _failed(str(problem))
-    if current == WITNESS:
-        return result
-    wanted = make_expected()
-    message = compare(kind, observed, wanted, params, _PASSED if current == CHECK else None)
-    if current == REFERENCE:
-        if message is not None:
-            _append({"line": _line(), "kind": kind, "failed": message})
-            raise CheckFailed("the reference solution fails this check: " + message)
-        _append({"line": _line(), "kind": kind, "expected": wanted, "params": params})
-        return result
+    if problem is not None:  # it fails whatever was expected
+        _PASSED.discard(check_name((params or {}).get("what", "")))
+        raise failure(diagnose(kind, observed, params, str(problem), _PASSED))
+    message = compare(kind, observed, make_expected(), params, _PASSED)
     if message is not None:
-        raise _failed(message)
+        raise failure(message)
     return result

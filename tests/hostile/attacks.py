@@ -239,8 +239,9 @@ AUDIT_HOOK = '''import sys
 def hook(event, args):
     if event == "exec":  # the test cell starts: send its observations elsewhere
         w = sys.modules.get("autograder.kernel.witness")
-        if w is not None and w._state.get("records") is not None:
-            w._state["records"] = []
+        state = getattr(w, "_state", None)  # where the records were kept in the kernel
+        if isinstance(state, dict) and state.get("records") is not None:
+            state["records"] = []
 sys.addaudithook(hook)
 ''' + WRONG_1_1
 
@@ -322,7 +323,7 @@ class _Forger:
     """Freed at once, inside the test: its finalizer rewrites what the checks recorded."""
 
     def __del__(self):
-        records = _witness._state.get("records")
+        records = getattr(_witness, "_state", {}).get("records")
         if isinstance(records, list):
             for record in records:
                 if isinstance(record, dict):
@@ -410,7 +411,7 @@ def _settle(kind, observed, make_expected, params, result=None):
     return result
 _w.settle = _settle
 _w._append = lambda record: None
-_w._state["mode"] = "reference"
+_w.RECORDER = _settle  # where the grader's recorder is hooked in, if it were here
 ''' + WRONG_1_1
 
 # the request the kernel is running, read while a test runs: it held the whole test cell

@@ -43,7 +43,7 @@ from autograder.grading.course import (
     private_jupyter_dirs,
     read_notebook,
 )
-from autograder.kernel.policy import TORCH_ASSIGNMENTS
+from autograder.grading.intake import TORCH_ASSIGNMENTS
 
 COURSE = Path(__file__).resolve().parents[2]
 FIRST = "01_residual_stack"  # the full hostile class covers it (gradedclass.FIRST)
@@ -89,8 +89,6 @@ def test_attacks_on_the_verdict_earn_nothing(name, tmp_path_factory):
         assert entry.withheld_score == 0, said
     # the tests run in the grader: the machinery attack changes nothing there, and is held
     # back for a person only on the torch track, whose observations the kernel makes
-    from autograder.grading.intake import TORCH_ASSIGNMENTS
-
     machinery = entries[HOSTILE["machinery"]]
     assert bool(machinery.withheld) == (name in TORCH_ASSIGNMENTS), machinery
 

@@ -25,13 +25,16 @@ from autograder.authoring import fingerprints as generator
 from autograder.grading import judge
 from autograder.grading.course import EXERCISES, SOURCE, assignments, notebook_paths, read_notebook
 from autograder.grading.feedback import hidden_test_lines
-from autograder.kernel import compare, diagnosis, policy, witness
+from autograder.grading.intake import TORCH_ASSIGNMENTS
+from autograder.grading.plan import kernel_side
+from autograder.grading.records import WITNESS, recording
+from autograder.kernel import compare, diagnosis, witness
 from autograder.kernel.checks import CheckFailed, check_value, task
 
 COURSE = Path(__file__).resolve().parents[2]
 WITH_MUTANTS = [a for a in assignments(COURSE) if mutant_registry.load(a)]
 RUNNABLE = [a for a in WITH_MUTANTS
-            if a not in policy.TORCH_ASSIGNMENTS or importlib.util.find_spec("torch")]
+            if a not in TORCH_ASSIGNMENTS or importlib.util.find_spec("torch")]
 JOBS = 2
 
 
@@ -209,10 +212,10 @@ def test_the_grading_process_reuses_the_words_but_never_for_a_hidden_check(known
     known[diagnosis.fingerprint("number", "w", wrong)] = ["the layer is skipped."]
     expected = [{"line": 3, "kind": "number", "expected": {"number": 2.0},
                  "params": {"what": "w"}}]
-    report = {"nonce": "n", "records": [{"line": 3, "kind": "number", "observed": wrong}]}
-    shown = judge.verdict(report, "ok", None, expected, frozenset(), "n")
+    report = [{"line": 3, "kind": "number", "observed": wrong}]
+    shown = judge.verdict(report, "ok", None, expected, frozenset())
     assert not shown.passed and "known mistake: the layer is skipped." in shown.message
-    hidden = judge.verdict(report, "ok", None, expected, frozenset({3}), "n")
+    hidden = judge.verdict(report, "ok", None, expected, frozenset({3}))
     assert hidden.hidden and hidden.message == judge.HIDDEN_FAILURE.format(n=1, total=1)
 
 
@@ -227,9 +230,8 @@ def test_the_judge_keeps_what_passed_over_a_notebooks_cells(known, fails):
     def cell(what, observed, hidden=frozenset(), passed=None):
         expected = [{"line": 3, "kind": "number", "expected": {"number": 2.0},
                      "params": {"what": what}}]
-        report = {"nonce": "n", "records": [{"line": 3, "kind": "number",
-                                             "observed": observed}]}
-        return judge.verdict(report, "ok", None, expected, hidden, "n", passed)
+        report = [{"line": 3, "kind": "number", "observed": observed}]
+        return judge.verdict(report, "ok", None, expected, hidden, passed)
 
     passed = set()
     assert cell("v", {"number": 2.0}, passed=passed).passed
@@ -265,11 +267,8 @@ def test_the_generator_reads_each_failing_check_from_a_log(tmp_path, monkeypatch
 def test_in_a_witness_kernel_nothing_is_diagnosed_or_logged(tmp_path, monkeypatch, known):
     log = tmp_path / "log.jsonl"
     monkeypatch.setenv(diagnosis.RECORD_VARIABLE, str(log))
-    records = witness.begin(witness.WITNESS, "<cell>")
-    try:
+    with recording(WITNESS, "<cell>") as records:
         check_value(1.0, 2.0, what="x")  # observed only: the grader compares
-    finally:
-        witness.end()
     assert len(records) == 1 and not log.exists()
 
 
@@ -277,8 +276,8 @@ def test_in_a_witness_kernel_nothing_is_diagnosed_or_logged(tmp_path, monkeypatc
 
 
 def test_the_table_is_kernel_side_and_plain_data():
-    assert all(policy.kernel_side(m) for m in ("autograder.kernel.diagnosis",
-                                                 "autograder.kernel.fingerprints"))
+    assert all(kernel_side(m) for m in ("autograder.kernel.diagnosis",
+                                        "autograder.kernel.fingerprints"))
     tree = ast.parse(generator.TABLE_FILE.read_text(encoding="utf-8"))
     assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom,
                                                             ast.Call, ast.FunctionDef))]

@@ -17,7 +17,7 @@ from autograder.authoring.notebook_guard import (
     readme_quotes,
 )
 from autograder.grading.course import CONFIG_FILE, SOURCE, assignments
-from autograder.kernel.policy import TORCH_ASSIGNMENTS
+from autograder.grading.intake import TORCH_ASSIGNMENTS
 
 COURSE = Path(__file__).resolve().parents[2]
 ALL = assignments(COURSE)

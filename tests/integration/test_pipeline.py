@@ -41,8 +41,8 @@ from autograder.grading.course import (
     read_notebook,
 )
 from autograder.grading.feedback import hidden_test_lines, leaked_lines
+from autograder.grading.intake import TORCH_ASSIGNMENTS
 from autograder.grading.student import Grader
-from autograder.kernel.policy import TORCH_ASSIGNMENTS
 
 COURSE = Path(__file__).resolve().parents[2]
 # the torch track's notebooks need the optional torch extra (CI installs it)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.answerless import strip_answers, write_answerless
-from autograder.kernel.policy import SWITCHED_OFF, AnswerSwitchedOff
+from autograder.grading.answerless import SWITCHED_OFF, strip_answers, write_answerless
+from autograder.kernel.policy import AnswerSwitchedOff
 
 ROOT = Path(__file__).resolve().parents[2]
 

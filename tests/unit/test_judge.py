@@ -6,7 +6,8 @@ import math
 from witnessing import in_mode
 
 from autograder.grading import judge
-from autograder.kernel import compare, witness
+from autograder.grading.records import REFERENCE, WITNESS
+from autograder.kernel import compare
 from autograder.kernel.checks import (
     check_gradient,
     check_value,
@@ -36,36 +37,33 @@ def _check_f(value, expected_value):
 
 def _one_cell(student_value):
     """(student's report, reference records) for one cell that checks f(1) == 2."""
-    expected_records = in_mode(witness.REFERENCE, lambda: _check_f(2.0, 2.0))
-    observed = in_mode(witness.WITNESS, lambda: _check_f(student_value, None))
-    return {"nonce": "n", "records": observed}, expected_records
+    expected_records = in_mode(REFERENCE, lambda: _check_f(2.0, 2.0))
+    observed = in_mode(WITNESS, lambda: _check_f(student_value, None))
+    return observed, expected_records
 
 
 def test_the_judge_passes_only_what_it_compared():
     report, want = _one_cell(2.0)
-    assert judge.verdict(report, "ok", None, want, set(), "n").passed
+    assert judge.verdict(report, "ok", None, want, set()).passed
     report, want = _one_cell(3.0)
-    found = judge.verdict(report, "ok", None, want, set(), "n")
+    found = judge.verdict(report, "ok", None, want, set())
     assert not found.passed and found.message == "f(1): expected 2, got 3"
 
 
-def test_the_kernel_cannot_make_a_cell_pass_by_saying_so():
+def test_a_cell_passes_only_with_every_check_in_place():
     report, want = _one_cell(2.0)
-    assert not judge.verdict(None, "ok", None, want, set(), "n").passed
-    assert not judge.verdict(report, "ok", None, want, set(), "other nonce").passed
-    assert not judge.verdict({"nonce": "n", "records": []}, "ok", None, want, set(),
-                             "n").passed
-    twice = {"nonce": "n", "records": report["records"] * 2}
-    assert not judge.verdict(twice, "ok", None, want, set(), "n").passed
-    moved = {"nonce": "n", "records": [dict(report["records"][0], line=999)]}
-    assert "out of order" in judge.verdict(moved, "ok", None, want, set(), "n").message
+    assert not judge.verdict([], "ok", None, want, set()).passed
+    twice = report * 2
+    assert not judge.verdict(twice, "ok", None, want, set()).passed
+    moved = [dict(report[0], line=999)]
+    assert "out of order" in judge.verdict(moved, "ok", None, want, set()).message
     # the kernel's error fails the cell even when every observation agrees
-    assert not judge.verdict(report, "error", ("ValueError", "x"), want, set(), "n").passed
+    assert not judge.verdict(report, "error", ("ValueError", "x"), want, set()).passed
 
 
 def test_a_hidden_failure_shows_neither_inputs_nor_expected_value():
     report, want = _one_cell(3.0)
-    found = judge.verdict(report, "ok", None, want, {want[0]["line"]}, "n")
+    found = judge.verdict(report, "ok", None, want, {want[0]["line"]})
     assert found.hidden and "f(1)" not in found.message and "2" not in found.message.split(
         "check")[0]
 
@@ -74,16 +72,16 @@ def test_a_student_gradient_is_compared_with_the_reference_not_with_itself():
     def cell(f):
         check_gradient(f, 3.0, what="d")
 
-    want = in_mode(witness.REFERENCE, lambda: cell(lambda x: x * x))
+    want = in_mode(REFERENCE, lambda: cell(lambda x: x * x))
     # a "gradient" that agrees with central differences of the student's own wrong function
-    seen = in_mode(witness.WITNESS, lambda: cell(lambda x: x * 4))
-    found = judge.verdict({"nonce": "n", "records": seen}, "ok", None, want, set(), "n")
+    seen = in_mode(WITNESS, lambda: cell(lambda x: x * 4))
+    found = judge.verdict(seen, "ok", None, want, set())
     assert not found.passed and "expected 6" in found.message
 
 
 def test_a_hidden_failure_is_kept_in_full_for_the_instructor_only():
     report, want = _one_cell(3.0)
-    found = judge.verdict(report, "ok", None, want, {want[0]["line"]}, "n")
+    found = judge.verdict(report, "ok", None, want, {want[0]["line"]})
     assert "f(1): expected 2, got 3" in found.detail
     assert "expected 2" not in found.message
-    assert judge.verdict(report, "ok", None, want, set(), "n").detail == ""
+    assert judge.verdict(report, "ok", None, want, set()).detail == ""

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.grading import plan
 from autograder.grading.testsource import GradedCellError, prepare
-from autograder.kernel import policy
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("autograder", "microgpt", "torchtrack")
@@ -163,8 +163,8 @@ def test_a_student_kernel_gets_one_package():
     """The allowlist is the package: every module of `autograder.kernel` may load in a
     kernel, nothing else of `autograder` but its empty parent."""
     kernel = [m for m in _modules() if m.startswith("autograder")]
-    assert {m for m in kernel if policy.kernel_side(m)} == (
-        {"autograder"} | {m for m in kernel if m.startswith(policy.KERNEL_PACKAGE)})
+    assert {m for m in kernel if plan.kernel_side(m)} == (
+        {"autograder"} | {m for m in kernel if m.startswith(plan.KERNEL_PACKAGE)})
     body = ast.parse((ROOT / "autograder" / "__init__.py").read_text()).body
     assert len(body) == 1 and isinstance(body[0], ast.Expr)  # its docstring, no import
 

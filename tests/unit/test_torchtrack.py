@@ -14,7 +14,7 @@ torch = pytest.importorskip(
     "torch", reason="the torch track is an optional extra: pip install -e '.[torch]'"
 )
 
-from autograder.kernel.policy import TORCH_ASSIGNMENTS  # noqa: E402
+from autograder.grading.intake import TORCH_ASSIGNMENTS  # noqa: E402
 from torchtrack import data, seeds, studies  # noqa: E402
 from torchtrack.mlp import (  # noqa: E402
     HighwayLayer,

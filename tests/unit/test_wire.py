@@ -12,7 +12,8 @@ import threading
 
 import pytest
 
-from autograder.grading.remote import KernelProxy, Session
+from autograder.grading.remote import KernelProxy, Session, run_test
+from autograder.kernel import crash
 from autograder.kernel.agent import KernelPeer
 from autograder.kernel.wire import UnverifiedValue, WireError
 from microgpt import Value, dot, linear, nn
@@ -162,9 +163,33 @@ def test_what_the_students_code_changes_in_a_list_or_generator_comes_back(kernel
 def test_a_missing_name_is_a_key_error_with_what_the_kernel_said(kernel):
     session, namespace = kernel
     namespace["residual_stak"] = lambda x: x
-    with pytest.raises(KeyError):
-        session.get("residual_stack")
-    assert session.absent["residual_stack"].get("like") == "residual_stak"
+    try:
+        with pytest.raises(KeyError):
+            session.get("residual_stack")
+        assert crash.ABSENT["residual_stack"].get("like") == "residual_stak"
+    finally:
+        crash.ABSENT.clear()
+
+
+def test_a_graded_test_names_the_notebooks_name_like_a_missing_one():
+    """The kernel's word on a missing name reaches the test's `task`, which runs in the
+    grader: a misspelt `def` is said as in JupyterLab, not "run the cells above"."""
+    ours, theirs = socket.socketpair()
+    peer = KernelPeer(theirs, {"residual_stak": lambda x, depth=20: x})
+    thread = threading.Thread(target=peer.serve, daemon=True)
+    thread.start()
+    source = ("from autograder.kernel.checks import check_value, task\n"
+              "with task('Task 1.1'):\n"
+              "    check_value(residual_stack(1.0), 1.0, what='x')\n")
+    try:
+        outcome = run_test(ours, source, "<graded test cell t>", "witness")
+    finally:
+        thread.join(5)
+        ours.close()
+        theirs.close()
+    assert outcome.error[0] == "NotAnswered", outcome.error
+    assert "your notebook defines 'residual_stak': is the name misspelt there?" in \
+        outcome.error[1], outcome.error
 
 
 def test_a_proxy_reads_a_namespace_by_name_and_writes_into_it(kernel):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring import withheld
-from autograder.kernel.policy import SWITCHED_OFF
+from autograder.grading.answerless import SWITCHED_OFF
 from microgpt import GPT, deepnet
 from microgpt.engine import linear
 

@@ -1,10 +1,11 @@
-"""`kernel/witness.py`: the checks' three modes (check, witness, reference)."""
+"""`kernel/witness.py` and `grading/records.py`: a check compares at once in a student's
+kernel, and records in the grader (witness, reference)."""
 
 
 import pytest
 from witnessing import in_mode
 
-from autograder.kernel import witness
+from autograder.grading.records import REFERENCE, WITNESS
 from autograder.kernel.checks import (
     CheckFailed,
     check_numbers,
@@ -23,7 +24,7 @@ def test_a_witness_records_what_it_saw_and_never_computes_the_expected_value():
     def never():
         raise AssertionError("the expected value was computed in a witness kernel")
 
-    records = in_mode(witness.WITNESS, lambda: check_value(Value(3.0), expected(never),
+    records = in_mode(WITNESS, lambda: check_value(Value(3.0), expected(never),
                                                             what="x"))
     assert records == [{"line": records[0]["line"], "kind": "number",
                         "observed": {"number": 3.0, "is_value": True, "repr": records[0][
@@ -33,16 +34,16 @@ def test_a_witness_records_what_it_saw_and_never_computes_the_expected_value():
 
 def test_a_witness_stops_on_an_answer_that_cannot_be_right():
     with pytest.raises(CheckFailed, match="got None"):
-        in_mode(witness.WITNESS, lambda: check_value(None, 1.0, what="x"))
+        in_mode(WITNESS, lambda: check_value(None, 1.0, what="x"))
 
 
 def test_the_reference_records_the_expected_value_and_fails_a_wrong_solution():
-    records = in_mode(witness.REFERENCE, lambda: check_value(2.0, expected(lambda: 2.0),
+    records = in_mode(REFERENCE, lambda: check_value(2.0, expected(lambda: 2.0),
                                                               what="x", rtol=1e-3))
     assert records[0]["expected"] == {"number": 2.0}
     assert records[0]["params"]["rtol"] == 1e-3
     with pytest.raises(CheckFailed, match="the reference solution fails this check"):
-        in_mode(witness.REFERENCE, lambda: check_value(2.5, 2.0, what="x"))
+        in_mode(REFERENCE, lambda: check_value(2.5, 2.0, what="x"))
 
 
 def test_the_check_mode_compares_at_once():
