@@ -10,7 +10,9 @@ kernels, mounts and files) whatever happened inside.
         ...
 """
 
+import atexit
 import contextlib
+import logging
 from pathlib import Path
 
 from autograder.grading.course import (
@@ -19,11 +21,18 @@ from autograder.grading.course import (
     private_jupyter_dirs,
     work_folder,
 )
-from autograder.grading.plan import Sandbox, remove_stale_roots
+from autograder.grading.plan import (
+    LIMITS,
+    Sandbox,
+    close_sandbox,
+    opened,
+    remove_stale_roots,
+)
 from autograder.grading.student import Grader
-from autograder.sandbox.limits import Limits
+from autograder.sandbox.limits import Limits, SandboxError
 
-__all__ = ["course_limits", "new_sandbox", "GradingSession", "grading_session"]
+__all__ = ["course_limits", "new_sandbox", "sandbox_for", "GradingSession",
+           "grading_session"]
 
 
 def course_limits(course, **overrides):
@@ -41,6 +50,48 @@ def new_sandbox(course, limits=None):
     does; nbgrader's own autograde closes its one at exit)."""
     remove_stale_roots()
     return Sandbox(limits or course_limits(course))
+
+
+# this process's own sandbox (nbgrader's own commands: `sandbox_for` with no root), or
+# why it could not be made
+_OWN: dict = {}
+
+
+def sandbox_for(root: str, course: str | Path, log: logging.Logger | None = None) -> Sandbox:
+    """The sandbox a `SandboxedExecute` configured with `sandbox_root` = `root` runs its
+    kernels in: the open one of that root, or with no root (nbgrader's own commands) this
+    process's own, made once from the limits of `course` and closed at exit, with a line
+    in nbgrader's log on how kernels are isolated. Raises `SandboxError` (every time)
+    when the machine must not run student code (root without bubblewrap), or when `root`
+    names no sandbox this process opened."""
+    say = log or logging.getLogger("residual_pack")
+    if root:
+        found = opened(root)
+        if found is None:
+            raise SandboxError(f"no sandbox at {root} in this process: SandboxedExecute."
+                               f"sandbox_root names a sandbox the grading run opened")
+        return found
+    if "error" in _OWN:
+        raise SandboxError(_OWN["error"])
+    if "sandbox" in _OWN:
+        return _OWN["sandbox"]
+    try:
+        sandbox = new_sandbox(course)
+    except SandboxError as exc:
+        _OWN["error"] = str(exc)
+        say.error("residual-pack: %s", exc)
+        raise
+    atexit.register(sandbox.close)
+    _OWN["sandbox"] = sandbox
+    if sandbox.level != LIMITS:
+        say.info("residual-pack: student kernels run in the sandbox: %s", sandbox.describe())
+    else:
+        say.warning(
+            "residual-pack: FALLING BACK to no sandbox: %s. Scores are still the grader's "
+            "verdict. Install bubblewrap (scripts/install-bubblewrap) where unprivileged "
+            "user namespaces are allowed, or grade as root, for the sandbox.",
+            sandbox.describe())
+    return sandbox
 
 
 class GradingSession:
@@ -89,4 +140,4 @@ def grading_session(course, root, names=None, *, limits=None, isolate=True, jupy
             yield GradingSession(course, root, names, sandbox, db_url=db_url)
     finally:
         if sandbox is not None:
-            sandbox.close()
+            close_sandbox(sandbox)
