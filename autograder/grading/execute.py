@@ -5,7 +5,7 @@ options it inherits), which the course's `nbgrader_config.py` puts in place of `
 in autograde (`pipeline.AUTOGRADE_STEPS`), for nbgrader's own commands and for
 `residual-pack grade`'s work course alike. Its sandbox is the one its config names
 (`sandbox_root`: `residual-pack grade` sets it to its run's), else this process's own,
-made on first use (`session.sandbox_for`). It runs in the grading worker. For each
+made on first use (`session.own_sandbox`). It runs in the grading worker. For each
 notebook it asks the sandbox for a kernel plan (`plan.Sandbox.plan`), starts the kernel
 in it (`SandboxKernelManager`, `bubblewrap.start`), runs each graded test cell's witness
 version here, against the kernel (`remote`), and
@@ -183,17 +183,23 @@ class SandboxedExecute(Execute):
                      config=True)
 
     def grading_sandbox(self, assignment):
-        """The sandbox to run `assignment`'s notebooks in (`session.sandbox_for`), with the
+        """The sandbox to run `assignment`'s notebooks in (the one `sandbox_root` names, else
+        `session.own_sandbox`), with the
         reference run's records of `assignment` (`reference_run.cached_reference`: made
         once, cached in the course's `.grading/`, run again when the source changed)."""
         from autograder.compat import check_schemas_once
         from autograder.grading.nbgrader_steps import coursedir_of
+        from autograder.grading.plan import sandbox_at
         from autograder.grading.reference_run import cached_reference
-        from autograder.grading.session import sandbox_for
 
         check_schemas_once()
         coursedir = coursedir_of(self)
-        sandbox = sandbox_for(self.sandbox_root, coursedir.root, self.log)
+        if self.sandbox_root:
+            sandbox = sandbox_at(self.sandbox_root)
+        else:
+            from autograder.grading.session import own_sandbox
+
+            sandbox = own_sandbox(coursedir.root, self.log)
         if assignment not in sandbox.references:
             sandbox.references[assignment] = cached_reference(
                 coursedir.root, assignment, timeout=sandbox.limits.cell_timeout,

@@ -232,9 +232,13 @@ def open_sandbox(sandbox: "Sandbox") -> str:
     return root
 
 
-def opened(root: str) -> "Sandbox | None":
-    """The sandbox this process opened at `root` (None: none)."""
-    return _OPEN.get(str(root))
+def sandbox_at(root: str) -> "Sandbox":
+    """The sandbox this process opened at `root`; `SandboxError` when none."""
+    found = _OPEN.get(str(root))
+    if found is None:
+        raise SandboxError(f"no sandbox at {root} in this process: SandboxedExecute."
+                           f"sandbox_root names a sandbox the grading run opened")
+    return found
 
 
 def close_sandbox(sandbox: "Sandbox") -> None:

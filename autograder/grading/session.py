@@ -25,13 +25,12 @@ from autograder.grading.plan import (
     LIMITS,
     Sandbox,
     close_sandbox,
-    opened,
     remove_stale_roots,
 )
 from autograder.grading.student import Grader
 from autograder.sandbox.limits import Limits, SandboxError
 
-__all__ = ["course_limits", "new_sandbox", "sandbox_for", "GradingSession",
+__all__ = ["course_limits", "new_sandbox", "own_sandbox", "GradingSession",
            "grading_session"]
 
 
@@ -52,25 +51,18 @@ def new_sandbox(course, limits=None):
     return Sandbox(limits or course_limits(course))
 
 
-# this process's own sandbox (nbgrader's own commands: `sandbox_for` with no root), or
+# this process's own sandbox (nbgrader's own commands: `own_sandbox`), or
 # why it could not be made
 _OWN: dict = {}
 
 
-def sandbox_for(root: str, course: str | Path, log: logging.Logger | None = None) -> Sandbox:
-    """The sandbox a `SandboxedExecute` configured with `sandbox_root` = `root` runs its
-    kernels in: the open one of that root, or with no root (nbgrader's own commands) this
-    process's own, made once from the limits of `course` and closed at exit, with a line
-    in nbgrader's log on how kernels are isolated. Raises `SandboxError` (every time)
-    when the machine must not run student code (root without bubblewrap), or when `root`
-    names no sandbox this process opened."""
+def own_sandbox(course: str | Path, log: logging.Logger | None = None) -> Sandbox:
+    """The sandbox of a `SandboxedExecute` whose config names none (`sandbox_root` empty:
+    nbgrader's own commands): this process's own, made once from the limits of `course`
+    and closed at exit, with a line in nbgrader's log on how kernels are isolated. Raises
+    `SandboxError` (every time) when the machine must not run student code (root without
+    bubblewrap)."""
     say = log or logging.getLogger("residual_pack")
-    if root:
-        found = opened(root)
-        if found is None:
-            raise SandboxError(f"no sandbox at {root} in this process: SandboxedExecute."
-                               f"sandbox_root names a sandbox the grading run opened")
-        return found
     if "error" in _OWN:
         raise SandboxError(_OWN["error"])
     if "sandbox" in _OWN:

@@ -62,7 +62,7 @@ def test_the_batch_command_grades_with_the_courses_steps(tmp_path):
     sandbox (trusted notebooks only), nbgrader's own Execute runs them."""
     from types import SimpleNamespace
 
-    from autograder.grading import plan, session
+    from autograder.grading import plan
 
     work = WorkCourse(ROOT, tmp_path, ["01_residual_stack"])
     trusted = work.config().Autograde.autograde_preprocessors
@@ -84,7 +84,7 @@ def test_the_batch_command_grades_with_the_courses_steps(tmp_path):
         ["SandboxedExecute", "WithholdForReview", "IntakeRepairs"]
     # the one setting of our steps: a string, which nbgrader's config system can set
     assert steps[0].sandbox_root == str(box.root)
-    assert session.sandbox_for(str(box.root), ROOT) is box
+    assert plan.sandbox_at(str(box.root)) is box
     plan._OPEN.pop(str(box.root))
     assert {n for step in steps for n in step.trait_names()
             if step.trait_metadata(n, "config") and n not in type(step).__mro__[1]
