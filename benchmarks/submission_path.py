@@ -15,6 +15,7 @@ same script counts an older checkout: `--course` that checkout, run with its env
 """
 
 import argparse
+import shutil
 import sys
 import tempfile
 import threading
@@ -90,7 +91,11 @@ def main(argv=None):
     args = p.parse_args(argv)
     folder = Path(args.keep or tempfile.mkdtemp(prefix="submission-path-"))
     folder.mkdir(parents=True, exist_ok=True)
-    files, deepest = trace(folder, Path(args.course).resolve())
+    try:
+        files, deepest = trace(folder, Path(args.course).resolve())
+    finally:
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
     for name in sorted(files):
         print(f"{files[name]:8d}  {name}")
     in_grading = [f for f in files if f.startswith("autograder/grading/")]
