@@ -53,11 +53,14 @@ c.GenerateAssignment.preprocessors = list(pipeline.GENERATE_STEPS)
 # autograde, first pass (the handed-in notebook): repaired against the release first
 # (IntakeRepairs: deleted/moved/retyped cells, metadata), then nbgrader's sanitizing
 c.Autograde.sanitize_preprocessors = list(pipeline.SANITIZE_STEPS)
-# autograde, second pass: the kernel in the sandbox (CourseExecute in place of nbgrader's
-# Execute: full isolation as root where Linux namespaces work; elsewhere resource limits
-# only, which the log says once per run), the test cells judged by the grader against the
-# solution's reference run, and code that reached into the grader held back for a manual
-# grade (WithholdForReview)
+# autograde, second pass: the kernel in the sandbox (SandboxedExecute in place of
+# nbgrader's Execute: full isolation as root where Linux namespaces work; elsewhere
+# resource limits only, which the log says once per run), the test cells judged by the
+# grader against the solution's reference run, and code that reached into the grader held
+# back for a manual grade (WithholdForReview). Each of our steps writes what it saw into
+# the notebook's metadata ("residual_pack_grading"), read back from the autograded
+# notebook by the report, and by the class report export:
+#   nbgrader export --exporter=autograder.grading.report_export.ClassReport --to report/
 c.Autograde.autograde_preprocessors = list(pipeline.AUTOGRADE_STEPS)
 # feedback pages without the hidden tests (their source and their tracebacks)
 c.GenerateFeedback.preprocessors = list(pipeline.FEEDBACK_STEPS)

@@ -12,7 +12,7 @@ student at a time, in this process, twice:
    runner), its steps wrapped here to note the same phases.
 
 Each graded submission keeps a timing record (`StudentResult.phases` and each
-notebook's `NotebookRun.phases`: [name, wall time], see `grading.channel.stamp`). This
+notebook's `NotebookRun.phases`: [name, wall time], see `grading.notebook_record.stamp`). This
 prints, per phase, the median seconds over the class (the first student is left out: it
 warms the grading process's caches) and the cells that took longest. `grade_class.py
 --timings` prints the same table for a parallel run.

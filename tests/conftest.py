@@ -45,7 +45,7 @@ def shared_reference_runs(tmp_path_factory):
     """One reference run per assignment for the whole test run: every work course made in
     it (in this process, a worker of the same run, or a `residual-pack grade` they start)
     keeps the solution's expected observations in one folder of the run's tmp
-    ($RESIDUAL_PACK_REFERENCE_CACHE, `grading.student.cached_reference`) instead of its
+    ($RESIDUAL_PACK_REFERENCE_CACHE, `grading.reference_run.cached_reference`) instead of its
     own `.grading/`. A run with new source or kernel code makes them anew (the key)."""
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers' folders share a parent

@@ -238,7 +238,7 @@ class WorkCourse:
         self.db_url = db_url or f"sqlite:///{self.root / 'gradebook.db'}?timeout=120"
         self.names = check_assignments(self.course, names or [])
         self._api = None
-        self.channel = None  # what autograde's steps share (see use_channel)
+        self.sandbox = None  # the sandbox autograde runs kernels in (see use_sandbox)
         if not copy:  # attach to a work course made earlier (by another process)
             return
         self.root.mkdir(parents=True, exist_ok=True)
@@ -291,28 +291,29 @@ class WorkCourse:
         # parallel graders share one SQLite gradebook: wait for a lock rather than fail
         cfg.CourseDirectory.db_url = self.db_url
         # nbgrader's autograde with our steps, the lists nbgrader_config.py sets for
-        # nbgrader's own commands (one grading path), whatever the copied config says;
-        # this run's channel goes to each step that reads one. A work course without a
-        # sandbox runs trusted notebooks only (the instructor's, the tests' controls):
-        # there nbgrader's own Execute runs them.
+        # nbgrader's own commands (one grading path), whatever the copied config says; our
+        # Execute step runs kernels in this run's sandbox (named by its root folder). A
+        # work course without a sandbox runs trusted notebooks only (the instructor's, the
+        # tests' controls): there nbgrader's own Execute runs them.
         from autograder.grading import pipeline
 
         cfg.Autograde.sanitize_preprocessors = list(pipeline.SANITIZE_STEPS)
         steps = list(pipeline.AUTOGRADE_STEPS)
-        if self.channel is None or self.channel.sandbox is None:
-            steps = ["nbgrader.preprocessors.Execute" if s.endswith(".CourseExecute") else s
+        if self.sandbox is None:
+            steps = ["nbgrader.preprocessors.Execute" if s == pipeline.EXECUTE_STEP else s
                      for s in steps]
+        else:
+            from autograder.grading.plan import open_sandbox
+
+            cfg.SandboxedExecute.sandbox_root = open_sandbox(self.sandbox)
         cfg.Autograde.autograde_preprocessors = steps
-        if self.channel is not None:
-            for step in ("SandboxedExecute", "IntakeRepairs", "WithholdForReview"):
-                cfg[step].channel = self.channel
         return cfg
 
-    def use_channel(self, channel):
-        """From now on, autograde's steps share `channel` (`channel.Channel`), and run
-        kernels in its sandbox when it has one."""
-        if self.channel is not channel:
-            self.channel = channel
+    def use_sandbox(self, sandbox):
+        """From now on, autograde runs kernels in `sandbox` (`plan.Sandbox`; None: trusted
+        notebooks, in nbgrader's own kernels)."""
+        if self.sandbox is not sandbox:
+            self.sandbox = sandbox
             self._api = None
 
     def api(self):

@@ -1,19 +1,22 @@
 """nbgrader's Execute step with the kernel in the sandbox: `SandboxedExecute`.
 
 A module-level nbgrader preprocessor (configurable like nbgrader's own `Execute`, whose
-options it inherits), which `course.WorkCourse.config` puts in place of `Execute` in
-autograde when grading is sandboxed, and the course's `nbgrader_config.py` for nbgrader's
-own autograde (then `nbgrader_steps.CourseExecute` sets up its sandbox itself).
-It runs in the grading worker. For each notebook it asks the sandbox for a kernel plan
-(`plan.Sandbox.plan`), starts the kernel in it (`SandboxKernelManager`, `bubblewrap.start`),
-runs each graded test cell's witness version here, against the kernel (`remote`), and
+options it inherits), which the course's `nbgrader_config.py` puts in place of `Execute`
+in autograde (`pipeline.AUTOGRADE_STEPS`), for nbgrader's own commands and for
+`residual-pack grade`'s work course alike. Its sandbox is the one its config names
+(`sandbox_root`: `residual-pack grade` sets it to its run's), else this process's own,
+made on first use (`session.own_sandbox`). It runs in the grading worker. For each
+notebook it asks the sandbox for a kernel plan (`plan.Sandbox.plan`), starts the kernel
+in it (`SandboxKernelManager`, `bubblewrap.start`), runs each graded test cell's witness
+version here, against the kernel (`remote`), and
 judges what its checks observed against the reference run (`judge`), and turns every
 failure of the student's code (a time limit, a dead or stuck kernel, a flood of output)
 into an error in the cell it happened in. Every way a kernel's message can reach the
 graded notebook (outputs, display updates, execution counts) is counted against one
 output budget per notebook; widget messages and run timings are never kept (see the
-methods under "the output limit"). What it saw goes back to the grader as a
-`NotebookRun` through the channel.
+methods under "the output limit"). What it saw goes into the graded notebook's metadata
+once the kernel is gone (`notebook_record.write_run`: each cell's `CellRun`, and the
+`NotebookRun`), where whatever reads the autograded notebook finds it.
 """
 
 import asyncio
@@ -34,17 +37,17 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Instance
+from traitlets import Bool, Unicode
 
 from autograder import cells
-from autograder.grading.channel import CellRun, Channel, NotebookRun, stamp
 from autograder.grading.judge import verdict as judge_cell
+from autograder.grading.notebook_record import CellRun, NotebookRun, stamp, write_run
 from autograder.grading.remote import TestOutcome, graded_cell
 from autograder.grading.report import describe_end
 from autograder.grading.testsource import GradedCellError, prepare
 from autograder.kernel.policy import OUTPUT_NOTE
 from autograder.sandbox import bubblewrap
-from autograder.sandbox.limits import SandboxError, size_words
+from autograder.sandbox.limits import size_words
 
 __all__ = ["LEFT_OUT", "SandboxKernelClient", "SandboxKernelManager", "SandboxedExecute"]
 
@@ -173,25 +176,43 @@ class SandboxedExecute(Execute):
     store_widget_state = Bool(False).tag(config=True)
     record_timing = Bool(False).tag(config=True)
 
-    channel = Instance(Channel, allow_none=True,
-                       help="The grading run's channel: the sandbox to run the kernel in, and "
-                            "where each notebook's run goes back (a driver puts it in the "
-                            "config; without one, `set_up` makes this process's)").tag(config=True)
+    sandbox_root = Unicode(
+        "", help="The folder of the grading run's sandbox that this process opened "
+                 "(`residual-pack grade` sets it for its work course); empty: this "
+                 "process's own sandbox, made on first use from the course's limits").tag(
+                     config=True)
 
-    def set_up(self, assignment):
-        """Called when no driver gave a channel (nbgrader's own autograde):
-        `nbgrader_steps.CourseExecute` sets one up for this process."""
-        raise SandboxError("no sandbox to run this notebook in: nbgrader's own autograde "
-                           "uses autograder.grading.nbgrader_steps.CourseExecute")
+    def grading_sandbox(self, assignment):
+        """The sandbox to run `assignment`'s notebooks in (the one `sandbox_root` names, else
+        `session.own_sandbox`), with the
+        reference run's records of `assignment` (`reference_run.cached_reference`: made
+        once, cached in the course's `.grading/`, run again when the source changed)."""
+        from autograder.compat import check_schemas_once
+        from autograder.grading.nbgrader_steps import coursedir_of
+        from autograder.grading.plan import sandbox_at
+        from autograder.grading.reference_run import cached_reference
+
+        check_schemas_once()
+        coursedir = coursedir_of(self)
+        if self.sandbox_root:
+            sandbox = sandbox_at(self.sandbox_root)
+        else:
+            from autograder.grading.session import own_sandbox
+
+            sandbox = own_sandbox(coursedir.root, self.log)
+        if assignment not in sandbox.references:
+            sandbox.references[assignment] = cached_reference(
+                coursedir.root, assignment, timeout=sandbox.limits.cell_timeout,
+                say=lambda text: self.log.info("residual-pack: %s", text))
+        return sandbox
 
     def preprocess(self, nb, resources=None, km=None):
         info = (resources or {}).get("nbgrader", {})
         key = (info.get("student", ""), info.get("notebook", ""))
         assignment = info.get("assignment", "")
-        if self.channel is None or self.channel.sandbox is None:
-            self.set_up(assignment)
-        sandbox = self.channel.current()
-        self._run = NotebookRun(level=sandbox.level)
+        sandbox = self.grading_sandbox(assignment)
+        self._run = NotebookRun(level=sandbox.level,
+                                limits=dataclasses.asdict(sandbox.limits))
         stamp(self._run.phases, "execute step")
         self._limits = sandbox.limits
         reference = sandbox.references.get(assignment, {}).get(key[1], {})
@@ -220,7 +241,8 @@ class SandboxedExecute(Execute):
             self._plan.remove()
             stamp(self._run.phases, "sandbox removed")
             self._run.phases.sort(key=lambda phase: phase[1])
-            self.channel.record(*key, self._run)
+            # the kernel is dead: nothing it sent can land under the key after this
+            write_run(nb, self._run)
 
     # the timing record's phases (nbclient's sync names wrap its own async functions, so
     # both are set here)

@@ -225,12 +225,17 @@ class DropScriptOutputs(Preprocessor):
     """Every output's JavaScript and widget data out of the notebook before a page is made
     (an output with nothing else left goes; one with a text version shows that), and the
     notebook's widget state. Script in any other form (HTML, SVG, markdown) is for
-    `clean_html`; an SVG output is drawn as an image, which runs no script."""
+    `clean_html`; an SVG output is drawn as an image, which runs no script. Grading's
+    own records (`notebook_record.KEY`: a failed hidden check in full, for the instructor) go too:
+    no page shows metadata, and none made from a submission carries them."""
 
     enabled = Bool(True)
 
     def preprocess(self, nb, resources):
+        from autograder.grading.notebook_record import forget
+
         nb.metadata.pop("widgets", None)
+        forget(nb)
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):

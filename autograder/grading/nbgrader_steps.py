@@ -7,13 +7,12 @@ button) grades the way `residual-pack grade` does:
 - `IntakeRepairs`, first of the sanitize steps: the handed-in notebook is repaired against
   the release (`intake.take_in`: deleted, moved, retyped and pasted cells, damaged nbgrader
   metadata); a notebook that is not the assignment's is refused with the reason;
-- `CourseExecute` (`sandbox.execute.SandboxedExecute` that sets up its own sandbox), in
-  place of nbgrader's `Execute`: the kernel runs in
-  the sandbox and the test cells are judged against the reference run. Called by nbgrader
-  rather than by our `Grader`, it sets up the sandbox itself, once per process
-  (`course_sandbox`): the same decision as `residual-pack grade` (full isolation as root
-  where namespaces work; "limits only", said once in nbgrader's log with the reason, as
-  any other user; refused as root without namespaces);
+- `execute.SandboxedExecute`, in place of nbgrader's `Execute`: the kernel runs in the
+  sandbox and the test cells are judged against the reference run. Its sandbox is the
+  one its config names (`SandboxedExecute.sandbox_root`, which `residual-pack grade` sets),
+  else this process's own, made on first use: the same decision as `residual-pack grade`
+  (full isolation as root where namespaces work; "limits only", said once in nbgrader's
+  log with the reason, as any other user; refused as root without namespaces);
 - `WithholdForReview`, after nbgrader's `SaveAutoGrades`: a notebook whose code reached
   into the grader or the interpreter, or changed what the tests rely on, gets its
   autograded points set to zero with nbgrader's "needs manual grade" mark, which
@@ -22,29 +21,28 @@ button) grades the way `residual-pack grade` does:
 - `StripQuoteLists`, last of `generate_assignment`'s steps: the student version carries
   no list of the figures the model answer prints (see `course.strip_quote_lists`).
 
+Each step writes what it saw into the notebook it hands on (`record`: intake's repairs
+and flags, the run of every cell, what was held back), so the autograded notebook nbgrader
+writes carries it to whatever reads it next: withholding, the feedback, `residual-pack
+grade`'s report, the class report export (`report_export.ClassReport`).
+
 `residual-pack grade` is a batch driver around the same autograde, with the same lists
 (`WorkCourse.config`): it copies each hand-in into nbgrader's `submitted/` (refusing,
 with the reason, bytes nbgrader could not read: `intake.read_handed_in`), calls
-nbgrader's autograde once per student and reads back, through the `Channel` it put in
-the config, what these steps saw.
+nbgrader's autograde once per student and reads the autograded notebooks.
 """
 
-import atexit
 import contextlib
-import dataclasses
 import json
 import logging
 from pathlib import Path
 
 import nbformat
 from nbgrader.preprocessors.base import NbGraderPreprocessor
-from traitlets import Instance
 
 from autograder.cells import grade_id, is_autograded_test
-from autograder.grading.channel import Channel
-from autograder.grading.execute import SandboxedExecute
 from autograder.grading.gradebook import flag_in_gradebook
-from autograder.grading.intake import Intake
+from autograder.grading.notebook_record import KEY, forget, read_seen, write_intake, write_withheld
 from autograder.grading.pipeline import (  # noqa: F401 (the lists, named here too)
     AUTOGRADE_STEPS,
     FEEDBACK_STEPS,
@@ -53,13 +51,11 @@ from autograder.grading.pipeline import (  # noqa: F401 (the lists, named here t
 )
 from autograder.grading.report import plain
 
-__all__ = ["IntakeRepairs", "WithholdForReview", "StripQuoteLists", "course_sandbox",
-           "process_channel",
+__all__ = ["IntakeRepairs", "WithholdForReview", "StripQuoteLists", "NotGradableError",
            "withhold_grades", "SANITIZE_STEPS", "AUTOGRADE_STEPS",
            "GENERATE_STEPS",
            "FEEDBACK_STEPS"]
 
-log = logging.getLogger("residual_pack")
 
 
 def coursedir_of(preprocessor):
@@ -76,104 +72,25 @@ def coursedir_of(preprocessor):
     return CourseDirectory(config=preprocessor.config)
 
 
-def _logger(preprocessor):
-    return getattr(preprocessor, "log", None) or log
-
-
-# ---------------------------------------------------------------- the sandbox, for nbgrader
-
-
-class _Process:
-    """nbgrader's own autograde in this process (no driver): its one channel, and its
-    sandbox, made on first use."""
-
-    channel = None
-    error = None
-
-
-def process_channel():
-    """The channel of this process's nbgrader autograde when no driver gave one."""
-    if _Process.channel is None:
-        _Process.channel = Channel()
-    return _Process.channel
-
-
-def course_sandbox(preprocessor):
-    """Make sure this process's channel holds a sandbox (made once, from the course's
-    limits, closed at exit) and says in nbgrader's log how kernels are isolated; a second
-    call does nothing. Raises `SandboxError` (every time) when the machine must not run
-    student code (root without bubblewrap)."""
-    from autograder.grading.plan import LIMITS
-    from autograder.grading.session import new_sandbox
-    from autograder.sandbox.limits import SandboxError
-
-    channel = process_channel()
-    if channel.sandbox is not None:
-        return channel.sandbox
-    if _Process.error is not None:
-        raise SandboxError(_Process.error)
-    say = _logger(preprocessor)
-    coursedir = coursedir_of(preprocessor)
-    try:
-        sandbox = new_sandbox(coursedir.root)
-    except SandboxError as exc:
-        _Process.error = str(exc)
-        say.error("residual-pack: %s", exc)
-        raise
-    atexit.register(sandbox.close)
-    channel.sandbox = sandbox
-    if sandbox.level != LIMITS:
-        say.info("residual-pack: student kernels run in the sandbox: %s", sandbox.describe())
-    else:
-        say.warning(
-            "residual-pack: FALLING BACK to no sandbox: %s. Scores are still the grader's "
-            "verdict. Install bubblewrap (scripts/install-bubblewrap) where unprivileged "
-            "user namespaces are allowed, or grade as root, for the sandbox.",
-            sandbox.describe())
-    return sandbox
-
-
-def prepare_assignment(preprocessor, sandbox, assignment):
-    """Give `sandbox` what it needs to grade `assignment` when nbgrader (not our `Grader`)
-    drives: the reference run's records (cached in the course's `.grading/`, run again
-    when the source changed)."""
-    from autograder.grading.reference_run import reference_records
-
-    coursedir = coursedir_of(preprocessor)
-    source = Path(coursedir.format_path(coursedir.source_directory, ".", assignment))
-    cache = Path(coursedir.root) / ".grading"
-    sandbox.references[assignment] = reference_records(
-        source, assignment, cache, timeout=sandbox.limits.cell_timeout,
-        say=lambda text: _logger(preprocessor).info("residual-pack: %s", text))
-
-
 # ---------------------------------------------------------------- intake
 
 
-class CourseExecute(SandboxedExecute):
-    """`SandboxedExecute` for nbgrader's own autograde (CLI, API, formgrader): with no
-    grading worker to hand it a sandbox, it sets up this process's own, once."""
-
-    def set_up(self, assignment):
-        from autograder.compat import check_schemas_once
-
-        check_schemas_once()
-        sandbox = course_sandbox(self)
-        self.channel = process_channel()
-        prepare_assignment(self, sandbox, assignment)
+class NotGradableError(ValueError):
+    """A handed-in notebook that is not graded (another assignment's, or read through a
+    symbolic link): nbgrader's autograde of the student stops with it, and its message
+    (`student: reason`) is how the batch driver learns the reason (`student.refusals`)."""
 
 
 class IntakeRepairs(NbGraderPreprocessor):
     """The handed-in notebook repaired against the release before nbgrader's own sanitize
-    steps (see `intake.take_in`); each repair is a line in nbgrader's log, and the intake
-    (repairs, flags, reasons to withhold the score for review, or why it cannot be graded)
-    is kept in the channel for `WithholdForReview` and the driver. Once every locked cell
-    is back as released, nbgrader's checksum warnings are left out of the log (see
+    steps (see `intake.take_in`); each repair is a line in nbgrader's log. What the
+    student's notebook carried under our metadata key is dropped first (`notebook_record.forget`:
+    only grading writes there); the intake (repairs, flags, reasons to withhold the score
+    for review) goes into the notebook's metadata for `WithholdForReview` and whatever
+    reads the autograded notebook; a notebook that cannot be graded stops the student's
+    autograde with the reason (`NotGradableError`). Once every locked cell is back as
+    released, nbgrader's checksum warnings are left out of the log (see
     `_HiddenTestsPutBack`)."""
-
-    channel = Instance(Channel, allow_none=True,
-                       help="The grading run's channel (this process's unless a driver "
-                            "gives one)").tag(config=True)
 
     def preprocess(self, nb, resources):
         from autograder.compat import check_schemas_once
@@ -190,14 +107,16 @@ class IntakeRepairs(NbGraderPreprocessor):
         linked = symbolic_link(coursedir, student, assignment, name)
         if linked:
             problem = f"{name}.ipynb: {linked}; it was not followed"
-            (self.channel or process_channel()).intake[(student, name)] = Intake(
-                problem=problem)
-            raise ValueError(f"{student}: {plain(problem)}")
+            raise NotGradableError(f"{student}: {plain(problem)}")
+        if forget(nb):
+            self.log.warning("residual-pack: %s/%s: the handed-in notebook carried grading "
+                             "records of its own (metadata %r): ignored", student, name, KEY)
         release_path = Path(coursedir.format_path(
             coursedir.release_directory, ".", assignment)) / f"{name}.ipynb"
         if not release_path.is_file():  # nothing to repair against: nbgrader's own checks
             self.log.warning("residual-pack: no release %s to repair %s against",
                              release_path, name)
+            write_intake(nb, [], [], [])
             return nb, resources
         release = nbformat.read(str(release_path), as_version=nbformat.NO_CONVERT)
         # as JSON text escaped to ASCII: a lone surrogate in it (which JSON may carry)
@@ -205,10 +124,10 @@ class IntakeRepairs(NbGraderPreprocessor):
         data = json.dumps(nb, ensure_ascii=True).encode("ascii")
         intake = take_in(data, f"{name}.ipynb", release, assignment,
                          foreign_ids(coursedir, assignment))
-        kept = dataclasses.replace(intake, notebook=None)  # what the driver reads
-        (self.channel or process_channel()).intake[(student, name)] = kept
         if intake.problem:
-            raise ValueError(f"{student}: {plain(intake.problem)}")
+            raise NotGradableError(f"{student}: {plain(intake.problem)}")
+        forget(intake.notebook)
+        write_intake(intake.notebook, intake.notes, intake.flags, intake.withhold)
         quiet.after_intake = True  # its locked cells are the release's now
         for note in intake.notes:
             self.log.warning("residual-pack: %s/%s: repaired: %s", student, name, plain(note))
@@ -341,31 +260,23 @@ class WithholdForReview(NbGraderPreprocessor):
     the reasons as comments); when intake or the sandboxed run saw code that reached into
     the grader or changed what the tests rely on, the notebook's autograded points are
     held back for a person (`withhold_grades`), with the reasons in nbgrader's log and as
-    the cells' comments. What was held back is kept in the channel for the driver."""
-
-    channel = Instance(Channel, allow_none=True,
-                       help="The grading run's channel (this process's unless a driver "
-                            "gives one)").tag(config=True)
+    the cells' comments. Intake's findings and the run are read from the notebook's
+    metadata (`record`); what was held back is written there."""
 
     def preprocess(self, nb, resources):
         from nbgrader.api import Gradebook
 
         from autograder.grading.report import tampering_seen
 
-        channel = self.channel or process_channel()
         info = resources.get("nbgrader", {})
         student, assignment = info.get("student", ""), info.get("assignment", "")
         name = info.get("notebook", "")
-        if self.channel is None:  # nbgrader's own: nobody reads them after this step
-            run = channel.runs.pop((student, name), None)
-            intake = channel.intake.pop((student, name), None)
-        else:  # the driver reads them after the autograde call
-            run = channel.runs.get((student, name))
-            intake = channel.intake.get((student, name))
-        reasons = list(intake.withhold) if intake is not None else []
-        flags = [f for f in intake.flags if f not in reasons] if intake is not None else []
-        if run is not None:
-            reasons += tampering_seen(_RunsOf({name: run.to_dict()}))
+        seen = read_seen(nb)
+        reasons = list(seen.withhold)
+        flags = [f for f in seen.flags if f not in reasons]
+        if seen.run is not None:
+            reasons += tampering_seen(_RunsOf({name: seen.run}))
+        write_withheld(nb, 0.0, [])
         if flags:
             with Gradebook(info["db_url"]) as gb:
                 flag_in_gradebook(gb, assignment, student, flags, [name])
@@ -376,7 +287,7 @@ class WithholdForReview(NbGraderPreprocessor):
         with Gradebook(info["db_url"]) as gb:
             held = withhold_grades(gb, assignment, student, autograded, [name],
                                    comment=f"residual-pack: score {text}")
-        channel.withheld[(student, name)] = (held, reasons)
+        write_withheld(nb, held, reasons)
         self.log.warning("residual-pack: %s/%s: autograded score (%g) %s", student, name,
                          held, plain(text))
         return nb, resources

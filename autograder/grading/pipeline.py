@@ -5,9 +5,12 @@ that the config and the work course can read them without importing the steps
 (`nbgrader_steps` says what each of ours does).
 """
 
-__all__ = ["SANITIZE_STEPS", "AUTOGRADE_STEPS", "GENERATE_STEPS", "FEEDBACK_STEPS"]
+__all__ = ["SANITIZE_STEPS", "AUTOGRADE_STEPS", "GENERATE_STEPS", "FEEDBACK_STEPS",
+           "EXECUTE_STEP"]
 
 HERE = "autograder.grading"
+# nbgrader's Execute with the kernel in the sandbox
+EXECUTE_STEP = f"{HERE}.execute.SandboxedExecute"
 # nbgrader 0.9's own lists, with our steps: what nbgrader_config.py sets
 SANITIZE_STEPS = [
     f"{HERE}.nbgrader_steps.IntakeRepairs",
@@ -18,7 +21,7 @@ SANITIZE_STEPS = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 AUTOGRADE_STEPS = [
-    f"{HERE}.nbgrader_steps.CourseExecute",
+    EXECUTE_STEP,
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",

@@ -223,6 +223,35 @@ class Sandbox:
         end_run(self.root)
 
 
+# the sandboxes open in this process, by their root folder: what
+# `SandboxedExecute.sandbox_root` (a plain config value) names
+_OPEN: dict = {}
+
+
+def open_sandbox(sandbox: "Sandbox") -> str:
+    """Make `sandbox` (made by this process, or unpickled into it) the one that
+    `SandboxedExecute.sandbox_root` = its root names in this process; returns the root."""
+    root = str(sandbox.root)
+    _OPEN[root] = sandbox
+    return root
+
+
+def sandbox_at(root: str) -> "Sandbox":
+    """The sandbox this process opened at `root`; `SandboxError` when none."""
+    found = _OPEN.get(str(root))
+    if found is None:
+        raise SandboxError(f"no sandbox at {root} in this process: SandboxedExecute."
+                           f"sandbox_root names a sandbox the grading run opened")
+    return found
+
+
+def close_sandbox(sandbox: "Sandbox") -> None:
+    """Close `sandbox` (`Sandbox.close`), no longer named by its root in this process."""
+    for root in [root for root, found in _OPEN.items() if found is sandbox]:
+        del _OPEN[root]
+    sandbox.close()
+
+
 def _our_packages():
     """{top-level package: its folder} for the packages this pack installs (the
     distribution that holds `autograder`): the kernels may import them."""

@@ -10,7 +10,9 @@ kernels, mounts and files) whatever happened inside.
         ...
 """
 
+import atexit
 import contextlib
+import logging
 from pathlib import Path
 
 from autograder.grading.course import (
@@ -19,11 +21,17 @@ from autograder.grading.course import (
     private_jupyter_dirs,
     work_folder,
 )
-from autograder.grading.plan import Sandbox, remove_stale_roots
+from autograder.grading.plan import (
+    LIMITS,
+    Sandbox,
+    close_sandbox,
+    remove_stale_roots,
+)
 from autograder.grading.student import Grader
-from autograder.sandbox.limits import Limits
+from autograder.sandbox.limits import Limits, SandboxError
 
-__all__ = ["course_limits", "new_sandbox", "GradingSession", "grading_session"]
+__all__ = ["course_limits", "new_sandbox", "own_sandbox", "GradingSession",
+           "grading_session"]
 
 
 def course_limits(course, **overrides):
@@ -41,6 +49,41 @@ def new_sandbox(course, limits=None):
     does; nbgrader's own autograde closes its one at exit)."""
     remove_stale_roots()
     return Sandbox(limits or course_limits(course))
+
+
+# this process's own sandbox (nbgrader's own commands: `own_sandbox`), or
+# why it could not be made
+_OWN: dict = {}
+
+
+def own_sandbox(course: str | Path, log: logging.Logger | None = None) -> Sandbox:
+    """The sandbox of a `SandboxedExecute` whose config names none (`sandbox_root` empty:
+    nbgrader's own commands): this process's own, made once from the limits of `course`
+    and closed at exit, with a line in nbgrader's log on how kernels are isolated. Raises
+    `SandboxError` (every time) when the machine must not run student code (root without
+    bubblewrap)."""
+    say = log or logging.getLogger("residual_pack")
+    if "error" in _OWN:
+        raise SandboxError(_OWN["error"])
+    if "sandbox" in _OWN:
+        return _OWN["sandbox"]
+    try:
+        sandbox = new_sandbox(course)
+    except SandboxError as exc:
+        _OWN["error"] = str(exc)
+        say.error("residual-pack: %s", exc)
+        raise
+    atexit.register(sandbox.close)
+    _OWN["sandbox"] = sandbox
+    if sandbox.level != LIMITS:
+        say.info("residual-pack: student kernels run in the sandbox: %s", sandbox.describe())
+    else:
+        say.warning(
+            "residual-pack: FALLING BACK to no sandbox: %s. Scores are still the grader's "
+            "verdict. Install bubblewrap (scripts/install-bubblewrap) where unprivileged "
+            "user namespaces are allowed, or grade as root, for the sandbox.",
+            sandbox.describe())
+    return sandbox
 
 
 class GradingSession:
@@ -89,4 +132,4 @@ def grading_session(course, root, names=None, *, limits=None, isolate=True, jupy
             yield GradingSession(course, root, names, sandbox, db_url=db_url)
     finally:
         if sandbox is not None:
-            sandbox.close()
+            close_sandbox(sandbox)

@@ -13,16 +13,14 @@ with the reason in the report:
    throwaway sandbox with the graded test cells judged by the grader
    (`SandboxedExecute`), scored by nbgrader, and held back for review or flagged in the
    gradebook (`WithholdForReview`);
-3. what the steps saw comes back through the `Channel` this grader put in nbgrader's
-   config; scores are read from the gradebook.
+3. what the steps saw is read from the autograded notebooks nbgrader wrote (our steps
+   keep it in their metadata: `record`), the scores from the gradebook.
 
 The result (`StudentResult`) holds the scores per cell and, in plain words, what else
 happened (`report` words it).
 """
 
-import fcntl
 import json
-import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -31,7 +29,6 @@ from pathlib import Path
 import nbformat
 
 from autograder.cells import grade_id, is_autograded_test, is_grade, is_solution
-from autograder.grading.channel import Channel, stamp
 from autograder.grading.course import (
     EXERCISES,
     SOURCE,
@@ -41,37 +38,11 @@ from autograder.grading.course import (
     read_notebook,
 )
 from autograder.grading.intake import read_handed_in, too_big
-from autograder.grading.reference_run import reference_records
+from autograder.grading.notebook_record import read_seen, stamp
+from autograder.grading.reference_run import cached_reference
 from autograder.grading.report import lost_points
 
-__all__ = ["CellScore", "StudentResult", "Grader", "HANDED_IN", "REFERENCE_CACHE_VARIABLE",
-           "cached_reference"]
-
-# a folder shared by several work courses for the reference runs' records, instead of
-# each work course's own `.grading/` (the test suite sets it: one folder per test run)
-REFERENCE_CACHE_VARIABLE = "RESIDUAL_PACK_REFERENCE_CACHE"
-
-
-def cached_reference(work, assignment: str, timeout: int) -> list:
-    """The reference records of `assignment` for the work course `work`: kept in its
-    `.grading/`, or in the folder $RESIDUAL_PACK_REFERENCE_CACHE names, where another
-    process may be making the same ones: one makes them, the others wait and read them.
-    Either way they are run again when the source or the kernel's code changed (the key
-    of `reference_run.fingerprint`)."""
-    shared = os.environ.get(REFERENCE_CACHE_VARIABLE)
-    source = work.path("source", assignment)
-    if shared:
-        folder = Path(shared)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            lock = open(folder / f"reference-{assignment}.lock", "a")  # noqa: SIM115
-        except OSError:  # not this user's to write (a grader run as another user)
-            lock = None
-        if lock is not None:
-            with lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                return reference_records(source, assignment, folder, timeout=timeout)
-    return reference_records(source, assignment, work.path(".grading"), timeout=timeout)
+__all__ = ["CellScore", "StudentResult", "Grader", "HANDED_IN", "refusals", "graded_cells"]
 
 
 @dataclass
@@ -98,9 +69,9 @@ class StudentResult:
     withheld: list = field(default_factory=list)  # why the autograded score awaits review
     withheld_score: float = 0.0  # what it would have been
     late_penalty: float = 0.0  # points nbgrader's late-submission plugin took off
-    runs: dict = field(default_factory=dict)  # notebook -> sandbox.channel.NotebookRun as a dict
+    runs: dict = field(default_factory=dict)  # notebook -> record.NotebookRun as a dict
     graded_by: str = ""  # the Dask worker (host:pid) that graded it, on a cluster
-    # [name, wall time] as the grader went through this student (`channel.stamp`); each
+    # [name, wall time] as the grader went through this student (`notebook_record.stamp`); each
     # notebook's run has its own, from the Execute step
     phases: list = field(default_factory=list)
 
@@ -128,6 +99,22 @@ class StudentResult:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+def graded_cells(source: Path) -> tuple[list, dict, set]:
+    """The cells of the source notebooks in the folder `source` that matter to a report:
+    (notebook, grade_id) of the graded cells in notebook order, {that key: True for an
+    autograded test cell}, and the keys of the students' answer cells."""
+    order, autograded, answers = [], {}, set()
+    for path in notebook_paths(source):
+        for cell in read_notebook(path).cells:
+            if is_solution(cell):
+                answers.add((path.stem, grade_id(cell)))
+            if is_grade(cell):
+                key = (path.stem, grade_id(cell))
+                order.append(key)
+                autograded[key] = bool(is_autograded_test(cell))
+    return order, autograded, answers
+
+
 HANDED_IN = "handed-in"  # the work course keeps what each student handed in, byte for byte
 
 
@@ -143,27 +130,19 @@ class Grader:
         self.work = work
         self.assignment = assignment
         self.sandbox = sandbox
-        self.channel = Channel(sandbox)  # nbgrader's steps and this grader meet here
-        work.use_channel(self.channel)
+        work.use_sandbox(sandbox)
         if sandbox is not None:
             if assignment not in sandbox.references:
                 sandbox.references[assignment] = cached_reference(
-                    work, assignment, timeout=sandbox.limits.cell_timeout)
+                    work.root, assignment, timeout=sandbox.limits.cell_timeout)
         if generate:
             work.generate_assignment(assignment)
         self.release = work.path(EXERCISES, assignment)
         self.notebooks = [p.stem for p in notebook_paths(self.release)]
-        self.autograded = {}  # (notebook, grade_id) -> True for autograder test cells
-        self.order = []  # (notebook, grade_id) of graded cells in notebook order
-        self.answer_cells = set()  # (notebook, grade_id) of the students' answer cells
-        for path in notebook_paths(work.path("source", assignment)):
-            for cell in read_notebook(path).cells:
-                if is_solution(cell):
-                    self.answer_cells.add((path.stem, grade_id(cell)))
-                if is_grade(cell):
-                    key = (path.stem, grade_id(cell))
-                    self.order.append(key)
-                    self.autograded[key] = bool(is_autograded_test(cell))
+        # (notebook, grade_id): of graded cells in notebook order, True for autograder
+        # test cells, of the students' answer cells
+        self.order, self.autograded, self.answer_cells = graded_cells(
+            work.path("source", assignment))
         self._foreign = None
 
     def release_notebook(self, name):
@@ -276,13 +255,14 @@ class Grader:
         result.seconds = time.perf_counter() - start
         stamp(result.phases, "autograded")
         result.log = outcome.get("log", "")
-        refused = self._collect(student, result)
+        refused = refusals(result.log, student)
         if not outcome["success"]:
             result.reason = "; ".join(refused) or \
                 "nbgrader could not grade it: " + failure_reason(outcome)
             self._register(student)
             return result
         result.graded = True
+        self._collect(student, result)
         result.cells = self.scores(student)
         result.problems += lost_points(result, self.sandbox.limits if self.sandbox else None,
                                        self.autograded)
@@ -298,24 +278,20 @@ class Grader:
         return result
 
     def _collect(self, student, result):
-        """What nbgrader's steps saw of `student`'s notebooks, from the channel, into
-        `result`; returns why a notebook was refused at intake (another assignment's)."""
-        refused = []
+        """What nbgrader's steps saw of `student`'s notebooks, as they wrote it into the
+        autograded notebooks (`record`), into `result`."""
+        folder = self.work.path("autograded", student, self.assignment)
         for name in self.notebooks:
-            key = (student, name)
-            run = self.channel.take(*key)
-            if run is not None:
-                result.runs[name] = run.to_dict()
-            intake = self.channel.intake.pop(key, None)
-            if intake is not None:
-                if intake.problem:
-                    refused.append(intake.problem)
-                result.notes += self._named(name, intake.notes)
-                result.flags += self._named(name, intake.flags)
-            held, reasons = self.channel.withheld.pop(key, (0.0, []))
-            result.withheld += self._named(name, reasons)
-            result.withheld_score += held
-        return refused
+            path = folder / f"{name}.ipynb"
+            if not path.is_file():  # not handed in
+                continue
+            seen = read_seen(read_notebook(path))
+            if seen.run is not None:
+                result.runs[name] = seen.run
+            result.notes += self._named(name, seen.notes)
+            result.flags += self._named(name, seen.flags)
+            result.withheld += self._named(name, seen.withheld)
+            result.withheld_score += seen.held
 
     def _register(self, student):
         """Put an ungraded student in the gradebook, so the CSV lists them (with zero)."""
@@ -349,3 +325,21 @@ class Grader:
         with api.gradebook as gb:
             plugin.export(gb)
         return Path(path)
+
+
+def refusals(log: str, student: str) -> list:
+    """Why `IntakeRepairs` refused `student`'s notebooks (not the assignment's, or reached
+    through a symbolic link), from nbgrader's log of the autograde call: the refusal is
+    the exception that stopped it (`nbgrader_steps.NotGradableError`), and nbgrader keeps no
+    notebook of a student it could not grade."""
+    from autograder.grading.nbgrader_steps import NotGradableError as NotGradable
+
+    marker = f"{NotGradable.__module__}.{NotGradable.__name__}: {student}: "
+    found = []
+    for line in log.splitlines():
+        at = line.find(marker)
+        if at >= 0:
+            reason = line[at + len(marker):].strip()
+            if reason and reason not in found:
+                found.append(reason)
+    return found

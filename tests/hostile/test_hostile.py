@@ -410,8 +410,8 @@ def _settled(outputs, status, ename=""):
     """A graded test cell after SandboxedExecute settled it, scored by nbgrader."""
     from nbgrader.utils import determine_grade
 
-    from autograder.grading.channel import CellRun
     from autograder.grading.execute import SandboxedExecute
+    from autograder.grading.notebook_record import CellRun
 
     cell = nbformat.v4.new_code_cell("check()")
     cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True,

@@ -57,17 +57,20 @@ def test_the_lists_are_nbgraders_own_with_ours_put_in():
 
 def test_the_batch_command_grades_with_the_courses_steps(tmp_path):
     """One grading path: `residual-pack grade`'s work course gives nbgrader's autograde
-    the lists nbgrader_config.py names for nbgrader's own commands, and its channel to
-    each of our steps through the config; without a sandbox (trusted notebooks only),
-    nbgrader's own Execute runs them."""
-    from autograder.grading.channel import Channel
+    the lists nbgrader_config.py names for nbgrader's own commands, and its sandbox to
+    the Execute step as a plain config value (the sandbox's root folder); without a
+    sandbox (trusted notebooks only), nbgrader's own Execute runs them."""
+    from types import SimpleNamespace
+
+    from autograder.grading import plan
 
     work = WorkCourse(ROOT, tmp_path, ["01_residual_stack"])
     trusted = work.config().Autograde.autograde_preprocessors
     assert trusted[0] == "nbgrader.preprocessors.Execute"
     assert trusted[1:] == nbgrader_steps.AUTOGRADE_STEPS[1:]
-    channel = Channel(sandbox=object())
-    work.use_channel(channel)
+    assert "sandbox_root" not in work.config().SandboxedExecute
+    box = SimpleNamespace(root=tmp_path / "box", references={})
+    work.use_sandbox(box)
     cfg = work.config()
     assert cfg.Autograde.sanitize_preprocessors == nbgrader_steps.SANITIZE_STEPS
     assert cfg.Autograde.autograde_preprocessors == nbgrader_steps.AUTOGRADE_STEPS
@@ -78,8 +81,14 @@ def test_the_batch_command_grades_with_the_courses_steps(tmp_path):
              if n.startswith("autograder.")]
     steps.append(nbgrader_steps.IntakeRepairs(config=cfg))
     assert [type(s).__name__ for s in steps] == \
-        ["CourseExecute", "WithholdForReview", "IntakeRepairs"]
-    assert all(step.channel is channel for step in steps)  # the same object, not a copy
+        ["SandboxedExecute", "WithholdForReview", "IntakeRepairs"]
+    # the one setting of our steps: a string, which nbgrader's config system can set
+    assert steps[0].sandbox_root == str(box.root)
+    assert plan.sandbox_at(str(box.root)) is box
+    plan._OPEN.pop(str(box.root))
+    assert {n for step in steps for n in step.trait_names()
+            if step.trait_metadata(n, "config") and n not in type(step).__mro__[1]
+            .class_trait_names()} <= {"sandbox_root"}
 
 
 def test_schemas_checked_once_validate_cells_as_jsonschema_does():

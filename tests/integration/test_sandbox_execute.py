@@ -8,8 +8,8 @@ import nbformat
 import pytest
 from traitlets.config import Config
 
-from autograder.grading.channel import CellRun, Channel
 from autograder.grading.execute import SandboxedExecute, _message_size
+from autograder.grading.notebook_record import CellRun
 from autograder.sandbox.limits import Limits, SandboxError
 
 
@@ -26,12 +26,14 @@ def test_it_is_configured_like_nbgraders_execute():
     assert SandboxedExecute(config=Config({"SandboxedExecute": {"timeout": 6}})).timeout == 6
 
 
-def test_its_channel_comes_from_the_config_and_is_needed():
-    assert SandboxedExecute().channel is None
-    own = Channel()
-    step = SandboxedExecute(config=Config({"SandboxedExecute": {"channel": own}}))
-    assert step.channel is own
-    with pytest.raises(SandboxError, match="no sandbox"):  # CourseExecute sets one up
+def test_its_sandbox_is_named_in_the_config_and_must_be_open(tmp_path):
+    """The sandbox comes through a plain config value (its root folder), which a grading
+    run of this process opened; a root it did not open is refused with the reason."""
+    assert SandboxedExecute().sandbox_root == ""
+    gone = str(tmp_path / "not-opened")
+    step = SandboxedExecute(config=Config({"SandboxedExecute": {"sandbox_root": gone}}))
+    assert step.sandbox_root == gone
+    with pytest.raises(SandboxError, match="no sandbox at .*not-opened"):
         step.preprocess(nbformat.v4.new_notebook(), {})
 
 
@@ -110,8 +112,8 @@ def test_a_cell_grading_leaves_out_gets_a_note_and_no_kernel_time():
     """A course cell the source lists as skipped (`_skip`, from the reference run) or
     that follows the last test is answered without the kernel (this step has none here:
     running it would fail) and says why it has no output."""
-    from autograder.grading.channel import NotebookRun
     from autograder.grading.execute import LEFT_OUT
+    from autograder.grading.notebook_record import NotebookRun
 
     step = SandboxedExecute()
     step._run, step._last, step._skip = NotebookRun(), 3, frozenset({"experiment"})

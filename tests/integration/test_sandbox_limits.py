@@ -1,14 +1,7 @@
-"""autograder/sandbox/limits.py and channel.py: limits in words, jobs per machine, and
-the channel between a grading worker and nbgrader."""
+"""autograder/sandbox/limits.py: limits in words, and jobs per machine."""
 
-import copy
-from types import SimpleNamespace
-
-import pytest
-
-from autograder.grading.channel import Channel, NotebookRun
 from autograder.sandbox import limits
-from autograder.sandbox.limits import Limits, SandboxError, size_words
+from autograder.sandbox.limits import Limits, size_words
 
 
 def test_sizes_in_words():
@@ -18,18 +11,6 @@ def test_sizes_in_words():
     assert size_words(512) == "512 bytes"
     assert Limits().describe() == ("120 s per cell, 900 s per notebook, 2 GiB memory, "
                                    "256 processes, 256 MiB disk, 8 MiB output kept")
-
-
-def test_the_channel_hands_the_sandbox_over_and_the_runs_back():
-    with pytest.raises(SandboxError):
-        Channel().current()
-    box = SimpleNamespace(level="namespaces")
-    first = Channel(box)
-    assert first.current() is box
-    run = NotebookRun(level="namespaces")
-    first.record("ann", "nb", run)
-    assert first.take("ann", "nb") is run and first.take("ann", "nb") is None
-    assert copy.deepcopy(first) is first  # traitlets copies config values: not this one
 
 
 def test_jobs_are_one_per_core_as_many_as_fit_in_memory(monkeypatch):

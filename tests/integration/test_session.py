@@ -94,7 +94,7 @@ def test_without_isolation_there_is_no_sandbox(tmp_path, fake_sandbox):
 
 def test_a_new_sandbox_sweeps_first_and_takes_the_course_limits(tmp_path, fake_sandbox):
     """The one sandbox set-up that `grading_session`, a cluster worker and nbgrader's own
-    autograde (`nbgrader_steps.course_sandbox`) share."""
+    autograde (`session.own_sandbox`) share."""
     course = _course(tmp_path / "course", 41)
     box = session.new_sandbox(course)
     assert fake_sandbox == [True] and box.limits == Limits(cell_timeout=41)

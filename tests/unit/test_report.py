@@ -6,7 +6,7 @@ import json
 import signal
 from types import SimpleNamespace
 
-from autograder.grading.channel import CellRun, NotebookRun
+from autograder.grading.notebook_record import CellRun, NotebookRun
 from autograder.grading.report import (
     describe_end,
     lost_points,

@@ -37,7 +37,7 @@ _STATE = {}  # bundle hash -> WorkerCourse, the most recently used last
 # library): the least recently used one is closed beyond that
 KEEP_BUNDLES_VARIABLE = "RESIDUAL_PACK_WORKER_BUNDLES"
 KEEP_BUNDLES = 2
-_LOCK = threading.Lock()  # one student at a time per worker process (the sandbox channel)
+_LOCK = threading.Lock()  # one student at a time per worker process (its one scratch course)
 
 
 class WorkerCourse:
