@@ -4,7 +4,9 @@ nbgrader's own steps keep what they know in the notebook (each cell's `nbgrader`
 metadata); ours do the same, under one key of their own (`KEY`), so that whatever reads
 the autograded notebook nbgrader writes (`autograded/<student>/<assignment>/`) reads
 what grading saw: the batch driver's `StudentResult`, withholding, the report, the class
-report export (`report_export.ClassReport`).
+report export (`report_export.ClassReport`). (Not to be confused with `records`, which
+holds what one test cell's checks observe while the test runs; the judge's verdicts on
+those end up here, in each cell's `CellRun`.)
 
 - the notebook's metadata[KEY]: {"intake": what `IntakeRepairs` repaired and flagged,
   "run": how the sandboxed run went (`NotebookRun` without its cells), "withheld": what

@@ -1,4 +1,5 @@
-"""What a graded test cell's checks record at grading time, in the grader.
+"""What a graded test cell's checks record at grading time, in the grader. (What the
+grading steps keep of a whole notebook, verdicts included, is `notebook_record`'s.)
 
 A graded test cell runs in the grader (`remote.run_test`), its checks (`autograder.kernel.
 checks`, the same code as in a student's JupyterLab) observing the student's objects
