@@ -20,7 +20,7 @@ __all__ = ["SWITCHED_OFF", "answer_label", "strip_answers", "write_answerless",
            "find_function"]
 
 # assignment -> [(module, class or None, name, task, what to do instead)]
-SWITCHED_OFF = {
+SWITCHED_OFF: dict[str, list[tuple[str, str | None, str, str, str]]] = {
     "02_degradation": [
         ("microgpt.deepnet", None, "logits", "Task 2.2",
          "compute h_0 = W_in x, the layers and the head yourself"),
@@ -48,12 +48,13 @@ SWITCHED_OFF = {
 }
 
 
-def answer_label(module, owner, name):
+def answer_label(module: str, owner: str | None, name: str) -> str:
     """How a switched-off answer is named: module.Class.name, or module.name."""
     return f"{module}.{owner + '.' if owner else ''}{name}"
 
 
-def find_function(tree, owner, name):
+def find_function(tree: ast.Module, owner: str | None,
+                  name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The function `name` at the top of the module `tree` (or in its class `owner`), or
     None."""
     body = tree.body
@@ -67,7 +68,7 @@ def find_function(tree, owner, name):
     return found[0] if found else None
 
 
-def strip_answers(source, module, assignment):
+def strip_answers(source: str, module: str, assignment: str) -> str:
     """`source` (the text of `module`) with the answers of `assignment` taken out.
     Raises LookupError when an answer the table names is not in the source (the table
     and the library have drifted apart: grading must not go on believing it is out)."""
@@ -104,7 +105,7 @@ def strip_answers(source, module, assignment):
     return stripped
 
 
-def write_answerless(library, assignment):
+def write_answerless(library: str | Path, assignment: str) -> None:
     """Rewrite, in place, the modules of the library folder `library` (which holds
     `microgpt/`, `torchtrack/`, ... as copies) that hold answers of `assignment`; a
     package that is not in the folder is skipped (torch not installed: no torchtrack)."""

@@ -1,10 +1,14 @@
 """What the grader writes into nbgrader's gradebook besides scores, shared by nbgrader's own
 autograde (`nbgrader_steps`) and the batch command (`student`)."""
 
+from collections.abc import Iterable
+from typing import Any
+
 __all__ = ["flag_in_gradebook"]
 
 
-def flag_in_gradebook(gradebook, assignment, student, flags, notebooks=None):
+def flag_in_gradebook(gradebook: Any, assignment: str, student: str, flags: list[str],
+                      notebooks: Iterable[str] | None = None) -> None:
     """Mark `student`'s submitted notebooks (only `notebooks` when given) as flagged, with
     `flags` (what a human should look at, in plain words) as the answer cells' comment,
     so that formgrader shows them; the scores stay as they are."""

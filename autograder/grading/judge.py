@@ -12,6 +12,7 @@ A cell that ran no check, or stopped before one, fails. A failure in the hidden 
 without the check's inputs or expected value.
 """
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from autograder.kernel.compare import compare
@@ -33,12 +34,14 @@ class Verdict:
     detail: str = ""
 
 
-def _short(text, limit=2000):
+def _short(text: object, limit: int = 2000) -> str:
     text = str(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def verdict(records, reply_status, kernel_error, expected, hidden_lines, passed=None):
+def verdict(records: list, reply_status: str, kernel_error: tuple[str, str] | None,
+            expected: list, hidden_lines: Collection[int],
+            passed: set | None = None) -> "Verdict":
     """The verdict on one test cell.
 
     records: what the cell's checks recorded in the grader (`records`).
@@ -52,7 +55,7 @@ def verdict(records, reply_status, kernel_error, expected, hidden_lines, passed=
     total = len(expected)
     ename, evalue = kernel_error or ("", "")
 
-    def stopped(n, hidden):
+    def stopped(n: int, hidden: bool) -> str:
         if ename:
             if hidden:
                 return f"{ename} in a check that runs only at grading (check {n} of {total})"

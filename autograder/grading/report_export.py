@@ -20,6 +20,7 @@ import dataclasses
 from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.coursedir import CourseDirectory
 from nbgrader.plugins import ExportPlugin
 
 from autograder.grading.course import notebook_paths, read_notebook
@@ -42,14 +43,14 @@ class ReportShape:
     autograded: dict  # (notebook, grade_id) -> True for autograded test cells
 
 
-def _shape(coursedir, gradebook: Gradebook, assignment: str) -> ReportShape:
+def _shape(coursedir: CourseDirectory, gradebook: Gradebook, assignment: str) -> ReportShape:
     source = Path(coursedir.format_path(coursedir.source_directory, ".", assignment))
     order, autograded, _ = graded_cells(source)
     notebooks = sorted(nb.name for nb in gradebook.find_assignment(assignment).notebooks)
     return ReportShape(assignment, notebooks, order, autograded)
 
 
-def class_results(coursedir, gradebook: Gradebook, shape: ReportShape,
+def class_results(coursedir: CourseDirectory, gradebook: Gradebook, shape: ReportShape,
                   students: list) -> list:
     """A `StudentResult` per student of `students`, from the gradebook's scores and the
     records in their autograded notebooks."""

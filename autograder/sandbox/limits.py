@@ -56,7 +56,7 @@ class Limits:
                 f"{size_words(self.disk)} disk, {size_words(self.output)} output kept")
 
 
-def default_jobs(memory=Limits.memory):
+def default_jobs(memory: int = Limits.memory) -> int:
     """Submissions graded at a time: one per core, as many as fit in memory when each
     kernel may use `memory` bytes."""
     try:
@@ -71,7 +71,7 @@ def default_jobs(memory=Limits.memory):
     return max(1, min(cores, fit))
 
 
-def size_words(n):
+def size_words(n: int) -> str:
     """`n` bytes in words: "2 GiB", "64 MiB", "512 bytes"."""
     for unit, size in (("GiB", GiB), ("MiB", MiB)):
         if n >= size:

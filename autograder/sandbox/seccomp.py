@@ -9,6 +9,7 @@ default for an architecture the filter does not name.
 
 import errno
 import tempfile
+from typing import IO, Any
 
 import pyseccomp
 
@@ -65,7 +66,7 @@ PERSONALITY_FLAGS = {
 }
 
 
-def build(deny_uncounted_memory=False):
+def build(deny_uncounted_memory: bool = False) -> Any:
     """The filter (a pyseccomp.SyscallFilter). `deny_uncounted_memory`: also refuse
     memfd_create and shmget (where no memory cgroup would count what they hold)."""
     f = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
@@ -85,7 +86,7 @@ def build(deny_uncounted_memory=False):
     return f
 
 
-def bpf_file(deny_uncounted_memory=False):
+def bpf_file(deny_uncounted_memory: bool = False) -> IO[bytes]:
     """An open file (rewound) holding the filter as a BPF program, for `bwrap --seccomp
     FD`; the caller passes its fileno() to the sandbox and closes it after the start."""
     out = tempfile.TemporaryFile()  # noqa: SIM115 (the caller closes it)
@@ -95,7 +96,7 @@ def bpf_file(deny_uncounted_memory=False):
     return out
 
 
-def describe(deny_uncounted_memory=False):
+def describe(deny_uncounted_memory: bool = False) -> str:
     """The filter in words, for the log."""
     names = list(DENIED) + (list(UNCOUNTED_MEMORY) if deny_uncounted_memory else [])
     return ("EPERM: " + ", ".join(names) + "; clone with a namespace flag; personality "

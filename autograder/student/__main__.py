@@ -12,7 +12,7 @@ from pathlib import Path
 from autograder.student.progress import add_arguments, format_table, progress
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="residual-pack",
                                 description="A student's tools for the residual pack.")
     sub = p.add_subparsers(dest="command", required=True)
