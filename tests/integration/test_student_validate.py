@@ -55,7 +55,9 @@ def test_a_loop_is_stopped_once_and_said_with_the_students_line(tmp_path):
     first = errors(answer)[0]
     assert first.startswith("The cell that runs Task 1.1 did not finish in 5 s, so "
                             "Validate stopped it."), first
-    assert "x = x + layer(x)" in first and "where your code was running" in first
+    # the stop lands on whichever line of the loop runs at that instant
+    assert ("x = x + layer(x)" in first or "while depth > 0:" in first) \
+        and "where your code was running" in first, first
     assert "Not run after it: the test cells of Task 1.1 (2) and Task 1.2 (1)." in first
     assert "Traceback" not in first and "CellTimeoutError" not in first
     assert took < 90, f"{took:.0f} s: the loop was waited out more than once"
