@@ -49,6 +49,10 @@ class GPTConfig:
 class GPT:
     """A tiny GPT of `Value` parameters, initialised from `seed` (an int or a `random.Random`)."""
 
+    # the weights' numbers while a forward pass reuses them (see _applying_fixed_weights): a
+    # cache, private to each copy of a model (at grading time, to each end of the wire)
+    _weight_numbers: dict | None = None
+
     def __init__(self, config: GPTConfig | None = None, seed: Any = 0, **overrides: Any) -> None:
         config = config or GPTConfig()
         if overrides:
@@ -68,7 +72,7 @@ class GPT:
             sd[f"layer{i}.mlp_fc1"] = matrix(4 * c.n_embd, c.n_embd, rng, std)
             sd[f"layer{i}.mlp_fc2"] = matrix(c.n_embd, 4 * c.n_embd, rng, std)
         self.state_dict = sd
-        self._weight_numbers: dict | None = None  # see _applying_fixed_weights
+        self._weight_numbers = None
 
     @contextlib.contextmanager
     def _applying_fixed_weights(self) -> Iterator[None]:

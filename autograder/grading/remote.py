@@ -120,6 +120,9 @@ class GraderPeer(Peer):
         self.session = session
         self.proxies: dict[str, KernelProxy] = {}
         self.sent: dict[str, tuple] = {}  # a list or dict sent: the items it held then
+        # an argument sent whole: its leaves (`wire.Whole`), and its lists, dicts and objects
+        # with what they held then (sent as its name while they hold the same)
+        self.wholes: dict[str, tuple[wire.Whole, list[tuple[Any, tuple]]]] = {}
 
     def encode(self, obj: Any, depth: int = 0) -> Any:
         if isinstance(obj, KernelProxy):  # the student's own object, back to the kernel
@@ -157,6 +160,28 @@ class GraderPeer(Peer):
         if isinstance(obj, tuple):
             return super().container(obj, depth)
         name = self._known(obj) or self._name(obj)
+        if depth > 1 or isinstance(obj, (list, dict)):  # a list or dict: `_container`
+            return self._container(obj, name, depth)
+        kept = self.wholes.get(name)
+        if kept is not None and all(_same_snapshot(before, _snapshot(shell))
+                                    for shell, before in kept[1]):
+            kept[0].changed(self)  # the kernel's copy holds the same; only leaves changed
+            return {"S": name}
+        out = self._container(obj, name, depth)
+        shells: list[tuple[Any, tuple]] = []
+
+        def shell(x: Any, _name: str | None) -> bool:
+            shells.append((x, _snapshot(x)))
+            return True
+
+        whole = wire.whole_leaves(self, obj, shell)
+        if whole is not None:
+            self.wholes[name] = (whole, shells)
+        else:
+            self.wholes.pop(name, None)
+        return out
+
+    def _container(self, obj: Any, name: str, depth: int) -> Any:
         if isinstance(obj, (list, dict)):
             items = obj if isinstance(obj, list) else list(obj.values())
             snapshot = tuple(obj) if isinstance(obj, list) else (tuple(obj), tuple(items))
@@ -170,7 +195,7 @@ class GraderPeer(Peer):
             self.sent[name] = snapshot
             return out
         cls = library_name(type(obj))
-        state = {"D": [[k, self.encode(v, depth + 1)] for k, v in vars(obj).items()]}
+        state = {"D": [[k, self.encode(v, depth + 1)] for k, v in wire.state(obj).items()]}
         return {"O": [cls, state], "m": name}
 
     def generator(self, rng: Any) -> Any:
@@ -208,6 +233,9 @@ class GraderPeer(Peer):
             obj = self.objects.get(entry[0])
             new = self.decode(entry[1], 1)
             self.sent.pop(entry[0], None)  # sent again in full next time
+            for key, (_, shells) in list(self.wholes.items()):
+                if key == entry[0] or any(shell is obj for shell, _ in shells):
+                    del self.wholes[key]
             if isinstance(obj, random.Random) and isinstance(new, random.Random):
                 obj.setstate(new.getstate())
             elif isinstance(obj, list) and isinstance(new, list):
@@ -217,8 +245,10 @@ class GraderPeer(Peer):
                 obj.update(new)
             elif obj is not None and isinstance(new, dict) and hasattr(obj, "__dict__") \
                     and not callable(obj) and all(isinstance(k, str) for k in new):
+                own = {k: v for k, v in vars(obj).items() if k.startswith("_")}
                 vars(obj).clear()
-                vars(obj).update(new)
+                vars(obj).update({k: v for k, v in new.items() if not k.startswith("_")})
+                vars(obj).update(own)
             else:
                 raise WireError(f"a write-back to {entry[0]!r} that does not fit it")
 
@@ -226,6 +256,14 @@ class GraderPeer(Peer):
 def _is_module(obj: Any) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(obj, torch.nn.Module)
+
+
+def _snapshot(obj: Any) -> tuple:
+    """What a list, dict or object holds, item by item (compared by identity)."""
+    if isinstance(obj, list):
+        return tuple(obj)
+    items = obj if isinstance(obj, dict) else wire.state(obj)
+    return (tuple(items), tuple(items.values()))
 
 
 def _same_snapshot(a: tuple, b: tuple) -> bool:

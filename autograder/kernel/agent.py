@@ -32,7 +32,7 @@ import sys
 from typing import Any
 
 from autograder.kernel import crash
-from autograder.kernel.wire import Peer, WireError, receive, send
+from autograder.kernel.wire import Peer, Whole, WireError, receive, send, state, whole_leaves
 from microgpt.engine import Value
 
 __all__ = ["serve", "KernelPeer", "Stub"]
@@ -78,7 +78,7 @@ def _shallow(obj: Any) -> Any:
         return obj.getstate()
     if isinstance(obj, list):
         return tuple(obj)
-    items = obj if isinstance(obj, dict) else vars(obj)
+    items = obj if isinstance(obj, dict) else state(obj)
     return tuple(items), tuple(items.values())
 
 
@@ -102,6 +102,10 @@ class KernelPeer(Peer):
     def __init__(self, sock: socket.socket, namespace: dict) -> None:
         super().__init__(sock)
         self.namespace = namespace
+        # what the grader sent whole and then by name ("S"): its leaves and its lists,
+        # dicts and objects by name; the ones of the current request, watched until its reply
+        self.wholes: dict[str, tuple[Whole, list[tuple[str, Any]]]] = {}
+        self.watched: list[Whole] = []
 
     # ---- what the kernel sends: data, Values, and its own things by handle (a function
     # of the library too: the grader never runs the kernel's library in its stead)
@@ -133,19 +137,28 @@ class KernelPeer(Peer):
             if _unchanged(before, now):
                 continue
             self.mirrors[name] = (obj, now)
+            self._forget_wholes(name)
             if type(obj) is random.Random:
                 out.append([name, Peer.generator(self, obj)])
                 continue
             if isinstance(obj, list):
                 body: Any = {"L": [self.encode(x, 1) for x in obj]}
             else:
-                items = obj if isinstance(obj, dict) else vars(obj)
+                items = obj if isinstance(obj, dict) else state(obj)
                 body = {"D": [[self.encode(k, 1), self.encode(v, 1)] for k, v in items.items()]}
             out.append([name, body])
         return out
 
+    def _forget_wholes(self, name: str) -> None:
+        """Stop taking `name` as the same: it, or a list, dict or object in it, changed."""
+        for key, (_, shells) in list(self.wholes.items()):
+            if key == name or any(shell == name for shell, _ in shells):
+                del self.wholes[key]
+
     def reply(self, **fields: Any) -> dict:
         mirrors = self.changed_mirrors()
+        for whole in self.watched:
+            whole.changed(self)
         for name in list(self.touched):
             value = self.objects.get(name)
             if value is not None:
@@ -173,6 +186,7 @@ class KernelPeer(Peer):
             self.objects[name] = out
             self.names[id(out)] = name
         self.mirrors[name] = (out, _shallow(out))
+        self._forget_wholes(name)
         return out
 
     def received_generator(self, state: tuple, data: dict) -> Any:
@@ -233,7 +247,7 @@ class KernelPeer(Peer):
         if tag == "O":
             from autograder.kernel.wire import _resolve
 
-            cls_name, state = body
+            cls_name, public = body
             cls = _resolve(cls_name)
             name = data.get("m")
             obj = self.objects.get(name)
@@ -241,12 +255,39 @@ class KernelPeer(Peer):
                 obj = cls.__new__(cls)
                 self.objects[name] = obj
                 self.names[id(obj)] = name
-            fields = self.decode(state, depth + 1)
+            fields = self.decode(public, depth + 1)
+            own = {k: v for k, v in vars(obj).items() if k.startswith("_")}
             vars(obj).clear()
             vars(obj).update(fields)
+            vars(obj).update(own)
             self.mirrors[name] = (obj, _shallow(obj))
+            self._forget_wholes(name)
             return obj
+        if tag == "S":  # what the grader sent whole before, the same but for its leaves
+            return self._same_whole(body)
         return super().decode_other(tag, body, data, depth)
+
+    def _same_whole(self, name: Any) -> Any:
+        obj = self.objects.get(name) if isinstance(name, str) else None
+        if obj is None or not name.startswith("g"):
+            raise WireError(f"{name!r} is not something the grader sent")
+        kept = self.wholes.get(name)
+        if kept is None:
+            shells: list[tuple[str, Any]] = []
+
+            def shell(x: Any, known: str | None) -> bool:
+                if known is not None:
+                    shells.append((known, x))
+                return True
+
+            whole = whole_leaves(self, obj, shell)
+            if whole is None:
+                raise WireError(f"{name!r} holds something else than the grader sent")
+            kept = self.wholes[name] = (whole, shells)
+        for known, x in kept[1]:  # the student's code may change them: watched
+            self.mirrors[known] = (x, _shallow(x))
+        self.watched.append(kept[0])
+        return obj
 
     # ---- serving
 
@@ -273,12 +314,12 @@ class KernelPeer(Peer):
     def answer(self, request: dict) -> dict:
         """Do one request; the lists, dicts and leaves it was given are watched until its
         reply says what the student's code changed in them."""
-        outer = (self.mirrors, self.touched)
-        self.mirrors, self.touched = {}, set()
+        outer = (self.mirrors, self.touched, self.watched)
+        self.mirrors, self.touched, self.watched = {}, set(), []
         try:
             return self._answer(request)
         finally:
-            self.mirrors, self.touched = outer
+            self.mirrors, self.touched, self.watched = outer
 
     def _answer(self, message: Any) -> dict:
         try:

@@ -23,7 +23,10 @@ What a message can hold (`Peer.encode`, `Peer.decode`):
   the kernel uses its own copy (`remote.GraderPeer.handle`);
 - an object of the library's classes (a net, a config) and the lists and dicts the grader
   sends, by value, with a name, so that what the student's code changes in them comes back
-  (`Peer.changed_mirrors`);
+  (`KernelPeer.changed_mirrors`); an object's public attributes only (`state`: a private
+  one is a cache of each end's own). An object sent again while its lists, dicts and
+  objects hold the same goes as its name, with the leaves that changed (`Whole`): a
+  training check hands the student's block the model at every position of every step;
 - the grader's own functions (a layer a test hands in, a lambda) as a name the kernel calls
   back; the kernel's own objects (the student's functions, a student's object) as a name
   the grader calls through;
@@ -46,8 +49,8 @@ from typing import Any
 from microgpt import nn
 from microgpt.engine import Value, _Fused, _Op, dot
 
-__all__ = ["WireError", "Closed", "UnverifiedValue", "LIBRARY", "MAX_MESSAGE", "Peer", "replay",
-           "send", "receive", "library_name"]
+__all__ = ["WireError", "Closed", "UnverifiedValue", "LIBRARY", "MAX_MESSAGE", "Peer", "Whole",
+           "replay", "send", "receive", "library_name", "state", "whole_leaves"]
 
 LIBRARY = ("microgpt", "autograder.kernel", "torchtrack")  # what both ends hold
 MAX_MESSAGE = 256 << 20  # bytes in one message
@@ -243,6 +246,77 @@ def _resolve(name: str) -> Any:
     except (ImportError, AttributeError) as exc:
         raise WireError(f"{name} is not in the library here ({exc})") from None
     return obj
+
+
+# ---------------------------------------------------------------- a whole, again
+
+class Whole:
+    """The leaves of a list, dict or library object sent whole (a model and its weights),
+    with their data and grad as both ends last agreed. When nothing but its leaves has
+    changed since, the grader sends the whole as its name (tag "S") and only the leaves that
+    changed (`changed`), instead of every list and row of it again; the kernel, after a
+    call, looks for the leaves the student's code changed the same way. One comparison of
+    two lists of numbers stands in for a look at each leaf."""
+
+    __slots__ = ("names", "leaves", "data", "grads", "shells")
+
+    def __init__(self, names: list[str], leaves: list[Value], shells: Any) -> None:
+        self.names, self.leaves, self.shells = names, leaves, shells
+        self.data = [v.data for v in leaves]
+        self.grads = [v.grad for v in leaves]
+
+    def changed(self, peer: "Peer") -> None:
+        """Queue, through `peer._sync_leaf`, every leaf whose data or grad is not what it
+        was at the last look (which compares it with what the other end holds)."""
+        leaves = self.leaves
+        data, grads = [v.data for v in leaves], [v.grad for v in leaves]
+        if data == self.data and grads == self.grads:
+            return
+        for i, (d, g, d0, g0) in enumerate(zip(data, grads, self.data, self.grads)):
+            if not (d == d0 and g == g0):
+                peer._sync_leaf(self.names[i], leaves[i])
+        self.data, self.grads = data, grads
+
+
+def whole_leaves(peer: "Peer", root: Any, shell: Any) -> Whole | None:
+    """A `Whole` of `root`: every leaf in it (through lists, dicts, tuples, library objects
+    and bound methods of them) that both ends hold, its data and grad plain numbers.
+    `shell(obj, name)` is told of every list, dict and object on the way, and returns False
+    to give up (then None): what this end can watch is its own business."""
+    names: list[str] = []
+    leaves: list[Value] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        cls = type(obj)
+        if cls in _PLAIN_ITEMS:
+            continue
+        if isinstance(obj, Value):
+            name = peer._known(obj)
+            if name is None:
+                return None
+            if name in peer.leaves:
+                if type(obj.data) not in (float, int) or type(obj.grad) not in (float, int):
+                    return None
+                names.append(name)
+                leaves.append(obj)
+            continue
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if cls is tuple:
+            stack.extend(obj)
+        elif cls is list or cls is dict or _is_instance(obj):
+            if not shell(obj, peer._known(obj)):
+                return None
+            items = obj if cls is list else obj.values() if cls is dict else state(obj).values()
+            stack.extend(items)
+        elif getattr(obj, "__self__", None) is not None and hasattr(obj, "__func__"):
+            stack.append(obj.__self__)  # a bound method: its object
+        elif not callable(obj):  # an array, a generator, a tensor: not a leaf, not watched
+            return None
+    return Whole(names, leaves, None)
 
 
 # ---------------------------------------------------------------- one end
@@ -625,6 +699,13 @@ def _pair(x: Any) -> list:
     if not (isinstance(x, list) and len(x) == 2):
         raise WireError("a dict entry that is not [key, value]")
     return x
+
+
+def state(obj: Any) -> dict:
+    """What of a library object travels: its public attributes. A private one (a cache, as
+    `GPT._weight_numbers`) is each end's own: never sent, and never taken from the other
+    end, whose numbers this end's code would otherwise trust."""
+    return {k: v for k, v in vars(obj).items() if not k.startswith("_")}
 
 
 def _is_instance(obj: Any) -> bool:

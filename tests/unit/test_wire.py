@@ -297,3 +297,71 @@ def test_a_list_sent_again_carries_the_graders_changes_of_its_leaves(kernel):
     assert nested(rows) == [[1.0], [2.0]]
     rows[1][0].data = 7.0
     assert nested(rows) == [[1.0], [7.0]]
+
+
+def _sent(session, call):
+    """The messages the grader sends while `call()` runs, as JSON text."""
+    sent, send = [], session._send
+    session._send = lambda message: (sent.append(json.dumps(message, separators=(",", ":"))),
+                                      send(message))[1]
+    try:
+        return call(), sent
+    finally:
+        session._send = send
+
+
+def test_a_model_sent_again_goes_as_its_name_with_only_the_leaves_that_changed(kernel):
+    """A library object (a model) goes whole once; while its lists and rows hold the same,
+    a later call sends its name ("S") and the leaves the grader changed, and the kernel
+    works on its copy with them; a row the test replaces sends it whole again."""
+    from microgpt import GPT
+
+    session, namespace = kernel
+    namespace["first"] = lambda m: [row[0].data for row in m.state_dict["wte"][:2]]
+    first = session.get("first")
+    model = GPT(seed=0, n_embd=4, n_head=1, vocab_size=3, block_size=2)
+    assert first(model) == [model.state_dict["wte"][0][0].data,
+                            model.state_dict["wte"][1][0].data]
+    model.state_dict["wte"][1][0].data = 5.0  # an update between two calls
+    value, sent = _sent(session, lambda: first(model))
+    assert value[1] == 5.0
+    assert '"S":' in sent[0] and '"O":' not in sent[0]  # the name, not the model again
+    assert json.loads(sent[0])["s"] == [[json.loads(sent[0])["s"][0][0], 5.0, 0]]  # one leaf
+    model.state_dict["wte"][0] = [Value(9.0)] + model.state_dict["wte"][0][1:]
+    value, sent = _sent(session, lambda: first(model))
+    assert value == [9.0, 5.0] and '"O":' in sent[0]  # a row replaced: whole again
+
+
+def test_what_the_students_code_changes_in_a_model_comes_back_and_its_caches_stay_its_own(
+        kernel):
+    """A leaf the student's code changes in the kernel's copy comes back to the grader's
+    model (and the copy is still taken as the same); a list it replaces comes back and the
+    model goes whole next time; a private attribute (a cache such as `_weight_numbers`,
+    whose numbers the model's own code trusts) is never taken from the kernel."""
+    from microgpt import GPT
+
+    session, namespace = kernel
+
+    def meddle(m, what):
+        if what == "leaf":
+            m.state_dict["wpe"][0][0].data = 4.0
+        elif what == "row":
+            m.state_dict["wpe"][1] = [Value(3.0)] * len(m.state_dict["wpe"][1])
+        else:
+            m._weight_numbers = {"lm_head": ([[1e6] * 4] * 3, True)}
+        return m.state_dict["wpe"][1][0].data
+
+    namespace["meddle"] = meddle
+    touch = session.get("meddle")
+    model = GPT(seed=0, n_embd=4, n_head=1, vocab_size=3, block_size=2)
+    before = model.state_dict["wpe"][1][0].data
+    assert touch(model, "leaf") == before and model.state_dict["wpe"][0][0].data == 4.0
+    value, sent = _sent(session, lambda: touch(model, "leaf"))
+    assert '"S":' in sent[0]
+    assert touch(model, "row") == 3.0 and model.state_dict["wpe"][1][0].data == 3.0
+    value, sent = _sent(session, lambda: touch(model, "cache"))
+    assert '"O":' in sent[0]  # the row the kernel replaced: the model went whole again
+    assert model._weight_numbers is None
+    with model._applying_fixed_weights():
+        out = model.head([Value(0.0), Value(1.0), Value(0.0), Value(0.0)])
+    assert all(abs(v.data) < 10 for v in out)  # computed from the grader's own weights
