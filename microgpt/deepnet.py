@@ -10,6 +10,7 @@ arguments for it. The LayerNorm before the head keeps the head's input at unit s
 however large the stream grows. Every random draw comes from a seed passed in.
 """
 
+import contextlib
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -18,6 +19,7 @@ from typing import Any
 
 from .engine import Value, cycle_collector_paused, linear, zero_grad
 from .nn import Adam, cross_entropy, layernorm, make_rng, matrix
+from .train import progress_bar
 
 __all__ = [
     "teacher_data",
@@ -152,27 +154,23 @@ def train(net: Net, X: Sequence[Sequence[Any]], Y: Sequence[int], layer: Callabl
     """
     rng = make_rng(seed)
     opt = Adam(net.parameters(), lr=lr, betas=(0.9, 0.999))
-    if progress is True:
-        from tqdm.auto import tqdm  # here: importing the module (as a graded kernel does,
-        # before any cell) need not load tqdm and the widgets it brings
-
-        bar: Any = tqdm(total=steps, desc="training", unit="step", mininterval=0.5)
-    else:
-        bar = progress if progress is not False else None
     history = []
-    with cycle_collector_paused():
-        for _ in range(steps):
-            idx = [rng.randrange(len(X)) for _ in range(batch)]
-            loss = mean_loss(net, [X[i] for i in idx], [Y[i] for i in idx], layer, forward)
-            loss.backward()
-            opt.step()
-            history.append(loss.data)
-            if after_step is not None:
-                after_step(len(history))
-            if bar is not None:
-                bar.update(1)
-    if progress is True:
-        bar.close()
+    with contextlib.ExitStack() as stack:
+        if progress is True:  # a bar of its own (tqdm loaded only then)
+            bar: Any = stack.enter_context(progress_bar(steps, unit="step"))
+        else:
+            bar = progress if progress is not False else None
+        with cycle_collector_paused():
+            for _ in range(steps):
+                idx = [rng.randrange(len(X)) for _ in range(batch)]
+                loss = mean_loss(net, [X[i] for i in idx], [Y[i] for i in idx], layer, forward)
+                loss.backward()
+                opt.step()
+                history.append(loss.data)
+                if after_step is not None:
+                    after_step(len(history))
+                if bar is not None:
+                    bar.update(1)
     return history
 
 

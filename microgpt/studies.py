@@ -18,6 +18,7 @@ from typing import Any
 from . import deepnet
 from .deepnet import Net, label_entropy, make_net, mean_loss, plain_params, teacher_data, train
 from .engine import cycle_collector_paused
+from .train import progress_bar
 
 __all__ = [
     "Config",
@@ -153,16 +154,14 @@ def study(variants: dict[str, Variant], config: Config, seeds: Sequence[int] | N
     (`checkpoints`: step numbers after which each run also reads its loss on all points)."""
     seeds = config.seeds if seeds is None else seeds
     total = sum((v.steps or config.steps) for v in variants.values()) * len(seeds)
-    from tqdm.auto import tqdm  # here, as in deepnet.train
-
-    bar = tqdm(total=total, desc="training", unit="step", mininterval=0.5, disable=not progress)
     results: dict[str, list[Run]] = {name: [] for name in variants}
-    for seed in seeds:
-        for name, variant in variants.items():
-            bar.set_postfix_str(f"{name}, seed {seed}", refresh=False)
-            results[name].append(run(variant, seed, config, progress=bar if progress else False,
-                                     checkpoints=checkpoints))
-    bar.close()
+    with progress_bar(total, progress, unit="step") as bar:
+        for seed in seeds:
+            for name, variant in variants.items():
+                bar.set_postfix_str(f"{name}, seed {seed}", refresh=False)
+                results[name].append(run(variant, seed, config,
+                                         progress=bar if progress else False,
+                                         checkpoints=checkpoints))
     return results
 
 

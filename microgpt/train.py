@@ -1,7 +1,8 @@
 """Training the tiny GPT on a list of documents, and sampling from it."""
 
+import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .engine import Value, cycle_collector_paused
@@ -20,15 +21,13 @@ def train(model: Any, docs: Sequence[str], tokenizer: Any, steps: int = 1000, lr
     Adam's learning rate decays linearly to 0 over `steps`. `callback(step, loss)` is
     called after each step when given.
     """
-    from tqdm.auto import tqdm  # here: `import microgpt` need not import tqdm
-
     order = list(docs)
     make_rng(seed).shuffle(order)
     opt = Adam(model.parameters(), lr=lr, betas=betas, eps=eps, total_steps=steps)
     history = []
-    bar = tqdm(range(steps), desc="training", disable=not progress, mininterval=0.5)
-    with cycle_collector_paused():  # the graphs are acyclic: reference counting frees them
-        for step in bar:
+    with progress_bar(steps, progress) as bar, cycle_collector_paused():  # (the graphs are
+        # acyclic: reference counting frees them)
+        for step in range(steps):
             loss = model.loss(tokenizer.encode(order[step % len(order)]))
             loss.backward()
             opt.step()
@@ -37,7 +36,24 @@ def train(model: Any, docs: Sequence[str], tokenizer: Any, steps: int = 1000, lr
                 callback(step, loss.data)
             if step % 10 == 0:
                 bar.set_postfix(loss=f"{loss.data:.4f}", refresh=False)
+            bar.update(1)
     return history
+
+
+@contextlib.contextmanager
+def progress_bar(total: int, enabled: Any = True, desc: str = "training",
+                 unit: str = "it") -> Iterator[Any]:
+    """A tqdm bar of `total` steps (tqdm.auto's: a widget in a notebook), advanced by hand,
+    and closed however the work ends: when an error stops it part-way (an earlier answer
+    not released yet, say), tqdm turns a notebook's bar red at the step it stopped at,
+    above the error, where a bar left open would seem to be still running."""
+    from tqdm.auto import tqdm  # here: `import microgpt` need not import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit=unit, mininterval=0.5, disable=not enabled)
+    try:
+        yield bar
+    finally:
+        bar.close()
 
 
 def sample(model: Any, tokenizer: Any, n: int = 20, temperature: float = 0.5,

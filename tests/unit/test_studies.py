@@ -159,3 +159,44 @@ def test_the_stress_yardsticks_are_the_committed_runs():
     val = val_names[:100]
     assert unigram_loss(train_names, val, tokenizer) == pytest.approx(2.8023989535701666, rel=1e-12)
     assert position_loss(train_names, val, tokenizer) == pytest.approx(2.515542758151067, rel=1e-12)
+
+
+
+def _broken_layer(h, W):
+    raise RuntimeError("not written yet")  # as an earlier answer not yet released raises
+
+
+@pytest.fixture
+def notebook_bars(monkeypatch):
+    """The bars the code makes, as JupyterLab shows them (tqdm.auto's in a notebook)."""
+    from tqdm.notebook import tqdm
+
+    made = []
+
+    class Recorded(tqdm):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr("tqdm.auto.tqdm", Recorded)
+    return made
+
+
+def stopped_red(bar):
+    """Closed, and red at the step it stopped at (tqdm's sign that the loop failed)."""
+    return bar.disable and bar.n == 0 and bar.container.children[1].bar_style == "danger"
+
+
+def test_a_study_stopped_by_an_error_leaves_its_bar_red_not_running(notebook_bars):
+    cfg = Config(n=16, steps=3, batch=4, seeds=(0,))
+    with pytest.raises(RuntimeError, match="not written yet"):
+        study({"broken": Variant(_broken_layer, 1)}, cfg, progress=True)
+    assert len(notebook_bars) == 1 and stopped_red(notebook_bars[0])
+
+
+def test_train_stopped_by_an_error_leaves_its_own_bar_red_not_running(notebook_bars):
+    X, Y = teacher_data(8, seed=0)
+    with pytest.raises(RuntimeError, match="not written yet"):
+        deepnet.train(deepnet.make_net(1, width=4, seed=0), X, Y, _broken_layer, steps=3,
+                      batch=2, progress=True)
+    assert len(notebook_bars) == 1 and stopped_red(notebook_bars[0])
