@@ -422,20 +422,9 @@ def test_loss_reads_weights_once_yet_handles_weights_that_are_not_leaves():
 
 
 
-def test_training_stopped_by_an_error_leaves_its_bar_red_not_running(monkeypatch):
+def test_training_stopped_by_an_error_leaves_its_bar_red_not_running(notebook_bars):
     """A bar at 0 of its steps above the error (a block whose earlier answer is not
     released yet, say) is closed, so a notebook shows it red, not seemingly running."""
-    from tqdm.notebook import tqdm
-
-    made = []
-
-    class Recorded(tqdm):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            made.append(self)
-
-    monkeypatch.setattr("tqdm.auto.tqdm", Recorded)
-
     class Unreleased(GPT):
         def block(self, x, layer, cache):
             raise RuntimeError("not released yet")
@@ -444,5 +433,5 @@ def test_training_stopped_by_an_error_leaves_its_bar_red_not_running(monkeypatch
     model = Unreleased(vocab_size=tok.vocab_size, n_embd=4, n_head=1, seed=0)
     with pytest.raises(RuntimeError, match="not released yet"):
         train(model, ["ab", "ba"], tok, steps=3, progress=True)
-    assert len(made) == 1 and made[0].disable
-    assert made[0].container.children[1].bar_style == "danger"
+    assert len(notebook_bars) == 1 and notebook_bars[0].disable
+    assert notebook_bars[0].container.children[1].bar_style == "danger"

@@ -166,22 +166,6 @@ def _broken_layer(h, W):
     raise RuntimeError("not written yet")  # as an earlier answer not yet released raises
 
 
-@pytest.fixture
-def notebook_bars(monkeypatch):
-    """The bars the code makes, as JupyterLab shows them (tqdm.auto's in a notebook)."""
-    from tqdm.notebook import tqdm
-
-    made = []
-
-    class Recorded(tqdm):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            made.append(self)
-
-    monkeypatch.setattr("tqdm.auto.tqdm", Recorded)
-    return made
-
-
 def stopped_red(bar):
     """Closed, and red at the step it stopped at (tqdm's sign that the loop failed)."""
     return bar.disable and bar.n == 0 and bar.container.children[1].bar_style == "danger"
