@@ -13,7 +13,8 @@ judges what its checks observed against the reference run (`judge`), and turns e
 failure of the student's code (a time limit, a dead or stuck kernel, a flood of output)
 into an error in the cell it happened in. Every way a kernel's message can reach the
 graded notebook (outputs, display updates, execution counts) is counted against one
-output budget per notebook (`execute_state.OutputBudget`); widget messages and
+output budget per notebook, and each cell's final outputs are cut to nbgrader's per-cell
+limits, both decided in one place (`execute_state.OutputBudget`); widget messages and
 run timings are never kept (see the methods under "the output limit"). What it knows of
 the notebook it runs is one `execute_state.NotebookState`, made for each notebook. What
 it saw goes into the graded notebook's metadata
@@ -259,7 +260,9 @@ class SandboxedExecute(Execute):
             last=len(nb.cells) if sandbox.whole else cells.last_test(nb), whole=sandbox.whole)
         start = time.monotonic()
         try:
-            return super().preprocess(nb, resources, km)
+            nb, resources = super().preprocess(nb, resources, km)
+            self.limit_cells(nb)
+            return nb, resources
         finally:
             run.seconds = time.monotonic() - start
             self._kill_kernel()
@@ -413,6 +416,14 @@ class SandboxedExecute(Execute):
         return cell
 
     execute_cell = run_sync(async_execute_cell)
+
+    def limit_cells(self, nb: NotebookNode) -> None:
+        """Every cell's final outputs, the grader's own lines in them, cut to the per-cell
+        limits (`OutputBudget.trim`: nbgrader's LimitOutput rule, which this step applies
+        in its place). Once the notebook is done, as LimitOutput did: a display update
+        finds an earlier output by its index in the cell, which cutting would move."""
+        for cell in nb.cells:
+            self.state.budget.trim(cell)
 
     async def _graded_cell(self, cell: NotebookNode, cell_index: int,
                            execution_count: int | None, store_history: bool, grade_id: str,

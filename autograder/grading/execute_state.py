@@ -2,10 +2,16 @@
 made for each notebook and dropped after it, and `OutputBudget`, the one place that decides
 how much of the kernel's output the graded notebook keeps.
 
-The output limit, on the grader's side, is decided and enforced here: per notebook,
-`Limits.output` characters of all that reaches the notebook from the kernel (new outputs,
-display updates written into earlier outputs): `OutputBudget.admit`, asked by
-`SandboxedExecute.output` and `SandboxedExecute._update_display_id`.
+The output limit, on the grader's side, is decided and enforced here only:
+
+- per notebook, `Limits.output` characters of all that reaches the notebook from the
+  kernel (new outputs, display updates written into earlier outputs): `OutputBudget.admit`,
+  asked by `SandboxedExecute.output` and `SandboxedExecute._update_display_id`;
+- per cell, nbgrader's `LimitOutput` rule at its default settings (1,000 lines of printed
+  output, tracebacks of 100 lines): `OutputBudget.trim`, applied to every cell once the
+  notebook is done (`SandboxedExecute.limit_cells`), the grader's own lines in it, as
+  `LimitOutput` did after the Execute step (it is no longer in
+  `pipeline.AUTOGRADE_STEPS`).
 
 The kernel keeps a cap of its own on printed text (`kernel.gradekernel._cap_streams`, at
 the same `Limits.output`, passed through `policy.OUTPUT_VARIABLE` by `plan.Sandbox.plan`).
@@ -32,7 +38,13 @@ if TYPE_CHECKING:
     from autograder.grading.notebook_record import NotebookRun
     from autograder.grading.plan import KernelPlan
 
-__all__ = ["OutputBudget", "NotebookState", "message_size"]
+__all__ = ["MAX_LINES", "MAX_TRACEBACK", "OutputBudget", "NotebookState", "message_size"]
+
+# nbgrader's LimitOutput defaults, which the course never changed: lines of printed output
+# kept per cell, lines of each traceback
+MAX_LINES = 1000
+MAX_TRACEBACK = 100
+
 
 def message_size(msg: dict[str, Any]) -> int:
     """What an output message would add to the graded notebook, all of its content
@@ -52,6 +64,8 @@ class OutputBudget:
     limit: int  # characters kept per notebook (`Limits.output`)
     kept: int = 0
     dropped: dict[int | None, int] = dataclasses.field(default_factory=dict)
+    max_lines: int = MAX_LINES
+    max_traceback: int = MAX_TRACEBACK
 
     def admit(self, size: int, cell_index: int | None,
               outs: list[NotebookNode] | None) -> bool:
@@ -79,6 +93,35 @@ class OutputBudget:
 
     def dropped_in(self, cell_index: int) -> int:
         return self.dropped.get(cell_index, 0)
+
+    def trim(self, cell: NotebookNode) -> None:
+        """nbgrader's `LimitOutput` rule on one cell's final outputs: its printed text
+        (all streams together) cut after `max_lines` lines, and any later stream output
+        dropped; each traceback longer than `max_traceback` lines shortened in its
+        middle."""
+        if cell.get("cell_type") != "code":
+            return
+        if self.max_lines >= 0:
+            length, outputs = 0, []
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "stream":
+                    if length == self.max_lines:
+                        continue
+                    text = output.get("text", "").split("\n")
+                    if len(text) + length > self.max_lines:
+                        text = text[:self.max_lines - length - 1] + ["... Output truncated ..."]
+                    length += len(text)
+                    output["text"] = "\n".join(text)
+                outputs.append(output)
+            cell.outputs = outputs
+        if self.max_traceback >= 0:
+            for output in cell.get("outputs", []):
+                lines = output.get("traceback") if output.get("output_type") == "error" else None
+                if lines is not None and len(lines) > self.max_traceback:
+                    head = self.max_traceback // 2
+                    tail = self.max_traceback - head - 1
+                    output["traceback"] = [*lines[:head], "... Traceback truncated ...",
+                                           *lines[-tail:]]
 
 
 @dataclasses.dataclass

@@ -20,11 +20,12 @@ SANITIZE_STEPS = [
     "nbgrader.preprocessors.OverwriteCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+# (nbgrader's LimitOutput is not among them: SandboxedExecute applies its rule to each
+# cell, where the rest of the output limit is decided: `execute_state.OutputBudget`)
 AUTOGRADE_STEPS = [
     EXECUTE_STEP,
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
-    "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
     f"{HERE}.nbgrader_steps.WithholdForReview",
     "nbgrader.preprocessors.AssignLatePenalties",

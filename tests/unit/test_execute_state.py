@@ -12,6 +12,7 @@ import pytest
 
 from autograder.grading.execute import SandboxedExecute
 from autograder.grading.execute_state import (
+    MAX_LINES,
     NotebookState,
     OutputBudget,
     message_size,
@@ -107,6 +108,7 @@ def run_cells(sources, kernel, limits=None, plan=None):
             await step.async_execute_cell(cell, index, store_history=True)
 
     asyncio.run(run())
+    step.limit_cells(nb)  # what preprocess does once the notebook is done
     return nb, step
 
 
@@ -157,6 +159,31 @@ def test_the_kernels_own_cut_is_counted_as_output_left_out():
     nb, step = run_cells(["print('x' * 10**9)"], kernel)
     assert step.state.run.cells[0].output_dropped == 1
     assert OUTPUT_NOTE in nb.cells[0].outputs[-1]["text"]  # within the cap: kept
+
+
+def test_a_cell_prints_no_more_than_nbgraders_line_limit():
+    """nbgrader's LimitOutput rule, applied by the Execute step itself (the one place)."""
+    lines = "".join(f"{i}\n" for i in range(MAX_LINES + 500))
+    nb, _ = run_cells(["for i in range(1500): print(i)"], FakeKernel(printing(lines)))
+    [output] = nb.cells[0].outputs
+    shown = output["text"].split("\n")
+    assert len(shown) == MAX_LINES and shown[-1] == "... Output truncated ..."
+    assert shown[:3] == ["0", "1", "2"]
+
+
+def test_a_traceback_is_shortened_in_its_middle():
+    def raising(kernel, msg_id):
+        tb = [f"line {i}" for i in range(300)]
+        kernel.iopub.queue.put_nowait(message("error", msg_id, ename="E", evalue="v",
+                                              traceback=tb))
+        kernel.finish(msg_id, 1, status="error", ename="E", evalue="v", traceback=tb)
+
+    nb, step = run_cells(["deep()"], FakeKernel(raising))
+    [error] = nb.cells[0].outputs
+    assert len(error["traceback"]) == 100
+    assert error["traceback"][50] == "... Traceback truncated ..."
+    assert error["traceback"][-1] == "line 299"
+    assert step.state.run.cells[0].status == "error"
 
 
 def display(kind, parent, text, display_id="d"):
