@@ -298,11 +298,10 @@ class WorkCourse:
         from autograder.grading import pipeline
 
         cfg.Autograde.sanitize_preprocessors = list(pipeline.SANITIZE_STEPS)
-        steps = list(pipeline.AUTOGRADE_STEPS)
         if self.sandbox is None:
-            steps = ["nbgrader.preprocessors.Execute" if s == pipeline.EXECUTE_STEP else s
-                     for s in steps]
+            steps = list(pipeline.TRUSTED_AUTOGRADE_STEPS)
         else:
+            steps = list(pipeline.AUTOGRADE_STEPS)
             from autograder.grading.plan import open_sandbox
 
             cfg.SandboxedExecute.sandbox_root = open_sandbox(self.sandbox)

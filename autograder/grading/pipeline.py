@@ -5,8 +5,8 @@ that the config and the work course can read them without importing the steps
 (`nbgrader_steps` says what each of ours does).
 """
 
-__all__ = ["SANITIZE_STEPS", "AUTOGRADE_STEPS", "GENERATE_STEPS", "FEEDBACK_STEPS",
-           "EXECUTE_STEP"]
+__all__ = ["SANITIZE_STEPS", "AUTOGRADE_STEPS", "TRUSTED_AUTOGRADE_STEPS", "GENERATE_STEPS",
+           "FEEDBACK_STEPS", "EXECUTE_STEP"]
 
 HERE = "autograder.grading"
 # nbgrader's Execute with the kernel in the sandbox
@@ -20,15 +20,24 @@ SANITIZE_STEPS = [
     "nbgrader.preprocessors.OverwriteCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+# (nbgrader's LimitOutput is not among them: SandboxedExecute applies its rule to each
+# cell, where the rest of the output limit is decided: `execute_state.OutputBudget`)
 AUTOGRADE_STEPS = [
     EXECUTE_STEP,
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
-    "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
     f"{HERE}.nbgrader_steps.WithholdForReview",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
+]
+# a work course without a sandbox (trusted notebooks only: the instructor's, the tests'
+# controls) runs them in nbgrader's own Execute, which limits no output: nbgrader's
+# LimitOutput goes back in its place in nbgrader's list, before SaveAutoGrades
+_SAVE = AUTOGRADE_STEPS.index("nbgrader.preprocessors.SaveAutoGrades")
+TRUSTED_AUTOGRADE_STEPS = [
+    "nbgrader.preprocessors.Execute", *AUTOGRADE_STEPS[1:_SAVE],
+    "nbgrader.preprocessors.LimitOutput", *AUTOGRADE_STEPS[_SAVE:],
 ]
 # nbgrader 0.9's generate_assignment, then the notebook guard's lists of quoted figures out
 GENERATE_STEPS = [

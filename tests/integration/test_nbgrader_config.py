@@ -6,11 +6,11 @@ from pathlib import Path
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
-from nbgrader.preprocessors import Execute, GetGrades, SaveAutoGrades
+from nbgrader.preprocessors import Execute, GetGrades, LimitOutput, SaveAutoGrades
 from traitlets.config.loader import PyFileConfigLoader
 from traitlets.utils.importstring import import_item
 
-from autograder.grading import nbgrader_steps
+from autograder.grading import nbgrader_steps, pipeline
 from autograder.grading.course import WorkCourse
 from autograder.grading.execute import SandboxedExecute
 from autograder.grading.feedback import FEEDBACK_PREPROCESSORS
@@ -42,7 +42,14 @@ def test_the_lists_are_nbgraders_own_with_ours_put_in():
     autograde = [import_item(n) for n in nbgrader_steps.AUTOGRADE_STEPS]
     stock = [Execute if issubclass(c, SandboxedExecute) else c for c in autograde
              if c.__name__ not in ours]
-    assert stock == traits["autograde_preprocessors"].default()
+    # but LimitOutput, whose rule our Execute step applies (execute_state.OutputBudget)
+    assert stock == [c for c in traits["autograde_preprocessors"].default()
+                     if c is not LimitOutput]
+    # nbgrader's own Execute (trusted notebooks) has it back, in its place
+    trusted = [import_item(n) for n in pipeline.TRUSTED_AUTOGRADE_STEPS]
+    assert [c for c in trusted if c.__name__ not in ours] == \
+        traits["autograde_preprocessors"].default()
+    assert [c for c in trusted if c is not LimitOutput][1:] == autograde[1:]
     # withholding comes after nbgrader has saved the scores it holds back
     names = [c.__name__ for c in autograde]
     assert names.index("WithholdForReview") == names.index(SaveAutoGrades.__name__) + 1
@@ -66,8 +73,8 @@ def test_the_batch_command_grades_with_the_courses_steps(tmp_path):
 
     work = WorkCourse(ROOT, tmp_path, ["01_residual_stack"])
     trusted = work.config().Autograde.autograde_preprocessors
+    assert trusted == pipeline.TRUSTED_AUTOGRADE_STEPS
     assert trusted[0] == "nbgrader.preprocessors.Execute"
-    assert trusted[1:] == nbgrader_steps.AUTOGRADE_STEPS[1:]
     assert "sandbox_root" not in work.config().SandboxedExecute
     box = SimpleNamespace(root=tmp_path / "box", references={})
     work.use_sandbox(box)

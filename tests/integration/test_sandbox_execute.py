@@ -8,8 +8,9 @@ import nbformat
 import pytest
 from traitlets.config import Config
 
-from autograder.grading.execute import SandboxedExecute, _message_size
-from autograder.grading.notebook_record import CellRun
+from autograder.grading.execute import SandboxedExecute
+from autograder.grading.execute_state import NotebookState, message_size
+from autograder.grading.notebook_record import CellRun, NotebookRun
 from autograder.sandbox.limits import Limits, SandboxError
 
 
@@ -60,9 +61,15 @@ def test_a_failed_test_gives_the_verdict_first():
     assert "execute_result" not in [o["output_type"] for o in cell.outputs]
 
 
+def _state(limits=None, reference=None, last=100):
+    """A notebook's state as `preprocess` makes it, without a sandbox (no kernel runs)."""
+    return NotebookState.begin(limits or Limits(), plan=None, run=NotebookRun(),
+                               reference=reference or {}, last=last)
+
+
 def test_a_test_without_expected_observations_fails():
     step = SandboxedExecute()
-    step._expected = {}
+    step.state = _state()
     record = CellRun(0, "t", "test", "ok")
     step._judge(record, object(), None, {"status": "ok"})
     assert record.status == "error" and record.ename == "CheckFailed"
@@ -71,52 +78,49 @@ def test_a_test_without_expected_observations_fails():
 
 def test_the_time_left_bounds_a_cell():
     step = SandboxedExecute()
-    step._limits = Limits(cell_timeout=120)
-    step._deadline = time.monotonic() + 30.2
+    step.state = _state(Limits(cell_timeout=120))
+    step.state.deadline = time.monotonic() + 30.2
     assert step._get_timeout(None) == 31
-    step._deadline = time.monotonic() - 5
+    step.state.deadline = time.monotonic() - 5
     assert step._get_timeout(None) == 1
 
 
 def test_output_beyond_the_limit_is_left_out_with_a_note():
     step = SandboxedExecute()
-    step._limits = Limits(output=1000)
-    step._kept, step._dropped = 900, {}
+    step.state = _state(Limits(output=1000))
+    step.state.budget.kept = 900
     outs = []
     big = {"msg_type": "stream", "content": {"name": "stdout", "text": "x" * 500}}
     assert step.output(outs, big, None, 4) is None
     assert step.output(outs, big, None, 4) is None
     assert len(outs) == 1 and "beyond the 1000 bytes kept per notebook" in outs[0]["text"]
-    assert step._dropped[4] == 2 * _message_size(big)
+    assert step.state.budget.dropped == {4: 2 * message_size(big)}
 
 
 def test_the_size_of_a_message():
     """All of an output's content as the notebook would hold it (JSON), and 200 bytes for
     what nbformat adds around it."""
-    assert _message_size({"content": {"text": "abc"}}) == len('{"text": "abc"}') + 200
+    assert message_size({"content": {"text": "abc"}}) == len('{"text": "abc"}') + 200
     content = {"data": {"text/plain": "ab", "x": 1}, "traceback": ["a", "bc"]}
-    assert _message_size({"content": content}) == len(json.dumps(content)) + 200
+    assert message_size({"content": content}) == len(json.dumps(content)) + 200
     # text counts as characters, not as the six of a JSON escape
-    assert _message_size({"content": {"text": "\u00e9" * 10}}) == 12 + 10 + 200
+    assert message_size({"content": {"text": "\u00e9" * 10}}) == 12 + 10 + 200
 
 
 def test_an_outputs_metadata_counts_toward_the_output_cap():
-    from autograder.grading.execute import _message_size
-
     small = {"content": {"data": {"text/plain": "x"}, "metadata": {}}}
     padded = {"content": {"data": {"text/plain": "x"}, "metadata": {"pad": "y" * 10_000}}}
-    assert _message_size(padded) - _message_size(small) >= 10_000
+    assert message_size(padded) - message_size(small) >= 10_000
 
 
 def test_a_cell_grading_leaves_out_gets_a_note_and_no_kernel_time():
-    """A course cell the source lists as skipped (`_skip`, from the reference run) or
+    """A course cell the source lists as skipped (`skip`, from the reference run) or
     that follows the last test is answered without the kernel (this step has none here:
     running it would fail) and says why it has no output."""
     from autograder.grading.execute import LEFT_OUT
-    from autograder.grading.notebook_record import NotebookRun
 
     step = SandboxedExecute()
-    step._run, step._last, step._skip = NotebookRun(), 3, frozenset({"experiment"})
+    step.state = _state(reference={"skip": ["experiment"]}, last=3)
     experiment = nbformat.v4.new_code_cell("train_for_an_hour()")
     experiment.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": True,
                                        "grade_id": "experiment", "schema_version": 3}
@@ -127,9 +131,8 @@ def test_a_cell_grading_leaves_out_gets_a_note_and_no_kernel_time():
     step.execute_cell(closing, 5)
     for cell in (experiment, closing):
         assert [o.get("text") for o in cell.outputs] == [LEFT_OUT]
-    assert step._run.left_out == 2 and step._run.cells == []
+    assert step.state.run.left_out == 2 and step.state.run.cells == []
     own = nbformat.v4.new_code_cell("print('mine')")  # the student's: always run
-    step._limits, step._deadline, step._stopped = Limits(), time.monotonic() + 60, ""
     with pytest.raises(AssertionError):  # nbclient asserts it has a kernel client: none here
         step.execute_cell(own, 5)
-    assert step._run.left_out == 2 and len(step._run.cells) == 1
+    assert step.state.run.left_out == 2 and len(step.state.run.cells) == 1

@@ -135,16 +135,16 @@ def _message(msg_type, content, parent="cell"):
 
 
 def _executor(nb, output):
-    import dataclasses
-
     from autograder.grading.execute import SandboxedExecute
+    from autograder.grading.execute_state import NotebookState
+    from autograder.grading.notebook_record import NotebookRun
     from autograder.sandbox.limits import Limits
 
     ex = SandboxedExecute()
     ex.nb = nb
     ex.reset_execution_trackers()
-    ex._limits = dataclasses.replace(Limits(), output=output)
-    ex._kept, ex._dropped = 0, {}
+    ex.state = NotebookState.begin(Limits(output=output), plan=None, run=NotebookRun(),
+                                   reference={}, last=len(nb.cells))
     ex.clear_before_next_output = False  # what nbclient sets as a cell starts
     return ex
 
@@ -165,7 +165,7 @@ def test_display_updates_count_against_the_output_limit():
     size = len(nbformat.writes(nb))
     assert size < 1 << 20, size
     assert any("left out" in o.get("text", "") for o in cell.outputs)
-    assert ex._dropped[0] >= 40 * 100_000
+    assert ex.state.budget.dropped[0] >= 40 * 100_000
     # a small update that fits is made, in every output with the id
     ex.process_message(_message("update_display_data", dict(shown, data={
         "text/plain": "small"})), cell, 0)
