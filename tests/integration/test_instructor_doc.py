@@ -96,9 +96,12 @@ class Literal(Workflow):
             command = self.exchange_view(command)
         if (user or student or "check-exchange" in printed) and self.hidden_python:
             command = self.python_view(command)
+        started = time.monotonic()
         done = subprocess.run(command, cwd=cwd, env=self.env, capture_output=True,
                               text=True, timeout=900)
-        self.transcript.append(f"[{who}] $ {printed}  (exit {done.returncode})"
+        seconds = time.monotonic() - started
+        self.transcript.append(f"[{who}] $ {printed}  (exit {done.returncode}, "
+                               f"{seconds:.0f} s)"
                                + (f"  STUDENT={student}" if student else ""))
         if check and done.returncode != 0:
             raise AssertionError(f"{who}: {printed} failed:\n{done.stdout}\n{done.stderr}")
