@@ -95,9 +95,35 @@ def _cap_streams(limit):
         stream.write = write
 
 
+def watch_lifeline():
+    """End this kernel when the grader that started it is gone: the sandbox hands it the
+    reading end of a pipe whose only writing end the grader holds (`policy.
+    LIFELINE_VARIABLE`), so the pipe's end of file is the grader's end, however it ended.
+    bubblewrap's --die-with-parent does not cover a grader killed while bubblewrap sets
+    the sandbox up (its pid 1 asks for the signal only after the setup), and such a
+    kernel would wait for its grader for ever."""
+    import threading
+
+    text = os.environ.pop(policy.LIFELINE_VARIABLE, "")
+    if not text.isdigit():
+        return
+    fd = int(text)
+
+    def watch():
+        try:
+            while os.read(fd, 1):
+                pass
+        except OSError:  # closed by the notebook's code: it only loses this guard
+            return
+        os._exit(0)
+
+    threading.Thread(target=watch, name="lifeline", daemon=True).start()
+
+
 def main():
     from ipykernel.kernelapp import IPKernelApp
 
+    watch_lifeline()
     # ipykernel sets up its debugger (debugpy) while the kernel starts, unless debugpy
     # cannot be imported: a fifth of the kernel's start-up, for a kernel that nobody
     # debugs. It is kept out meanwhile only: afterwards `import debugpy` works as usual.

@@ -10,13 +10,16 @@ holds the list and writes the copy), so an answer that hands the task to the lib
 earns nothing, and no copy of the answer is in the kernel to be found.
 """
 
-__all__ = ["MARKER", "OUTPUT_VARIABLE", "OUTPUT_NOTE", "AnswerSwitchedOff"]
+__all__ = ["MARKER", "OUTPUT_VARIABLE", "OUTPUT_NOTE", "LIFELINE_VARIABLE", "AnswerSwitchedOff"]
 
 # how the grader sends a graded test cell: MARKER and a JSON header (the cell's grade id,
 # the socket to answer on), no source (`gradekernel`)
 MARKER = "#%residual-pack graded test "
 OUTPUT_VARIABLE = "RESIDUAL_PACK_OUTPUT_LIMIT"  # characters of print a kernel passes on
 OUTPUT_NOTE = "[grading: the rest of this notebook's printed output was left out]"
+# the number of a pipe's reading end that the sandbox hands the kernel
+# (`autograder.sandbox.bubblewrap.LIFELINE_VARIABLE`); its writing end is the grader's
+LIFELINE_VARIABLE = "RESIDUAL_PACK_LIFELINE"
 
 
 class AnswerSwitchedOff(Exception):

@@ -33,7 +33,11 @@ Our code only builds an argument list for well-kept tools and runs it:
   /home, /root, /work, no course files, / read-only. All namespaces are new (no network
   but a loopback of its own), the user namespace cannot make another
   (`--disable-userns`, and the seccomp filter), the kernel dies with the grader
-  (`--die-with-parent`), it has no controlling terminal (`--new-session`).
+  (`--die-with-parent`), it has no controlling terminal (`--new-session`). bwrap's pid 1
+  asks for that death signal only once it has set the sandbox up, so a grader killed in
+  that instant would leave the kernel waiting for it for ever: the kernel also holds the
+  reading end of a pipe whose only writing end is the grader's (`LIFELINE_VARIABLE`), and
+  exits at its end of file (`autograder.kernel.gradekernel.watch_lifeline`).
 
 Without root (an instructor's own account where the machine allows unprivileged user
 namespaces) the same bwrap and seccomp filter run as that user, with rlimits for what
@@ -307,6 +311,7 @@ class Resources:
     cgroup_procs: tuple = ()
     stage: Path = None
     parent: int = None  # the starting process: the kernel must not outlive it (see command)
+    lifeline_fd: int = None  # the reading end of the grader's lifeline (`LIFELINE_VARIABLE`)
 
 
 def _rlimits(limits, level):
@@ -385,10 +390,24 @@ def host_environment(spec):
     return env
 
 
+# the kernel's environment variable naming the reading end of a pipe whose only writing
+# end the grader that started it holds: the pipe's end of file tells the kernel that its
+# grader is gone (`autograder.kernel.gradekernel.watch_lifeline`), where the death signals
+# of the launch chain cannot (a grader killed while bwrap sets the sandbox up)
+LIFELINE_VARIABLE = "RESIDUAL_PACK_LIFELINE"
+
+
+def _with_lifeline(env, resources):
+    if resources.lifeline_fd is None:
+        return env
+    return {**env, LIFELINE_VARIABLE: str(resources.lifeline_fd)}
+
+
 def _limits_command(spec, limits, level, resources):
     """The level "limits": prlimit, setpriv for the parent's death (and a uid, with
     `run_as`), a clean environment, the kernel with host paths."""
-    env = [f"{key}={value}" for key, value in sorted(host_environment(spec).items())]
+    env = [f"{key}={value}" for key, value in
+           sorted(_with_lifeline(host_environment(spec), resources).items())]
     # the kernel's arguments name the sandbox's Python and folder (RUN), and files the
     # grader made on the host (its connection file, under the host's /tmp): only the
     # first two are the sandbox's paths
@@ -431,7 +450,7 @@ def command(spec, limits, level, resources):
     bwrap += ["--bind", staged[-1], RUN]
     bwrap += ["--remount-ro", "/", "--remount-ro", "/dev"]
     bwrap += ["--clearenv"]
-    for key, value in sorted(environment(spec).items()):
+    for key, value in sorted(_with_lifeline(environment(spec), resources).items()):
         bwrap += ["--setenv", key, value]
     bwrap += ["--chdir", spec.workdir, "--seccomp", str(resources.seccomp_fd),
               "--", *spec.argv]
@@ -531,6 +550,7 @@ class SandboxProcess(subprocess.Popen):
     level = None
     run_mount = None
     _killed = False
+    _lifeline = None  # this end of the kernel's lifeline, closed by cleanup()
 
     def kill(self):
         """SIGKILL the whole sandbox: the launch chain's process group (bwrap: its pid-1
@@ -590,6 +610,9 @@ class SandboxProcess(subprocess.Popen):
         if self._lock is not None:
             release_uid(self._lock)
             self._lock = None
+        if self._lifeline is not None:
+            os.close(self._lifeline)
+            self._lifeline = None
 
 
 RUN_MOUNT = "microgpt-sandbox-run-"  # + the grader's pid: the source name of its mounts
@@ -681,6 +704,7 @@ def start(spec, limits, level, *, run_as=None, **popen):
     if level.root and not root:
         raise SandboxError("the level 'root' needs the grader to run as root")
     lock = kernel_cgroups = stage = seccomp_file = venv_file = run_mount = None
+    lifeline, keep = os.pipe()  # the kernel reads, this process alone holds the other end
     try:
         uid = run_as
         if level.root and run_as is None:
@@ -715,14 +739,16 @@ def start(spec, limits, level, *, run_as=None, **popen):
         resources = Resources(
             seccomp_fd=fds[0] if fds else None, venv_cfg_fd=fds[1] if fds else None,
             uid=uid, cgroup_procs=tuple(kernel_cgroups.procs_files) if kernel_cgroups else (),
-            stage=stage, parent=os.getpid())
+            stage=stage, parent=os.getpid(), lifeline_fd=lifeline)
         argv = command(spec, limits, effective, resources)
         # the launch chain (and bwrap's own pid 1, whose /proc/1/environ the kernel can
         # read) gets a bare environment, never the caller's: the kernel's is set by
         # --setenv after --clearenv
         popen.setdefault("env", {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"})
-        process = SandboxProcess(argv, pass_fds=fds, start_new_session=True, **popen)
+        process = SandboxProcess(argv, pass_fds=(*fds, lifeline), start_new_session=True,
+                                 **popen)
     except BaseException:
+        os.close(keep)
         if run_mount is not None:
             subprocess.run(["umount", "--lazy", str(run_mount)], check=False)
         if kernel_cgroups is not None:
@@ -733,9 +759,11 @@ def start(spec, limits, level, *, run_as=None, **popen):
             release_uid(lock)
         raise
     finally:
+        os.close(lifeline)
         for f in (seccomp_file, venv_file):
             if f is not None:
                 f.close()
+    process._lifeline = keep
     process.sandbox_uid = uid
     process._lock = lock
     process.cgroups = kernel_cgroups

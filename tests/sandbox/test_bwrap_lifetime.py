@@ -3,6 +3,7 @@
 folder and uid given back by cleanup()."""
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -171,3 +172,55 @@ def test_a_sweep_leaves_a_live_graders_empty_cgroups_alone(tmp_path):
     finally:
         mine.remove()
         dead.remove()
+
+
+# the kernel's end of its lifeline: "ready", then a read that returns at the end of file
+LIFELINE = r'''
+import os
+fd = int(os.environ["RESIDUAL_PACK_LIFELINE"])
+print("ready", flush=True)
+while os.read(fd, 1):
+    pass
+print("the grader is gone", flush=True)
+'''
+
+
+@pytest.mark.parametrize("mode", ["root", "nonroot"])
+def test_the_kernel_hears_its_grader_go_through_its_lifeline(tmp_path, mode):
+    """bwrap's --die-with-parent misses a grader killed while bwrap sets the sandbox up:
+    the kernel then waits for ever. The lifeline covers it: the kernel in the sandbox holds
+    the reading end of a pipe whose writing end only the grader holds, and reads its end
+    of file when that end closes (here closed by hand, the launch chain left alive)."""
+    process = _start(tmp_path, mode, LIFELINE)
+    try:
+        assert process.stdout.readline().strip() == "ready"
+        os.close(process._lifeline)
+        process._lifeline = None
+        assert process.stdout.readline().strip() == "the grader is gone"
+        process.wait(timeout=10)
+    finally:
+        process.cleanup()
+
+
+def test_a_grading_kernel_ends_when_its_lifeline_does(tmp_path):
+    """`gradekernel.watch_lifeline`, the grading kernel's watcher: exit at the lifeline's
+    end of file, whatever the kernel was doing."""
+    from autograder.kernel import policy
+
+    assert policy.LIFELINE_VARIABLE == bubblewrap.LIFELINE_VARIABLE  # both ends' one name
+    read, write = os.pipe()
+    code = ("import time\nfrom autograder.kernel.gradekernel import watch_lifeline\n"
+            "watch_lifeline()\nprint('watching', flush=True)\ntime.sleep(120)\n")
+    kernel = subprocess.Popen([sys.executable, "-c", code], pass_fds=(read,),
+                              env={**os.environ, bubblewrap.LIFELINE_VARIABLE: str(read)},
+                              stdout=subprocess.PIPE, text=True)
+    os.close(read)
+    try:
+        assert kernel.stdout.readline().strip() == "watching"
+        time.sleep(0.5)
+        assert kernel.poll() is None  # the grader is there: it waits
+        os.close(write)
+        assert kernel.wait(timeout=10) == 0
+    finally:
+        if kernel.poll() is None:
+            kernel.kill()
