@@ -41,11 +41,11 @@ from autograder.grading.course import (
 from autograder.sandbox.limits import Limits, SandboxError, default_jobs
 
 
-def _say(text):
+def _say(text) -> None:
     print(text, flush=True)
 
 
-def cmd_generate(args, course):
+def cmd_generate(args, course) -> int:
     from autograder.authoring.generate import generate
 
     names = check_assignments(course, args.assignments) if args.assignments else None
@@ -74,7 +74,7 @@ def cmd_generate(args, course):
     return 0
 
 
-def cmd_check_drift(args, course):
+def cmd_check_drift(args, course) -> int:
     from autograder.authoring.generate import GUARD, drift
 
     names = check_assignments(course, args.assignments) if args.assignments else None
@@ -123,14 +123,14 @@ def cmd_selfcheck(args, course):
     return 1 if failed else 0
 
 
-def _line(result):
+def _line(result) -> str:
     if result.graded:
         got, top = result.score()
         return f"  {result.student}: {got:g}/{top:g} ({result.seconds:.1f} s)"
     return f"  {result.student}: not graded: {result.reason}"
 
 
-def _progress(result):
+def _progress(result) -> None:
     _say(_line(result))
 
 
@@ -139,17 +139,17 @@ class ClassProgress:
     time left), with a line per student above it. `start(total, done_before)` is called
     once the class is known."""
 
-    def __init__(self, stream=None):
+    def __init__(self, stream=None) -> None:
         self.stream = stream or sys.stderr
         self.bar = None
 
-    def start(self, total, done_before=0):
+    def start(self, total, done_before: int = 0) -> None:
         from tqdm import tqdm
 
         self.bar = tqdm(total=total, unit="student", desc="grading", file=self.stream,
                         dynamic_ncols=True, mininterval=0.5, smoothing=0.1)
 
-    def __call__(self, result):
+    def __call__(self, result) -> None:
         if self.bar is None:
             _progress(result)
             return
@@ -157,12 +157,12 @@ class ClassProgress:
         sys.stdout.flush()
         self.bar.update(1)
 
-    def close(self):
+    def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
 
 
-def _feedback_list(results, root):
+def _feedback_list(results, root) -> None:
     for r in results:
         for page in r.feedback:
             _say(f"  {r.student}: {page.relative_to(root)}")
@@ -193,7 +193,7 @@ def cmd_grade(args, course):
                      out, sorted(found))
 
 
-def _grade(args, course, assignment, out, db_url, journal_ready):
+def _grade(args, course, assignment, out, db_url, journal_ready) -> int:
     from autograder.grading.classrun import feedback_failures, run_grading
     from autograder.grading.report import score_table
 
@@ -292,7 +292,7 @@ def stoppable(work, out, students):
         os.close(ready_r)
 
 
-def _end_tree(pid):
+def _end_tree(pid) -> None:
     """SIGKILL the process `pid` leads, its group, and every process below it: the
     kernels start sessions of their own, and would otherwise outlive it for a moment and
     print that their parent is gone."""
@@ -323,7 +323,7 @@ def _end_tree(pid):
             os.kill(p, signal.SIGKILL)
 
 
-def interrupted_line(out, students, ready):
+def interrupted_line(out, students, ready) -> str:
     """The one line a grading run stopped by Ctrl-C ends with: what was kept, how to go
     on. `ready`: whether the run's journal was in place."""
     from autograder.grading.journal import students_kept
@@ -337,7 +337,7 @@ def interrupted_line(out, students, ready):
             f"(--fresh grades everyone again)")
 
 
-def _child(work, parent, ready_r, ready_w):
+def _child(work, parent, ready_r, ready_w) -> None:
     import ctypes
     import signal
     import traceback
@@ -416,13 +416,13 @@ def _at_least(low, kind=int):
     return read
 
 
-def _jobs_option(p):
+def _jobs_option(p) -> None:
     p.add_argument("-j", "--jobs", type=int, default=default_jobs(),
                    help="submissions graded at a time, each in its own process and kernel "
                         "(default: %(default)s, one per core)")
 
 
-def cmd_progress(args, course):
+def cmd_progress(args, course) -> int:
     from autograder.grading.course import EXERCISES
     from autograder.student.progress import format_table, progress
 
@@ -456,7 +456,7 @@ def cmd_stored(args, course):
     return 1 if apart else 0
 
 
-def cmd_student_release(args, course):
+def cmd_student_release(args, course) -> int:
     from autograder.authoring.release import build
 
     names = check_assignments(course, args.assignments)
@@ -466,7 +466,7 @@ def cmd_student_release(args, course):
     return 0
 
 
-def cmd_lite(args, course):
+def cmd_lite(args, course) -> int:
     from autograder.authoring.lite import build
 
     build(course, args.folder, args.assignments, pyodide_url=args.pyodide_url, say=_say)

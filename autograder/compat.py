@@ -238,14 +238,14 @@ def source_hash(obj):
     """The first 16 hex digits of the SHA-256 of `obj`'s source (see `PrivateName`)."""
     return hashlib.sha256(inspect.getsource(obj).encode()).hexdigest()[:16]
 
-def skip_rfc3987_syntax():
+def skip_rfc3987_syntax() -> None:
     """Keep jsonschema from importing rfc3987_syntax (see the module doc). Does nothing
     once jsonschema is imported: its formats are registered when it is imported."""
     if "jsonschema" not in sys.modules:
         sys.modules.setdefault("rfc3987_syntax", None)
 
 
-def read_alembic_head_in_process():
+def read_alembic_head_in_process() -> None:
     """Make nbgrader read its gradebook schema version without a new process (see the
     module doc). A second call does nothing."""
     import nbgrader.api as gradebook_api
@@ -282,7 +282,7 @@ class _SchemaCheckedOnce:
 
     schema_checked_once = True
 
-    def __init__(self, module):
+    def __init__(self, module) -> None:
         self._module = module
         self._validators = {}  # the schema as JSON text -> its validator
 
@@ -303,7 +303,7 @@ class _SchemaCheckedOnce:
             raise error
 
 
-def check_schemas_once():
+def check_schemas_once() -> None:
     """Make nbgrader's cell metadata validation check its schema once per process, not
     once per cell; a second call does nothing."""
     try:

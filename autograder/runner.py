@@ -14,21 +14,21 @@ import tempfile
 __all__ = ["ipc_kernel_manager", "run_notebook"]
 
 
-def ipc_kernel_manager(kernel_cmd=None, prefix="residual-pack-kernel-"):
+def ipc_kernel_manager(kernel_cmd=None, prefix: str = "residual-pack-kernel-"):
     """A jupyter_client kernel manager class whose kernels use IPC sockets in a folder of
     their own; `kernel_cmd` (a list, without the `-f CONNECTION_FILE` it gets) replaces
     the kernelspec's command."""
     from jupyter_client.manager import AsyncKernelManager
 
     class IPCKernelManager(AsyncKernelManager):
-        def __init__(self, **kwargs):
+        def __init__(self, **kwargs) -> None:
             super().__init__(**kwargs)
             self.folder = tempfile.mkdtemp(prefix=prefix)
             self.transport, self.ip = "ipc", os.path.join(self.folder, "k")
             self.connection_file = os.path.join(self.folder, "kernel.json")
 
         # jupyter_client's private hook: registered in autograder/compat.py
-        async def _async_cleanup_resources(self, restart=False):
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
             await super()._async_cleanup_resources(restart)
             if not restart:
                 shutil.rmtree(self.folder, ignore_errors=True)
@@ -40,8 +40,8 @@ def ipc_kernel_manager(kernel_cmd=None, prefix="residual-pack-kernel-"):
     return IPCKernelManager
 
 
-def run_notebook(nb, workdir, env=None, timeout=300, kernel_cmd=None, client_class=None,
-                 prefix="residual-pack-kernel-"):
+def run_notebook(nb, workdir, env=None, timeout: int = 300, kernel_cmd=None, client_class=None,
+                 prefix: str = "residual-pack-kernel-"):
     """Run `nb` (in place) top to bottom in a fresh kernel started in `workdir`, errors
     and all, with `env` added to this process's environment for the kernel only. Returns
     (the client, why the run stopped early: "" when it did not)."""

@@ -65,7 +65,7 @@ class Drawing:
     (what a text-only front end shows) is `text`, the picture in words. A picture wider than
     MAX_WIDTH is shown at full size with a scroll bar ("unconfined"), not shrunk."""
 
-    def __init__(self, svg, text="", width=0):
+    def __init__(self, svg, text: str = "", width: int = 0) -> None:
         self.svg = svg
         self.text = text
         self.width = width
@@ -75,7 +75,7 @@ class Drawing:
             return self.svg, {"unconfined": True}
         return self.svg
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return self.text or f"<Drawing: an SVG picture of {len(self.svg):,} characters>"
 
     def save(self, path):
@@ -275,7 +275,7 @@ def _label(v, names):
     return f"{name}: {text}" if name else text
 
 
-def _graphviz_ready():
+def _graphviz_ready() -> bool:
     try:
         import graphviz  # noqa: F401
     except ImportError:
@@ -286,7 +286,7 @@ def _graphviz_ready():
 class _Graph:
     """What both backends draw: the Values, the inferred operations, constants, shortcuts."""
 
-    def __init__(self, out, names, max_nodes):
+    def __init__(self, out, names, max_nodes) -> None:
         self.names = names
         self.nodes, self.edges = graph_of(out, max_nodes)
         self.ops = {id(v): op_label(v) for v in self.nodes if v._children}
@@ -294,7 +294,7 @@ class _Graph:
         self.shortcuts = _shortcuts(self.nodes)
 
 
-def draw(out, names=None, backend="auto", max_nodes=MAX_NODES):
+def draw(out, names=None, backend: str = "auto", max_nodes=MAX_NODES):
     """The graph `out` was computed from (see the module's docstring).
 
     names: {Value: "a name"} for the boxes worth naming (inputs, output, ...).
@@ -364,7 +364,7 @@ def _text_w(text, px=FONT_PX):
 class _Box:
     __slots__ = ("key", "kind", "lines", "w", "h", "rank", "x", "y", "title", "value")
 
-    def __init__(self, key, kind, lines, w, h, title="", value=None):
+    def __init__(self, key, kind, lines, w, h, title: str = "", value=None) -> None:
         self.key, self.kind, self.lines, self.w, self.h = key, kind, lines, w, h
         self.title, self.value = title, value
         self.rank, self.x, self.y = 0, 0.0, 0.0
@@ -390,7 +390,8 @@ def _isotonic(targets, gaps):
     return [y + o for y, o in zip(out, offsets)]
 
 
-def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0, order_of=None, gap_above=None):
+def _layout(boxes, links, gap_x: int = 22, gap_y: int = 32, pad: int = 12, top: int = 0,
+            order_of=None, gap_above=None):
     """Place `boxes` in ranks (rank set on each box), left to right within a rank by the
     barycentre of their neighbours (starting from `order_of`), each long link through a
     chain of slim dummy boxes, so that no arrow crosses a box. The gap above rank r is
@@ -426,7 +427,7 @@ def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0, order_of=None, gap_
         level.sort(key=lambda b: order_of.get(id(b), 0))
     pos = {}
 
-    def number():
+    def number() -> None:
         for level in levels:
             for i, b in enumerate(level):
                 pos[id(b)] = i
@@ -487,7 +488,7 @@ def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0, order_of=None, gap_
     return right - left + 2 * pad, y + pad, routes, band
 
 
-def _straighten(chains, levels):
+def _straighten(chains, levels) -> None:
     """Run each long arrow's dummies down one straight line where the boxes beside them
     leave room (at the x of its start, of its end, of their mean, or of the outermost one),
     so that a shortcut reads as one line."""
@@ -543,7 +544,7 @@ def _curve(points, start_y, end_y):
     return " ".join(d)
 
 
-def _path_points(d, steps=16):
+def _path_points(d, steps: int = 16):
     """Points along an SVG path made of M, L and C commands (as `_curve` writes them)."""
     tokens = d.split()
     points, i, here = [], 0, (0.0, 0.0)
@@ -565,7 +566,7 @@ def _path_points(d, steps=16):
     return points
 
 
-def _crosses(points, box):
+def _crosses(points, box) -> bool:
     """Does the line through `points` pass through the rectangle `box` (left, top, right,
     bottom)? Each segment clipped against it (Liang-Barsky)."""
     for (x1, y1), (x2, y2) in zip(points, points[1:]):
@@ -646,7 +647,8 @@ def _svg_open(width, height, marker_colours=()):
     return "\n".join(parts)
 
 
-def _text(x, y, s, px=FONT_PX, anchor="middle", fill="#111111", extra=""):
+def _text(x, y, s, px=FONT_PX, anchor: str = "middle", fill: str = "#111111",
+          extra: str = "") -> str:
     return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{px}" text-anchor="{anchor}" '
             f'fill="{fill}"{extra}>{html.escape(s)}</text>')
 
@@ -876,7 +878,7 @@ def _main_path(kind):
     return boxes, forks
 
 
-def _block_text(kind, title=""):
+def _block_text(kind, title: str = ""):
     boxes, forks = _main_path(kind)
     lines = ([title] if title else []) + [f"{kind} block diagram, top to bottom",
              "  main path: " + " -> ".join(boxes)]

@@ -90,7 +90,7 @@ def record(command=None, wall_seconds=None, **extra):
     return out
 
 
-def describe(prov):
+def describe(prov) -> str:
     """One line for a table's caption: commit, versions, threads, CPU, date, wall time."""
     versions = ", ".join(f"{k} {v}" for k, v in prov.get("versions", {}).items())
     commit = str(prov.get("commit", "?"))

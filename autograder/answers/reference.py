@@ -201,7 +201,7 @@ def training_loss(layer, depth, seed, config, **variant):
     return run(Variant(layer, depth, **variant), seed=seed, config=config).loss
 
 
-def central_gradient_norms(net, X, Y, layer, h=1e-6, forward=logits):
+def central_gradient_norms(net, X, Y, layer, h: float = 1e-6, forward=logits):
     """$\\lVert \\partial L / \\partial W_l \\rVert$ per layer from central differences
     of the mean loss, one weight at a time (small nets only)."""
     norms = []

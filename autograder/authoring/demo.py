@@ -44,7 +44,7 @@ def demo_problems(grader, results):
     return problems
 
 
-def run_demo(course, assignment=None, out=None, jobs=1, progress=None):
+def run_demo(course, assignment=None, out=None, jobs: int = 1, progress=None):
     """Build the class in `out` (a new temporary folder when None), grade it.
     Returns (grader, results, about, csv, out)."""
     assignment = check_assignments(course, [assignment or default_assignment(course)])[0]

@@ -89,7 +89,7 @@ def inputs_digest(course, assignment):
     own version."""
     h = hashlib.sha256()
 
-    def add(*parts):
+    def add(*parts) -> None:
         for part in parts:
             h.update(str(part).encode("utf-8") + b"\0")
 
@@ -167,7 +167,7 @@ def _run_notebook(nb_json, folder, timeout):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _end_with_parent():
+def _end_with_parent() -> None:
     """In a worker: die with the process that started it (Linux), so that a killed run
     leaves no worker behind (a kernel ends by itself when its parent is gone)."""
     try:
@@ -228,7 +228,7 @@ def _outcome(mutant, run):
     return outcome
 
 
-def observe(course, assignment, jobs=1, say=None, only=None):
+def observe(course, assignment, jobs: int = 1, say=None, only=None):
     """Run the solution and every registered mutant of `assignment` (those whose name
     holds a word of `only`, when given) on the visible tests. Returns (solution Run,
     [Outcome])."""
@@ -379,7 +379,7 @@ def render(tables):
     return "\n".join(lines) + "\n"
 
 
-def write_table(course, tables, path=TABLE_FILE):
+def write_table(course, tables, path=TABLE_FILE) -> None:
     """Write `tables` ({assignment: table}) over the committed ones of those assignments;
     tables of assignments no longer in `source/` are dropped."""
     merged = {a: t for a, t in read_tables().items() if a in set(assignments(course))}
@@ -427,7 +427,7 @@ def summary(assignment, solution, outcomes):
     return lines
 
 
-def regenerate(course, names, jobs=1, write=True, say=None):
+def regenerate(course, names, jobs: int = 1, write: bool = True, say=None):
     """`residual-pack fingerprints`: observe each of `names`, say its summary, then write
     the table (`write`) or compare it with the committed one. Returns the assignments that
     fail: the solution fails a visible test, a mutant is not named, or (not `write`) the

@@ -90,7 +90,8 @@ def solution_problems(folder) -> list[str]:
             for problem in output_problems(read_notebook(path))]
 
 
-def generate_into(course, target, names=None, solutions=True, execute=True, progress=None,
+def generate_into(course, target, names=None, solutions: bool = True, execute: bool = True,
+                  progress=None,
                   failed=None, written=None):
     """Generate `names` (all when empty) from `course`'s source into `target`'s
     `exercises/` and `solutions/` folders (the solutions run unless `execute` is false).
@@ -194,7 +195,7 @@ def pending(course, names=None) -> dict:
     return out
 
 
-def generate(course, names=None, force=False, progress=None) -> Generated:
+def generate(course, names=None, force: bool = False, progress=None) -> Generated:
     """Rewrite `exercises/` and `solutions/` of `course` for `names` (all when empty;
     then folders of assignments no longer in `source/` are removed too): those that
     changed since their last generation, or all of them when `force`; refused or broken
@@ -223,7 +224,7 @@ def generate(course, names=None, force=False, progress=None) -> Generated:
         say(f"{name}: to generate: {'; '.join(why)}")
         todo.append(name)
 
-    def written(name):  # recorded at once: an interrupted run keeps what it finished
+    def written(name) -> None:  # recorded at once: an interrupted run keeps what it finished
         record[name] = {**now[name], "written": rec.written_digest(course, name)}
         rec.write_record(course, record)
         result.written.append(name)

@@ -94,7 +94,7 @@ def _imports(tree: ast.AST, package: str = "") -> list[tuple[str, bool]]:
     import (not inside a function or a `try`). `package` resolves relative imports."""
     found = []
 
-    def walk(node, unavoidable):
+    def walk(node, unavoidable) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.Import):
                 found.extend((alias.name, unavoidable) for alias in child.names)

@@ -125,7 +125,7 @@ def notebook_text(nb):
     return "\n".join(parts)
 
 
-def _cell_name(cell, index):
+def _cell_name(cell, index) -> str:
     return f"cell {cell.get('id') or '#' + str(index)}"
 
 
@@ -153,7 +153,7 @@ def output_problems(nb):
     return problems
 
 
-def figure_found(figure, text):
+def figure_found(figure, text) -> bool:
     """`figure` occurs in `text` as a whole: no digit (or digit and point) runs on."""
     head = r"(?<![\d.])" if figure[:1].isdigit() else ""
     tail = r"(?!\.?\d)" if figure[-1:].isdigit() else ""
@@ -175,7 +175,7 @@ def cell_quotes(cell):
     return list(meta.get("quotes", [])), dict(meta.get("quotes_from", {}))
 
 
-def quote_problems(nb, own_text, other_text=None, results=""):
+def quote_problems(nb, own_text, other_text=None, results: str = ""):
     """Rule 5: each figure a markdown cell of `nb` quotes is in `own_text` (the outputs of
     this notebook's solution) or `results`; figures quoted from another assignment are in
     `other_text(assignment)` (the text of its solution outputs, None if there is none)."""

@@ -274,7 +274,7 @@ def _withheld_modules():
                    if e[0].split(".")[0] in WITHHELD})
 
 
-def _stage(course, stage):
+def _stage(course, stage) -> None:
     """The wheel's project in `stage`: the copied packages (their answers held back) and a
     pyproject.toml. The packages are the installed pack's (`pack_root`), not `course`'s."""
     root = pack_root()
@@ -322,7 +322,7 @@ def _stage(course, stage):
         """) + data, encoding="utf-8")
 
 
-def solved_package(assignment):
+def solved_package(assignment) -> str:
     """The name of the wheel with `assignment`'s released answers."""
     return f"residual-pack-solved-{assignment}"
 
@@ -386,7 +386,7 @@ def _pip_error(output: str) -> str:
     return (causes or errors or lines[-1:] or ["pip said nothing"])[0][:300]
 
 
-def _wheel(stage, out, what="the student wheel"):
+def _wheel(stage, out, what: str = "the student wheel"):
     """The one wheel `pip wheel` builds from the project in `stage`, into `out`."""
     before = set(out.glob("*.whl")) if out.exists() else set()
     isolated = not _backend_here()

@@ -61,7 +61,7 @@ class AssignmentCheck:
     seconds: dict = field(default_factory=dict)  # step -> wall time
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return not self.failures
 
 
@@ -165,7 +165,7 @@ def check_assignment(session, assignment: str, *, validate: bool = True, feedbac
     at_once = jobs if len(made) >= MIN_FOR_WORKERS else 1
     say(f"  autograding {len(made)} submissions ({at_once} at a time)")
 
-    def graded(result):
+    def graded(result) -> None:
         label = check.labels[result.student]
         got, top = result.score()
         say(f"    {result.student} ({label}): "
@@ -282,8 +282,9 @@ def exercise_drift(generated, committed):
     ]
 
 
-def selfcheck(course, names=None, *, workdir=None, keep=False, validate=True, feedback=True,
-              only=None, jobs=1, progress=None, isolate=True, whole=False,
+def selfcheck(course, names=None, *, workdir=None, keep: bool = False, validate: bool = True,
+              feedback: bool = True,
+              only=None, jobs: int = 1, progress=None, isolate: bool = True, whole: bool = False,
               extra: dict | None = None) -> list:
     """Self-check `names` (all assignments when empty); returns the AssignmentChecks.
     With `isolate` (the default), submissions are graded in sandboxed kernels, as

@@ -52,7 +52,7 @@ def _short():
     return Config(n=64, steps=40, lr=0.02)
 
 
-def _gradients(args, names, fn, seed=0):
+def _gradients(args, names, fn, seed: int = 0):
     probe = GradientProbe(args, names, seed=seed)
     return central_gradients(probe.of(fn), probe.xs)
 
@@ -355,7 +355,7 @@ def render_gpt(table):
 # ---------------------------------------------------------------- the torch track
 
 
-def _rows(seed, *shape, scale=1.0, shift=0.0):
+def _rows(seed, *shape, scale: float = 1.0, shift: float = 0.0):
     """The inputs of the visible tests of 08 (their `rows`) and 09 (their `inputs`)."""
     import torch
 
@@ -474,13 +474,13 @@ def torch_differences(stored, computed):
                                 TORCH_TRAINING_RTOL if recipes[n][0] else TORCH_RTOL))
 
 
-def _torch_installed():
+def _torch_installed() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("torch") is not None
 
 
-def regenerate(write=True, say=print):
+def regenerate(write: bool = True, say=print):
     """Compute every entry of the three tables; write them (or, with `write` false,
     compare). Returns the names that differ from the committed tables. The torch track's
     needs torch: without it, it is left as it is (and said so)."""

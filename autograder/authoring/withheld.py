@@ -41,7 +41,7 @@ def solved_assignments(package):
                    for e in entries if e[0].split(".")[0] == package})
 
 
-def solved_path(package, assignment):
+def solved_path(package, assignment) -> str:
     """The released module's path inside a wheel: `<package>/solved/a<assignment>.py`."""
     return f"{package}/{SOLVED}/a{assignment}.py"
 

@@ -37,7 +37,7 @@ __all__ = ["MIN_FOR_WORKERS", "check_run", "feedback_failures", "grade_all", "gr
 # ---------------------------------------------------------------- students, at once
 
 
-def _quiet_worker(coordinator):
+def _quiet_worker(coordinator) -> None:
     import threading
 
     quiet_nbgrader()
@@ -47,7 +47,7 @@ def _quiet_worker(coordinator):
     if os.getppid() != coordinator:
         os._exit(1)
 
-    def orphaned():  # the grading run was killed: stop, do not finish on our own
+    def orphaned() -> None:  # the grading run was killed: stop, do not finish on our own
         while True:
             time.sleep(0.5)
             if os.getppid() != coordinator:
@@ -67,7 +67,7 @@ def _grade_in_worker(course, root, assignment, student, feedback, sandbox=None, 
 MIN_FOR_WORKERS = 6
 
 
-def _warm_up():
+def _warm_up() -> None:
     """A worker's first task: import what grading a student needs (nbgrader, nbconvert,
     jupyter_client; unpickling this function already imported `classrun`), so that a pool
     started early does it while the grading process is still setting up."""
@@ -92,7 +92,7 @@ def start_workers(jobs):
     return pool
 
 
-def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=None,
+def grade_all(grader, students, feedback: bool = True, jobs: int = 1, progress=None, on_result=None,
               cluster=None, say=None, pool=None, lost=None):
     """Grade the handed-in `students`, each on their own, `jobs` at a time (in separate
     processes sharing the gradebook: `pool`, from `start_workers`, when the caller started
@@ -104,7 +104,7 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
     students = list(students)
     results = {}
 
-    def done(student, result):
+    def done(student, result) -> None:
         results[student] = result
         if on_result:
             on_result(result)
@@ -160,7 +160,8 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
 # ---------------------------------------------------------------- a whole folder
 
 
-def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, journal=None,
+def grade_folder(grader, submissions, jobs: int = 1, progress=None, feedback: bool = True,
+                 journal=None,
                  cluster=None, say=None, pool=None, exclude=(), lost=None):
     """Grade every student in the folder `submissions` with `grader`, each on their own,
     and export nbgrader's grades.csv into the work course. Returns (results, csv path).
@@ -185,7 +186,7 @@ def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, jour
     for student in todo:
         grader.submit(student, found[student][0], timestamp=stamps[student])
 
-    def record(result):
+    def record(result) -> None:
         result.notes[:0] = found[result.student][1]
         if result.graded:
             lateness(grader, result)
@@ -221,7 +222,7 @@ def feedback_failures(results: list[StudentResult]) -> list[str]:
     return lines
 
 
-def lateness(grader, result):
+def lateness(grader, result) -> None:
     """Say in `result` when its submission was handed in after the due date, as nbgrader's
     gradebook has it (the assignment's due date, the student's extension), and the late
     penalty nbgrader's AssignLatePenalties gave: a penalty is among what cost points."""
@@ -344,7 +345,7 @@ def course_duedate(course, assignment):
     return when, (f"from the course's gradebook {shown}" if when else "")
 
 
-def undated_warning(assignment, stamped, total):
+def undated_warning(assignment, stamped, total) -> str:
     """The warning of a run without a due date whose submissions carry timestamp.txt."""
     shown = ", ".join(stamped[:5]) + (" ..." if len(stamped) > 5 else "")
     return (f"WARNING: NO DUE DATE for {assignment}, so NO LATE PENALTY: {len(stamped)} of "
@@ -454,7 +455,7 @@ def _check_cluster(cluster):
                           f"address such as tcp://HOST:8786 ({exc})") from None
 
 
-def prepare_out(out, keep=False):
+def prepare_out(out, keep: bool = False):
     """Make `out` ready to be a work course: new, empty, or one of our earlier runs
     (whose outputs are cleared, unless `keep`)."""
     out = Path(out).resolve()
@@ -526,8 +527,9 @@ def gradebook_name(db_url):
         return db_url.split(":", 1)[0] + ": (unparsed)"
 
 
-def run_grading(course, assignment, submissions, out, jobs=1, progress=None, limits=None,
-                fresh=False, feedback=True, isolate=True, say=None, cluster=None,
+def run_grading(course, assignment, submissions, out, jobs: int = 1, progress=None, limits=None,
+                fresh: bool = False, feedback: bool = True, isolate: bool = True, say=None,
+                cluster=None,
                 db_url=None, duedate=None, journal_ready=None):
     """`residual-pack grade`: grade the folder `submissions` in the work course `out`.
 

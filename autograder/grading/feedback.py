@@ -292,7 +292,7 @@ def html_text(html):
     return html_lib.unescape(re.sub(r"<[^>]+>", "", html))
 
 
-def leaked_lines(html, hidden_lines, visible_text="", min_length=8):
+def leaked_lines(html, hidden_lines, visible_text: str = "", min_length: int = 8):
     """The hidden-test lines that the feedback page shows.
 
     A line counts when it is long enough to mean something and does not also appear in

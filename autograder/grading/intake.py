@@ -58,7 +58,7 @@ class Intake:
     withhold: list = field(default_factory=list)  # flags that hold the score back for review
 
 
-def too_big(name, size, limit):
+def too_big(name, size, limit) -> str:
     """Why the notebook `name` of `size` bytes is not graded, or "" when it fits `limit`."""
     if not limit or size <= limit:
         return ""
@@ -341,7 +341,7 @@ FILES_PROCESSES = {
 }
 
 
-def review_flags(nb, assignment=""):
+def review_flags(nb, assignment: str = ""):
     """Plain-word flags for code the student wrote (answer cells and their own cells):
     a copy of the instructor's source, and text that looks like a test result; in the
     torch track also code that reaches into the interpreter, the grader's modules, files

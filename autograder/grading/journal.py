@@ -24,13 +24,13 @@ class Journal:
     the gradebook. A run that is killed resumes from it: a student whose line is there,
     with the same submission fingerprint, is not graded again."""
 
-    def __init__(self, root, header):
+    def __init__(self, root, header) -> None:
         self.folder = Path(root) / ".grading"
         self.path = self.folder / "journal.jsonl"
         self.header = header
         self.done = {}  # student -> (hash, StudentResult)
 
-    def load(self):
+    def load(self) -> bool:
         """Read an earlier run's journal; False (and nothing read) if it is not for the
         same assignment, sources and settings."""
         try:
@@ -70,14 +70,14 @@ class Journal:
                 continue
         return True
 
-    def start(self):
+    def start(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         with open(self.path, "w", encoding="utf-8") as f:
             f.write(json.dumps(self.header) + "\n")
             f.flush()
             os.fsync(f.fileno())
 
-    def append(self, result, digest):
+    def append(self, result, digest) -> None:
         entry = {"student": result.student, "hash": digest, "result": result.to_dict(),
                  "at": round(time.time(), 3)}  # when it was written: the class's pace
         with open(self.path, "a", encoding="utf-8") as f:

@@ -63,7 +63,7 @@ class _LmsExport(ExportPlugin):
     def heading(self, assignment):
         return self.columns.get(assignment.name, assignment.name)
 
-    def write(self, rows):
+    def write(self, rows) -> None:
         dest = self.to or self.default_to
         self.log.info("Exporting grades to %s", dest)
         with open(dest, "w", newline="", encoding="utf-8") as f:
@@ -107,7 +107,7 @@ class CanvasExport(_LmsExport):
             return title
         return f"{title} ({known})"
 
-    def export(self, gradebook):
+    def export(self, gradebook) -> None:
         assignments, students = self.chosen(gradebook)
         headings = [self.heading(a) for a in assignments]
         by_title = [h for h in headings if not CANVAS_HEADING.match(h)]
@@ -144,7 +144,7 @@ class MoodleExport(_LmsExport):
                             "email; students without one are left out, with a "
                             "warning)").tag(config=True)
 
-    def export(self, gradebook):
+    def export(self, gradebook) -> None:
         assignments, students = self.chosen(gradebook)
         head = "Email address" if self.identify_by == "email" else "Username"
         rows = [[head] + [self.heading(a) for a in assignments]]

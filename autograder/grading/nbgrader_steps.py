@@ -137,7 +137,7 @@ class IntakeRepairs(NbGraderPreprocessor):
         return intake.notebook, resources
 
 
-def symbolic_link(coursedir, student, assignment, name):
+def symbolic_link(coursedir, student, assignment, name) -> str:
     """Why `student`'s handed-in `name` must not be read ("" when it may): the notebook,
     or a folder nbgrader found it through, is a symbolic link. nbgrader would follow it
     (to another student's work, or to the instructor's source notebook)."""
@@ -157,7 +157,7 @@ class _OneLinePerRecord(logging.Filter):
     """A log record's lines after its first are indented: text from a student's notebook
     (an exception, a flag) cannot start a line that reads as a record of its own."""
 
-    def filter(self, record):
+    def filter(self, record) -> bool:
         if getattr(record, "one_line_per_record", False):  # the logger's filter did it
             return True
         record.one_line_per_record = True
@@ -183,7 +183,7 @@ class _HiddenTestsPutBack(logging.Filter):
 
     after_intake = False
 
-    def filter(self, record):
+    def filter(self, record) -> bool:
         return not (self.after_intake and record.msg == OVERWRITE_WARNING
                     and tuple(record.args or ())[:1] == ("checksum",))
 
@@ -200,7 +200,7 @@ def hidden_tests_put_back(logger):
     return found
 
 
-def guard_log(logger):
+def guard_log(logger) -> None:
     """Put `_OneLinePerRecord` on `logger` and each of its handlers (once)."""
     for holder in (logger, *getattr(logger, "handlers", [])):
         if not any(isinstance(f, _OneLinePerRecord) for f in holder.filters):
@@ -230,7 +230,7 @@ def foreign_ids(coursedir, assignment):
 
 
 def withhold_grades(gradebook, assignment, student, autograded, notebooks=None,
-                    comment=""):
+                    comment: str = ""):
     """Set every autograded cell of `student`'s submission that scored to zero, marked as
     needing a manual grade (formgrader lists it; a person gives the points back there),
     and the notebook `flagged` (nbgrader's own mark for "look at this", which formgrader
@@ -296,7 +296,7 @@ class WithholdForReview(NbGraderPreprocessor):
 class _RunsOf:
     """What `report.tampering_seen` reads: an object with `runs`."""
 
-    def __init__(self, runs):
+    def __init__(self, runs) -> None:
         self.runs = runs
 
 

@@ -91,7 +91,7 @@ class GradingSession:
     not isolating) and the work course itself, made on first use so that a caller may
     clear the folder first (a run that does not resume)."""
 
-    def __init__(self, course, root, names, sandbox, db_url=None):
+    def __init__(self, course, root, names, sandbox, db_url=None) -> None:
         self.db_url = db_url
         self.course = Path(course).resolve()
         self.root = Path(root)
@@ -105,7 +105,7 @@ class GradingSession:
             self._work = WorkCourse(self.course, self.root, self.names, db_url=self.db_url)
         return self._work
 
-    def grader(self, assignment, generate=True):
+    def grader(self, assignment, generate: bool = True):
         """A `Grader` of `assignment` in the work course (its release generated unless
         `generate` is false: a resumed run has it), grading in the sandbox."""
         return Grader(self.work, assignment, generate=generate, sandbox=self.sandbox)
@@ -116,7 +116,7 @@ class GradingSession:
 
 
 @contextlib.contextmanager
-def grading_session(course, root, names=None, *, limits=None, isolate=True, jupyter=None,
+def grading_session(course, root, names=None, *, limits=None, isolate: bool = True, jupyter=None,
                     db_url=None):
     """A `GradingSession` of `course` whose work course is `root` (assignments `names`,
     all when None). With `isolate` (the default) student code runs in a sandbox with

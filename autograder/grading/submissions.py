@@ -116,7 +116,7 @@ def _match_notebooks(folder, notebooks):
     return matched, notes
 
 
-def _walk_files(folder, limit=10000):
+def _walk_files(folder, limit: int = 10000):
     """Files under `folder` (links not followed), at most `limit` of them."""
     count = 0
     for root, _dirs, files in os.walk(folder, followlinks=False):

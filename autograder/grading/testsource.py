@@ -127,7 +127,7 @@ def _used_names(tree):
     return used
 
 
-def _prune_imports(tree):
+def _prune_imports(tree) -> None:
     """Imports of names nothing uses any more become `pass` (in place)."""
     used = _used_names(tree)
 
@@ -145,7 +145,7 @@ def _prune_imports(tree):
     Prune().visit(tree)
 
 
-def _grader_only(name):
+def _grader_only(name) -> bool:
     """Whether the dotted `name` (a module, or a name in one) is of `autograder` but not
     of the package a student's kernel gets (`plan.KERNEL_PACKAGE`, the allowlist)."""
     if not (name == "autograder" or name.startswith("autograder.")):

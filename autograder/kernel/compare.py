@@ -50,7 +50,7 @@ def decode(x):
     return None
 
 
-def number_text(x):
+def number_text(x) -> str:
     """A short form of the number `x` (5 significant digits)."""
     return f"{x:.5g}"
 
@@ -63,7 +63,7 @@ def pair_text(expected, actual):
     return e, a
 
 
-def short_repr(obj, limit=60):
+def short_repr(obj, limit: int = 60):
     """`repr(obj)`, cut to `limit` characters (never fails)."""
     try:
         text = repr(obj)
@@ -253,7 +253,7 @@ def _compare_range(observed, expected, params):
     return None
 
 
-def _tensor_text(shape, data):
+def _tensor_text(shape, data) -> str:
     head = ", ".join(f"{decode(v):.5g}" for v in data[:3])
     more = ", ..." if len(data) > 3 else ""
     return f"shape {tuple(shape)}, starting [{head}{more}]"

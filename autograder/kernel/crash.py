@@ -63,7 +63,7 @@ def _shell():
     return get_ipython()
 
 
-def cell_name(filename):
+def cell_name(filename) -> str:
     """How Jupyter names the cell that `filename` was compiled from ("Cell In[5]"), or ""
     for code that is not a notebook's: a library's, or the checks'."""
     shell = _shell()
@@ -105,7 +105,7 @@ def _short_path(filename, module):
 class Frame:
     """One frame of a traceback: where its code is ("cell", "library", "grader")."""
 
-    def __init__(self, tb):
+    def __init__(self, tb) -> None:
         code = tb.tb_frame.f_code
         self.filename, self.lineno, self.name = code.co_filename, tb.tb_lineno, code.co_name
         self.first = code.co_firstlineno
@@ -148,13 +148,13 @@ def _lines_of(frame, context):
     return shown
 
 
-def _heading(frame, role):
+def _heading(frame, role) -> str:
     inside = "" if frame.name == "<module>" else f", in {frame.name}"
     place = frame.cell or _short_path(frame.filename, frame.module)
     return f"{place}, line {frame.lineno}{inside}{role}:"
 
 
-def _shown_frames(frames, first=", the test", recursion=False):
+def _shown_frames(frames, first: str = ", the test", recursion: bool = False):
     """The frames a student sees: the notebook's; of the library, the last frame when it
     raised there. A recursion that never stopped (`recursion`): the frames down to the line
     that calls itself, not where Python happened to give up. Returns (frames, each one's
@@ -226,7 +226,7 @@ def who_raised(frames):
     return "answer" if answer_frames(frames) else "test"
 
 
-def render(exc, frames, headline=None, hints=(), first=", the test"):
+def render(exc, frames, headline=None, hints=(), first: str = ", the test"):
     """The lines a notebook shows for `exc`, raised through `frames`; `first` is said of
     the outermost cell (the test's, or the experiment's that ran the student's code)."""
     kind = type(exc).__name__
@@ -246,7 +246,7 @@ def render(exc, frames, headline=None, hints=(), first=", the test"):
     return lines
 
 
-def explain(exc, tb, headline=None, hints=None, first=", the test"):
+def explain(exc, tb, headline=None, hints=None, first: str = ", the test"):
     """Give `exc` (raised through `tb`) the rendering a notebook shows (`render`), with the
     hint of the known slip it fits. Returns the frames."""
     frames = frames_of(tb)
@@ -276,7 +276,7 @@ def explain(exc, tb, headline=None, hints=None, first=", the test"):
 BUDGET_VARIABLE = "RESIDUAL_PACK_CELL_BUDGET"  # Validate's seconds per cell, in its kernel
 
 
-def interrupted_lines(frames, what="this cell", first=", the test"):
+def interrupted_lines(frames, what: str = "this cell", first: str = ", the test"):
     """What a cell stopped by an interrupt shows: who stopped it, the test's line and the
     student's line that was running (none of the checks' or the library's frames)."""
     budget = os.environ.get(BUDGET_VARIABLE)
@@ -306,7 +306,7 @@ def interrupted_lines(frames, what="this cell", first=", the test"):
     return lines
 
 
-def interrupted(exc, tb, what="this cell", first=", the test"):
+def interrupted(exc, tb, what: str = "this cell", first: str = ", the test"):
     """Give a KeyboardInterrupt (raised through `tb`) the rendering of
     `interrupted_lines`; returns the frames."""
     frames = frames_of(tb)
@@ -370,7 +370,7 @@ _ONE_ELEMENT = re.compile(r"only one element tensors can be converted to Python 
                           r"must be real number, not Tensor")
 
 
-def shape_detail(text):
+def shape_detail(text) -> str:
     """What a torch shape mismatch's message says, in a few words ("" if it is not one)."""
     m = _BROADCAST.search(text)
     if m:
@@ -470,7 +470,7 @@ def _names_near(frame):
     return names
 
 
-def name_hint(name, frame):
+def name_hint(name, frame) -> str:
     """For a NameError of `name` in the student's code: the name it may be a slip for."""
     close = difflib.get_close_matches(name, sorted(_names_near(frame) - {name}), n=1,
                                       cutoff=0.75) if name else []

@@ -77,7 +77,7 @@ def _text(s):
     return _NUMBER.sub(lambda m: _round(float(m.group())), s)
 
 
-def canonical(item, exact=True):
+def canonical(item, exact: bool = True):
     """An observation with its numbers rounded (with `exact` false, left out: a training
     run's numbers differ in their last digits from one machine to another), its texts made
     stable and a Value's repr left out: what a fingerprint hashes."""
@@ -96,7 +96,7 @@ def canonical(item, exact=True):
     return _round(item) if exact else "#"
 
 
-def fingerprint(kind, what, observed, exact=True):
+def fingerprint(kind, what, observed, exact: bool = True):
     """The fingerprint (16 hex digits) of what a check of `kind`, named `what`, observed.
     `exact` false: a training run's observation, whose numbers are left out."""
     body = json.dumps([VERSION, str(kind), _text(str(what)), canonical(observed, exact)],
@@ -203,7 +203,7 @@ def _words(hints):
     return LEAD + " Or: ".join(hints[:MAX_SHOWN]) if hints else ""
 
 
-def diagnose_raised(task_id, exc, in_message=False):
+def diagnose_raised(task_id, exc, in_message: bool = False):
     """Name the known mistake that raises `exc` in the test of `task_id`, if it is one (an
     answer that raises instead of returning, or a test that stops without a check's
     verdict): in a CheckFailed's message, or in a note under the student's own traceback
@@ -225,7 +225,7 @@ def diagnose_raised(task_id, exc, in_message=False):
     return text
 
 
-def _record(key, kind, what, error, exact=True, fine=None):
+def _record(key, kind, what, error, exact: bool = True, fine=None) -> None:
     """Log a failing check's fingerprint and the error it shows (`error`: "name: message"
     as a notebook's output holds it), when `residual-pack fingerprints` asks for it;
     `exact` false marks a training run's check, which is never diagnosed; `fine`: its

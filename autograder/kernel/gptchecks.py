@@ -131,7 +131,7 @@ def _within_context(embed, block_size):
 class PiecesModel:
     """A GPT's weights behind the pieces a task may use (see the module doc)."""
 
-    def __init__(self, **gpt_config):
+    def __init__(self, **gpt_config) -> None:
         gpt = GPT(**gpt_config)
         c = gpt.config
         self.config = PiecesConfig(c.vocab_size, c.n_layer, c.n_embd, c.n_head, c.block_size)
@@ -148,7 +148,7 @@ class PiecesModel:
 class BlockGPT(GPT):
     """microgpt's GPT with each block computed by `block_fn(model, x, layer, cache)`."""
 
-    def __init__(self, block_fn, seed=0, **config):
+    def __init__(self, block_fn, seed: int = 0, **config) -> None:
         super().__init__(seed=seed, **config)
         self.block_fn = block_fn
 
@@ -191,8 +191,9 @@ def _name(fn):
     return getattr(fn, "__name__", "your block")
 
 
-def check_block_values(block, layout, n_layer=1, layer=0, n_embd=16, n_head=4, n_pos=3,
-                       seed=0, scale=2.0, reference=None):
+def check_block_values(block, layout, n_layer: int = 1, layer: int = 0, n_embd: int = 16,
+                       n_head: int = 4, n_pos: int = 3,
+                       seed: int = 0, scale: float = 2.0, reference=None) -> None:
     """`block`'s output stream at `n_pos` positions equals microgpt's `layout` block."""
     sizes = dict(n_layer=n_layer, n_embd=n_embd, n_head=n_head, seed=seed)
     inputs = block_inputs(n_pos, n_embd, seed + 1000, scale)
@@ -227,8 +228,9 @@ def _backward(out, leaves):
         raise CheckFailed(f"the gradient check could not run backward(): {problem}")
 
 
-def check_block_gradients(block, layout, n_layer=1, layer=0, n_embd=16, n_head=4, n_pos=3,
-                          seed=0, scale=2.0, reference=None):
+def check_block_gradients(block, layout, n_layer: int = 1, layer: int = 0, n_embd: int = 16,
+                          n_head: int = 4, n_pos: int = 3,
+                          seed: int = 0, scale: float = 2.0, reference=None) -> None:
     """The gradients through `block` equal those through microgpt's `layout` block."""
     sizes = dict(n_layer=n_layer, n_embd=n_embd, n_head=n_head, seed=seed)
     inputs = block_inputs(n_pos, n_embd, seed + 1000, scale)
@@ -245,8 +247,9 @@ def check_block_gradients(block, layout, n_layer=1, layer=0, n_embd=16, n_head=4
                        f"microgpt's {LAYOUT_NAMES[layout]} block)")
 
 
-def check_block_training(block, layout, steps=8, lr=0.01, seed=0, n_layer=1, n_embd=16,
-                         n_head=4, reference=None):
+def check_block_training(block, layout, steps: int = 8, lr: float = 0.01, seed: int = 0,
+                         n_layer: int = 1, n_embd: int = 16,
+                         n_head: int = 4, reference=None) -> None:
     """A short seeded training run with `block` has the losses of microgpt's `layout` run."""
     docs = check_docs()
     tokenizer = CharTokenizer(docs)
@@ -281,8 +284,9 @@ def _stream_observation(states, model, coeffs):
     return seen
 
 
-def check_stream_states(stream_states, layout="pre", name="emma", n_layer=2, seed=0,
-                        gradients=False, reference=None, **sizes):
+def check_stream_states(stream_states, layout: str = "pre", name: str = "emma", n_layer: int = 2,
+                        seed: int = 0,
+                        gradients: bool = False, reference=None, **sizes) -> None:
     """`stream_states(model, tokens)` has the values (and gradients) of GPT.stream_states."""
     tokens = _tokenizer().encode(name)
     config = dict(layout=layout, n_layer=n_layer, seed=seed, **sizes)
@@ -326,8 +330,9 @@ def _lens_observation(lens, model, states, tokens, gradients):
     return seen
 
 
-def check_logit_lens(logit_lens, layout="pre", name="emma", n_layer=2, seed=0,
-                     gradients=False, reference=None, **sizes):
+def check_logit_lens(logit_lens, layout: str = "pre", name: str = "emma", n_layer: int = 2,
+                     seed: int = 0,
+                     gradients: bool = False, reference=None, **sizes) -> None:
     """`logit_lens(model, states, tokens)` decodes every state as the reference lens does,
     on states drawn at random (so that the check does not depend on Task 6.1); with
     `gradients`, backward() from three of its losses reaches the states and the head as
@@ -351,8 +356,9 @@ def check_logit_lens(logit_lens, layout="pre", name="emma", n_layer=2, seed=0,
                   what=f"{where} (part 0: the losses{part})")
 
 
-def check_lens_on_the_model_states(logit_lens, layout="pre", name="emma", n_layer=2, seed=0,
-                                   reference=None, **sizes):
+def check_lens_on_the_model_states(logit_lens, layout: str = "pre", name: str = "emma",
+                                   n_layer: int = 2, seed: int = 0,
+                                   reference=None, **sizes) -> None:
     """On microgpt's own states of the model (GPT.stream_states, stored or computed here, so
     that the check does not depend on Task 6.1), `logit_lens(model, states, tokens)` gives
     the reference lens losses, and the last of them is the model's own loss, GPT.loss."""

@@ -31,12 +31,12 @@ def _kernel_class():
     class GradingKernel(IPythonKernel):
         """IPython's kernel; a graded test cell answers the grader (see the module doc)."""
 
-        def __init__(self, **kwargs):
+        def __init__(self, **kwargs) -> None:
             super().__init__(**kwargs)
             _cap_streams(int(os.environ.get(policy.OUTPUT_VARIABLE, 0) or 0))
 
-        async def do_execute(self, code, silent, store_history=True, user_expressions=None,
-                             allow_stdin=False, *, cell_meta=None, cell_id=None):
+        async def do_execute(self, code, silent, store_history: bool = True, user_expressions=None,
+                             allow_stdin: bool = False, *, cell_meta=None, cell_id=None):
             if code.startswith(MARKER):
                 return self._answer_grader(code, store_history)
             return await super().do_execute(
@@ -65,14 +65,14 @@ def _kernel_class():
     return GradingKernel
 
 
-def _flush():
+def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except Exception:  # noqa: BLE001
             pass
 
-def _cap_streams(limit):
+def _cap_streams(limit) -> None:
     """Printed text beyond `limit` characters in all is dropped here, in the kernel, with
     one note (`policy.OUTPUT_NOTE`): a burst of output would otherwise leave in one message
     larger than the grader accepts, and the grader would have to stop the notebook."""
@@ -95,7 +95,7 @@ def _cap_streams(limit):
         stream.write = write
 
 
-def main():
+def main() -> None:
     from ipykernel.kernelapp import IPKernelApp
 
     # ipykernel sets up its debugger (debugpy) while the kernel starts, unless debugpy

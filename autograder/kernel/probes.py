@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-def vector(rng, n, scale=1.0, shift=0.0):
+def vector(rng, n, scale: float = 1.0, shift: float = 0.0):
     """`n` floats from $N(shift, scale^2)$."""
     return [shift + scale * rng.gauss(0, 1) for _ in range(n)]
 
@@ -36,7 +36,7 @@ def rows(rng, n_out, n_in, scale=None):
     return [vector(rng, n_in, scale) for _ in range(n_out)]
 
 
-def layer_inputs(seed, width, n_out=None, gated=False, gate_bias=-0.5):
+def layer_inputs(seed, width, n_out=None, gated: bool = False, gate_bias=-0.5):
     """Fixed float inputs for a layer: (h, W) or, `gated`, (h, W, W_gate, b_gate)."""
     rng = random.Random(seed)
     n_out = width if n_out is None else n_out
@@ -69,7 +69,7 @@ class GradientProbe:
     the shapes of `args`, calls fn(*args) and returns $\\sum_i c_i\\,out_i$, with weights
     $c_i$ fixed by `seed` (the same for every function probed)."""
 
-    def __init__(self, args, arg_names, seed=0):
+    def __init__(self, args, arg_names, seed: int = 0) -> None:
         self.xs, self.names, self._shapes = [], [], []
         for arg, name in zip(args, arg_names):
             if isinstance(arg, (int, float)):

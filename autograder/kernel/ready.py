@@ -76,7 +76,7 @@ def needs_answer(task_id, *answers):
 _HANDLER = {"shell": None, "armed": False}
 
 
-def _explain_crashes():
+def _explain_crashes() -> None:
     """Until the running cell ends, show an error raised in the student's code as a test
     shows it. Outside IPython (a script), nothing."""
     shell = crash._shell()
@@ -89,11 +89,11 @@ def _explain_crashes():
     _HANDLER["armed"] = True
 
 
-def _disarm(*args):
+def _disarm(*args) -> None:
     _HANDLER["armed"] = False
 
 
-def _show_error(shell, etype, value, tb, tb_offset=None):
+def _show_error(shell, etype, value, tb, tb_offset=None) -> None:
     """IPython's handler of a cell's error: `crash`'s rendering when the cell asked for it
     and the student's code was running, else IPython's own."""
     if _HANDLER["armed"] and not isinstance(value, (CheckFailed, SyntaxError)) \

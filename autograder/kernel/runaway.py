@@ -75,13 +75,13 @@ class _OutputCap:
     copy is capped too. (IPython 8 has no such wrapper: the cap's stays, and is not
     wrapped twice.)"""
 
-    def __init__(self, limit):
+    def __init__(self, limit) -> None:
         self.limit = limit
         self.written = 0
         self.noted = False
         self.after = 0  # characters the cell's own lines printed after the cut
 
-    def start_cell(self, *args):
+    def start_cell(self, *args) -> None:
         self.written = 0
         self.noted = False
         self.after = 0
@@ -89,7 +89,7 @@ class _OutputCap:
             if stream is not None and hasattr(stream, "write"):
                 self.wrap(stream)
 
-    def wrap(self, stream):
+    def wrap(self, stream) -> None:
         original = stream.write
         if getattr(original, "_residual_pack_cap", False):
             return
@@ -133,7 +133,7 @@ def _from_nbclient():
     return bool(os.environ.get("NBGRADER_EXECUTION"))
 
 
-def _abort_queued(kernel):
+def _abort_queued(kernel) -> bool:
     """Abort the execute requests already queued (ipykernel's own way after an error in a
     cell sent with stop_on_error); False when this ipykernel has no such step."""
     # ipykernel's private method: registered in autograder/compat.py (PRIVATE_NAMES)
@@ -152,7 +152,7 @@ def _abort_queued(kernel):
 
 
 def _after_cell(shell):
-    def after(result):
+    def after(result) -> None:
         if isinstance(getattr(result, "error_in_exec", None), KeyboardInterrupt) \
                 and not _from_nbclient():
             _abort_queued(getattr(shell, "kernel", None))

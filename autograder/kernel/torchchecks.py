@@ -100,7 +100,7 @@ def module_observation(module, inputs, what):
     return {"tensors": seen}
 
 
-def in_kernel(function, *args, float64=False, **kwargs):
+def in_kernel(function, *args, float64: bool = False, **kwargs):
     """`function(*args, **kwargs)` (a function of the library) run where the student's
     objects live, in float64 as torch's default dtype when `float64`: in JupyterLab, right
     here; at grading time, when the test runs in the grader, in the student's kernel, and
@@ -135,7 +135,8 @@ def observe_built(make, inputs, what, seed):
     return module_observation(module, inputs, what)
 
 
-def check_module(make, inputs, what, reference=None, seed=0, rtol=1e-9, atol=1e-9,
+def check_module(make, inputs, what, reference=None, seed: int = 0, rtol: float = 1e-9,
+                 atol: float = 1e-9,
                  expected=None):
     """The module `make()` builds (under `seeded(seed)`) gives the output and the
     gradients of the one `reference()` builds under the same seed, on `inputs` (or, with

@@ -51,7 +51,7 @@ class Expected:
 
     __slots__ = ("compute",)
 
-    def __init__(self, compute):
+    def __init__(self, compute) -> None:
         self.compute = compute
 
 

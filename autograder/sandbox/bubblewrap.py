@@ -107,7 +107,7 @@ class Level:
         return self.kind != "none"
 
     @property
-    def sandboxed(self):
+    def sandboxed(self) -> bool:
         """A sandbox around the kernel (not the level "limits", which has none)."""
         return self.kind in ("root", "userns")
 
@@ -153,7 +153,7 @@ def limits_level(why):
     return Level("limits", LIMITS_MESSAGE.format(why=why))
 
 
-def cpu_quota(level):
+def cpu_quota(level) -> bool:
     """Whether kernels at `level` get the CPU quota of their `Limits.cpus` (a cpu cgroup)."""
     if level.cgroup == "v1":
         return "cpu" in level.parents
@@ -268,7 +268,7 @@ def python_binds(spec):
     return binds, version
 
 
-def venv_config(spec):
+def venv_config(spec) -> str:
     """The pyvenv.cfg of the virtual environment at /opt/venv."""
     _, version = spec.python()
     return (f"home = {PYTHON_HOME}/bin\ninclude-system-site-packages = false\n"
@@ -471,7 +471,7 @@ def _uids_in_use():
     return found
 
 
-def acquire_uid(attempts=1000):
+def acquire_uid(attempts: int = 1000):
     """(uid, lock file): a uid from the range that no process runs as and no other
     kernel holds, chosen at random so that a uid is rarely seen twice; held while the lock
     file is open."""
@@ -495,7 +495,7 @@ def acquire_uid(attempts=1000):
     raise SandboxError(f"no free sandbox uid in {lo}-{hi}")
 
 
-def release_uid(lock):
+def release_uid(lock) -> None:
     """Give a uid back: its lock file removed while still held, so the folder does not
     grow with every uid ever used (a waiter that opened it meanwhile sees the inode
     change and tries another)."""
@@ -532,7 +532,7 @@ class SandboxProcess(subprocess.Popen):
     run_mount = None
     _killed = False
 
-    def kill(self):
+    def kill(self) -> None:
         """SIGKILL the whole sandbox: the launch chain's process group (bwrap: its pid-1
         child dies with it, and with that pid 1 every process of the pid namespace), then
         whatever is still in the cgroups."""
@@ -572,7 +572,7 @@ class SandboxProcess(subprocess.Popen):
             return Outcome("signal", f"the kernel was ended by {name}", code, report)
         return Outcome("exited", f"the kernel exited with status {code}", code, report)
 
-    def cleanup(self):
+    def cleanup(self) -> None:
         """After the kernel has ended (or is killed here): cgroups removed, stage folder
         removed, the writable folder's tmpfs unmounted (read it before), uid released."""
         if self.poll() is None:
@@ -596,7 +596,7 @@ RUN_MOUNT = "microgpt-sandbox-run-"  # + the grader's pid: the source name of it
 STAGE = "microgpt-sandbox-stage-"  # + the grader's pid + "-": its stage folders
 
 
-def _alive(pid):
+def _alive(pid) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -648,7 +648,7 @@ def _make_stage(sources):
     return stage
 
 
-def _mount_writable(folder, uid, size):
+def _mount_writable(folder, uid, size) -> None:
     """A tmpfs of `size` bytes, owned by `uid`, on `folder` (the host's view: the caller
     reads it), with the regular files the caller put there before (the connection file)
     copied in: what the kernel writes there is bounded, and counted by its memory cgroup,
@@ -746,7 +746,7 @@ def start(spec, limits, level, *, run_as=None, **popen):
     return process
 
 
-def run(spec, limits, level, timeout=60, **kwargs):
+def run(spec, limits, level, timeout: int = 60, **kwargs):
     """Run `spec` to its end (killed after `timeout` seconds); (outcome, stdout, stderr)
     as text. Cleans up."""
     process = start(spec, limits, level, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -89,7 +89,7 @@ def detect():
 PREFIX = "microgpt-sandbox-"
 
 
-def _owner_alive(name):
+def _owner_alive(name) -> bool:
     """Whether the grader named in a kernel cgroup's name (PREFIX + pid + "-" + id) lives;
     False for a name without a pid (older names: removed once empty, as before)."""
     pid = name.removeprefix(PREFIX).split("-")[0]
@@ -125,7 +125,7 @@ class KernelCgroups:
     """The cgroups of one kernel. `procs_files` are what the launch wrapper writes its pid
     to; `report()` says how the limits were met; `kill()` and `remove()` clean up."""
 
-    def __init__(self, version, parents, memory_bytes, processes, cpus=None, name=None):
+    def __init__(self, version, parents, memory_bytes, processes, cpus=None, name=None) -> None:
         self.version = version
         # the grader's pid in the name: `remove_stale` leaves a live grader's cgroups alone
         self.name = name or f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
@@ -164,7 +164,7 @@ class KernelCgroups:
             raise
 
     @staticmethod
-    def _write(path, value):
+    def _write(path, value) -> None:
         path.write_text(f"{value}\n")
 
     @property
@@ -221,7 +221,7 @@ class KernelCgroups:
                 found.update(int(p) for p in (folder / "cgroup.procs").read_text().split())
         return found
 
-    def kill(self, timeout=10.0):
+    def kill(self, timeout: float = 10.0) -> bool:
         """SIGKILL every process in the cgroups until none is left (or `timeout`)."""
         deadline = time.monotonic() + timeout
         while True:
@@ -233,7 +233,7 @@ class KernelCgroups:
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.02)
 
-    def remove(self):
+    def remove(self) -> bool:
         """Kill what is left and remove the folders (a v1 memory cgroup may stay busy for a
         moment after its last process)."""
         self.kill()

@@ -101,7 +101,7 @@ def _short(text):
     return short
 
 
-def unanswered(source):
+def unanswered(source) -> bool:
     """Is a written answer's cell still as released: its lead, if any, and the placeholder?"""
     return ANSWER_LEAD.sub("", source, count=1).strip() in ("", TEXT_STUB)
 
@@ -158,7 +158,7 @@ def _cached(key):
         return None
 
 
-def _keep(key, tests):
+def _keep(key, tests) -> None:
     folder = cache_folder()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -205,7 +205,7 @@ def _run_tests(nb, folder, timeout, fresh):
     return tests
 
 
-def notebook_progress(path, assignment, timeout=300, fresh=False):
+def notebook_progress(path, assignment, timeout: int = 300, fresh: bool = False):
     """Run one notebook and say how each of its graded cells fared: the visible tests
     (run, up to the last one, or from the cache unless `fresh`), the written answers
     (read)."""
@@ -246,7 +246,8 @@ def find_notebooks(folder):
     return found
 
 
-def progress(folder, assignments=None, timeout=300, say=print, jobs=2, fresh=False):
+def progress(folder, assignments=None, timeout: int = 300, say=print, jobs: int = 2,
+             fresh: bool = False):
     """The rows of every assignment notebook under `folder` (or of `assignments`), `jobs`
     notebooks at a time, in the order of the folder."""
     chosen = [(a, p) for a, p in find_notebooks(folder)
@@ -261,7 +262,7 @@ def progress(folder, assignments=None, timeout=300, say=print, jobs=2, fresh=Fal
         return [row for rows in pool.map(one, chosen) for row in rows]
 
 
-def add_arguments(parser, default_folder=None):
+def add_arguments(parser, default_folder=None) -> None:
     """The `progress` command's arguments, for the instructor's `residual-pack` and the
     student release's alike."""
     parser.add_argument("folder", nargs="?", default=default_folder)

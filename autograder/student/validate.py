@@ -119,7 +119,7 @@ def _interrupt_lines(cell):
     return []
 
 
-def _test_cells_text(cells):
+def _test_cells_text(cells) -> str:
     """"the test cells of Task 1.1 (2) and Task 1.2 (1)"."""
     counts = {}
     for cell in cells:
@@ -194,7 +194,7 @@ def _budgeted_classes():
         deadline = None  # time.monotonic() by which everything must be done
         stop = None  # {"index", "why", "seconds"} of the cell that stopped the run
 
-        def __init__(self, *args, **kwargs):
+        def __init__(self, *args, **kwargs) -> None:
             super().__init__(*args, **kwargs)
             self.timeout_func = self._cell_timeout
             self.stop = None
@@ -458,7 +458,7 @@ def _jupyter_server_extension_points():
     return [{"module": "autograder.student.validate"}]
 
 
-def _load_jupyter_server_extension(serverapp):
+def _load_jupyter_server_extension(serverapp) -> None:
     """Register the handlers (in place of nbgrader's validate_assignment extension, which
     the student's config switches off)."""
     from jupyter_server.utils import url_path_join

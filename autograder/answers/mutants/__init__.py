@@ -30,7 +30,7 @@ class Mutant:
     hint: str = ""
 
 
-def module_name(assignment):
+def module_name(assignment) -> str:
     """The module holding `assignment`'s mutants: the assignment's name without its
     course-order prefix (`01_residual_stack` -> `autograder.answers.mutants.residual_stack`)."""
     return f"{__name__}.{re.sub(r'^[0-9]+_', '', assignment).replace('-', '_')}"

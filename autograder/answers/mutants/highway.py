@@ -23,7 +23,8 @@ def _layer(body):
     return "def highway_layer(h, W, W_gate, b_gate):\n" + body
 
 
-def _params(bias="Value(-2.0) for _ in range(width)]", first="W", second="W_gate"):
+def _params(bias: str = "Value(-2.0) for _ in range(width)]", first: str = "W",
+            second: str = "W_gate") -> str:
     return (
         "def highway_params(width, rng):\n"
         "    std = layer_std(width)\n"
@@ -34,7 +35,7 @@ def _params(bias="Value(-2.0) for _ in range(width)]", first="W", second="W_gate
     )
 
 
-def _reading(loop_body, result="[total / len(X) for total in totals]"):
+def _reading(loop_body, result: str = "[total / len(X) for total in totals]"):
     return (
         "def mean_gate_per_layer(net, X, gate, layer):\n"
         "    totals = [0.0] * len(net.layers)\n"

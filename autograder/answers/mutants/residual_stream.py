@@ -57,8 +57,9 @@ def _lens(body):
     return "def logit_lens(model, states, tokens):\n" + body
 
 
-def _lens_loop(score, n="min(len(states), len(tokens) - 1)", mean="Value.sum(terms) * (1 / n)",
-               depths="range(len(states[0]))"):
+def _lens_loop(score, n: str = "min(len(states), len(tokens) - 1)",
+               mean: str = "Value.sum(terms) * (1 / n)",
+               depths: str = "range(len(states[0]))"):
     """A lens that scores state k at position p with `score` (an expression)."""
     return _lens(
         f"    n = {n}\n"
@@ -70,9 +71,10 @@ def _lens_loop(score, n="min(len(states), len(tokens) - 1)", mean="Value.sum(ter
     )
 
 
-def _states_loop(first="x = model.embed(tok, pos)\n        states = [x]", cache_line="",
-                 store="states.append(x)", cut="tokens[: model.config.block_size]",
-                 before="", inner_cache="cache[layer]"):
+def _states_loop(first: str = "x = model.embed(tok, pos)\n        states = [x]",
+                 cache_line: str = "",
+                 store: str = "states.append(x)", cut: str = "tokens[: model.config.block_size]",
+                 before: str = "", inner_cache: str = "cache[layer]"):
     return _states(
         "    cache = model.new_cache()\n"
         "    out = []\n"

@@ -28,7 +28,7 @@ def _lens(body):
     return "def logit_lens(model, idx, targets):\n" + body
 
 
-def _lens_of(decode, states="stream_states(model, idx)"):
+def _lens_of(decode, states: str = "stream_states(model, idx)"):
     return _lens(
         "    out = []\n"
         f"    for x in {states}:\n"

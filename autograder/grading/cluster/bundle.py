@@ -28,7 +28,7 @@ class PackMismatch(RuntimeError):
     """A worker runs another version of the pack than the coordinator."""
 
 
-def pack_fingerprint():
+def pack_fingerprint() -> str:
     """The pack's version and a digest of its code (every .py file of its packages): what
     a worker must share with the coordinator to grade for it."""
     import importlib.metadata
@@ -52,7 +52,7 @@ def pack_fingerprint():
     return f"{version}+{digest.hexdigest()[:16]}"
 
 
-def _add(tar, name, data):
+def _add(tar, name, data) -> None:
     info = tarfile.TarInfo(name)
     info.size = len(data)
     info.mode = 0o644

@@ -20,7 +20,7 @@ __all__ = ["have_dask", "connect", "check_workers", "task_key", "grade_on_cluste
            "apply_outcome", "write_gradebook", "LostWorkers"]
 
 
-def have_dask():
+def have_dask() -> bool:
     try:
         import distributed  # noqa: F401
     except ImportError:
@@ -55,7 +55,7 @@ def apply_outcome(grader, outcome):
     return result
 
 
-def write_gradebook(work, assignment, student, rows):
+def write_gradebook(work, assignment, student, rows) -> None:
     """Put `student` in the gradebook and, if graded, their submission with `rows` (what
     the worker's nbgrader autograde wrote), replacing an earlier one."""
     from nbgrader.api import MissingEntry
@@ -106,14 +106,14 @@ def due(work, grader, student):
     return found
 
 
-def task_key(assignment, student, digest, bundle):
+def task_key(assignment, student, digest, bundle) -> str:
     """The Dask key of a student's task: the same inputs, the same key."""
     name = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return f"residual-pack-grade-{assignment}-{name}-{digest[:12]}-{bundle[:12]}"
 
 
 @contextlib.contextmanager
-def connect(cluster, jobs=1):
+def connect(cluster, jobs: int = 1):
     """A Dask client: `cluster` "local" starts a LocalCluster of `jobs` worker processes
     (one thread each) on the loopback address; else it is a scheduler's address."""
     if not have_dask():
@@ -138,7 +138,7 @@ def connect(cluster, jobs=1):
                 yield client
 
 
-def check_workers(client, timeout=60):
+def check_workers(client, timeout: int = 60):
     """Wait for a worker; fail when one runs another pack than this process."""
     try:
         client.wait_for_workers(1, timeout=timeout)
@@ -161,12 +161,12 @@ class LostWorkers:
 
     TOPIC = "all"
 
-    def __init__(self, client):
+    def __init__(self, client) -> None:
         self.client = client
         self.lost = []  # (worker address, [task keys it held], stimulus id)
         client.subscribe_topic(self.TOPIC, self._heard)
 
-    def _heard(self, event):
+    def _heard(self, event) -> None:
         _, msg = event
         if isinstance(msg, dict) and msg.get("action") == "remove-worker" \
                 and not msg.get("expected"):
@@ -174,7 +174,7 @@ class LostWorkers:
                               [str(k) for k in msg.get("processing-tasks") or ()],
                               str(msg.get("stimulus_id", ""))))
 
-    def close(self):
+    def close(self) -> None:
         with contextlib.suppress(Exception):
             self.client.unsubscribe_topic(self.TOPIC)
 
@@ -195,8 +195,9 @@ class LostWorkers:
         return found
 
 
-def grade_on_cluster(grader, students, cluster, feedback=True, jobs=1, done=None, say=None,
-                     lost=None):
+def grade_on_cluster(grader, students, cluster, feedback: bool = True, jobs: int = 1, done=None,
+                     say=None,
+                     lost=None) -> None:
     """Grade `students` (already handed in to `grader`'s work course) as Dask tasks on
     `cluster` ("local" or a scheduler address); `done(student, result)` is called here as
     each result has been written to the gradebook. Workers lost on the way are said, noted

@@ -45,7 +45,7 @@ class WorkerCourse:
     session in it (a work course with its own SQLite gradebook, nobody else's, a sandbox,
     and a Grader), kept across tasks."""
 
-    def __init__(self, data, digest):
+    def __init__(self, data, digest) -> None:
         import atexit
         import multiprocessing.util
 
@@ -128,7 +128,7 @@ class WorkerCourse:
             gb.remove_submission(self.assignment, student)
         return outcome
 
-    def _due(self, work, student, task):
+    def _due(self, work, student, task) -> None:
         """When `task`'s student handed in (nbgrader's timestamp.txt beside the notebooks),
         and the coordinator's due date and extension in this scratch gradebook, so that
         nbgrader's autograde here gives the late penalty the course's gradebook would."""
@@ -150,19 +150,19 @@ class WorkerCourse:
                     self.assignment, student,
                     extension=datetime.timedelta(seconds=task["extension"]))
 
-    def close(self):
+    def close(self) -> None:
         """Close the session (its sandbox first of all) and remove the scratch course."""
         self._env.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def remove_stale_folders():
+def remove_stale_folders() -> None:
     """Remove the scratch courses of worker processes that are gone (killed ones)."""
     for folder in abandoned(Path(tempfile.gettempdir()).glob(FOLDER_PREFIX + "*")):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _where():
+def _where() -> str:
     import socket
 
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -218,7 +218,7 @@ def grade_task(task):
         return state.grade(task)
 
 
-def _forget_old_bundles():
+def _forget_old_bundles() -> None:
     """Close the scratch courses of the least recently used bundles beyond what a worker
     keeps (`RESIDUAL_PACK_WORKER_BUNDLES`, default 2): a long-lived worker that grades
     many courses or assignments holds a few sandboxes, not one per bundle it ever saw."""
