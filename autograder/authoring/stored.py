@@ -212,6 +212,7 @@ def render(table):
              "# ruff: noqa: E501",
              "",
              "import copy",
+             "from typing import Any",
              "",
              '__all__ = ["STORED", "stored"]',
              "",
@@ -221,7 +222,7 @@ def render(table):
     lines += ["}",
               "",
               "",
-              "def stored(name):",
+              "def stored(name: str) -> Any:",
               '    """The stored entry `name` (a number, or lists of numbers), a fresh copy."""',
               "    return copy.deepcopy(STORED[name])",
               ""]

@@ -22,5 +22,5 @@ OUTPUT_NOTE = "[grading: the rest of this notebook's printed output was left out
 class AnswerSwitchedOff(Exception):
     """A task's model answer, called from a notebook while that task is graded."""
 
-    def _render_traceback_(self):
+    def _render_traceback_(self) -> list[str]:
         return [f"{type(self).__name__}: {self}"]
