@@ -68,7 +68,7 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 
 
 def make_bundle(course: str | os.PathLike[str], assignment: str,
-                sandbox: Sandbox) -> tuple[bytes, str]:
+                sandbox: Sandbox | None) -> tuple[bytes, str]:
     """(bytes, sha256) of what a worker needs to grade `assignment`: the course config,
     every assignment's source (intake names another assignment's notebook by its cells),
     the reference records the coordinator judges with (`sandbox.references`), and the
