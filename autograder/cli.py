@@ -29,7 +29,9 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from autograder.grading.course import (
     DB_URL_VARIABLE,
@@ -41,11 +43,11 @@ from autograder.grading.course import (
 from autograder.sandbox.limits import Limits, SandboxError, default_jobs
 
 
-def _say(text):
+def _say(text: str) -> None:
     print(text, flush=True)
 
 
-def cmd_generate(args, course):
+def cmd_generate(args: argparse.Namespace, course: Path) -> int:
     from autograder.authoring.generate import generate
 
     names = check_assignments(course, args.assignments) if args.assignments else None
@@ -74,7 +76,7 @@ def cmd_generate(args, course):
     return 0
 
 
-def cmd_check_drift(args, course):
+def cmd_check_drift(args: argparse.Namespace, course: Path) -> int:
     from autograder.authoring.generate import GUARD, drift
 
     names = check_assignments(course, args.assignments) if args.assignments else None
@@ -101,7 +103,7 @@ def cmd_check_drift(args, course):
     return 0
 
 
-def cmd_selfcheck(args, course):
+def cmd_selfcheck(args: argparse.Namespace, course: Path) -> int:
     from autograder.authoring.selfcheck import report, selfcheck
 
     names = check_assignments(course, args.assignments)
@@ -123,14 +125,14 @@ def cmd_selfcheck(args, course):
     return 1 if failed else 0
 
 
-def _line(result):
+def _line(result: Any) -> str:
     if result.graded:
         got, top = result.score()
         return f"  {result.student}: {got:g}/{top:g} ({result.seconds:.1f} s)"
     return f"  {result.student}: not graded: {result.reason}"
 
 
-def _progress(result):
+def _progress(result: Any) -> None:
     _say(_line(result))
 
 
@@ -139,17 +141,17 @@ class ClassProgress:
     time left), with a line per student above it. `start(total, done_before)` is called
     once the class is known."""
 
-    def __init__(self, stream=None):
+    def __init__(self, stream: Any = None) -> None:
         self.stream = stream or sys.stderr
-        self.bar = None
+        self.bar: Any = None
 
-    def start(self, total, done_before=0):
+    def start(self, total: int, done_before: int = 0) -> None:
         from tqdm import tqdm
 
         self.bar = tqdm(total=total, unit="student", desc="grading", file=self.stream,
                         dynamic_ncols=True, mininterval=0.5, smoothing=0.1)
 
-    def __call__(self, result):
+    def __call__(self, result: Any) -> None:
         if self.bar is None:
             _progress(result)
             return
@@ -157,18 +159,18 @@ class ClassProgress:
         sys.stdout.flush()
         self.bar.update(1)
 
-    def close(self):
+    def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
 
 
-def _feedback_list(results, root):
+def _feedback_list(results: Sequence[Any], root: str | os.PathLike[str]) -> None:
     for r in results:
         for page in r.feedback:
             _say(f"  {r.student}: {page.relative_to(root)}")
 
 
-def _limits(args, course):
+def _limits(args: argparse.Namespace, course: Path) -> Limits:
     from autograder.grading.session import course_limits
 
     return course_limits(course, cell_timeout=args.cell_timeout or None,
@@ -176,7 +178,7 @@ def _limits(args, course):
                          processes=args.processes, cpus=args.cpus)
 
 
-def cmd_grade(args, course):
+def cmd_grade(args: argparse.Namespace, course: Path) -> int:
     from autograder.grading.classrun import check_run
 
     assignment = check_assignments(course, [args.assignment])[0]
@@ -193,7 +195,8 @@ def cmd_grade(args, course):
                      out, sorted(found))
 
 
-def _grade(args, course, assignment, out, db_url, journal_ready):
+def _grade(args: argparse.Namespace, course: Path, assignment: str, out: Path,
+           db_url: str | None, journal_ready: Callable[[], object]) -> int:
     from autograder.grading.classrun import feedback_failures, run_grading
     from autograder.grading.report import score_table
 
@@ -238,7 +241,8 @@ class _Stop(BaseException):
     """Ctrl-C (SIGINT) or SIGTERM while a grading run runs."""
 
 
-def stoppable(work, out, students):
+def stoppable(work: Callable[[Callable[[], object]], int], out: str | os.PathLike[str],
+              students: Sequence[str]) -> int:
     """Run `work(journal_ready)`, a grading run into `out` of the submissions of
     `students`, in a child process that leads a process group of its own, and wait for it.
     Ctrl-C (SIGINT) or SIGTERM here ends that group at once, the run's workers and
@@ -254,7 +258,7 @@ def stoppable(work, out, students):
     ready_r, ready_w = os.pipe()
     parent = os.getpid()
 
-    def stop(signum, frame):
+    def stop(signum: int, frame: Any) -> Any:
         raise _Stop(signum)
 
     before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -292,7 +296,7 @@ def stoppable(work, out, students):
         os.close(ready_r)
 
 
-def _end_tree(pid):
+def _end_tree(pid: int) -> None:
     """SIGKILL the process `pid` leads, its group, and every process below it: the
     kernels start sessions of their own, and would otherwise outlive it for a moment and
     print that their parent is gone."""
@@ -300,7 +304,7 @@ def _end_tree(pid):
 
     below = {pid}
     try:
-        parents = {}
+        parents: dict[int, list[int]] = {}
         for entry in os.scandir("/proc"):
             if entry.name.isdigit():
                 with contextlib.suppress(OSError, IndexError, ValueError):
@@ -323,7 +327,7 @@ def _end_tree(pid):
             os.kill(p, signal.SIGKILL)
 
 
-def interrupted_line(out, students, ready):
+def interrupted_line(out: str | os.PathLike[str], students: Sequence[str], ready: bool) -> str:
     """The one line a grading run stopped by Ctrl-C ends with: what was kept, how to go
     on. `ready`: whether the run's journal was in place."""
     from autograder.grading.journal import students_kept
@@ -337,7 +341,8 @@ def interrupted_line(out, students, ready):
             f"(--fresh grades everyone again)")
 
 
-def _child(work, parent, ready_r, ready_w):
+def _child(work: Callable[[Callable[[], object]], int], parent: int, ready_r: int,
+           ready_w: int) -> None:
     import ctypes
     import signal
     import traceback
@@ -371,7 +376,7 @@ def _child(work, parent, ready_r, ready_w):
         os._exit(code)
 
 
-def cmd_demo(args, course):
+def cmd_demo(args: argparse.Namespace, course: Path) -> int:
     from autograder.authoring.demo import demo_problems, run_demo
     from autograder.grading.report import score_table
 
@@ -401,9 +406,9 @@ MIN_MEMORY_MIB = 64
 MIN_PROCESSES = 16
 
 
-def _at_least(low, kind=int):
+def _at_least(low: float, kind: Callable[[str], Any] = int) -> Callable[[str], Any]:
     """An argparse type: a number of `kind`, at least `low`."""
-    def read(text):
+    def read(text: str) -> Any:
         try:
             value = kind(text)
         except ValueError:
@@ -416,13 +421,13 @@ def _at_least(low, kind=int):
     return read
 
 
-def _jobs_option(p):
+def _jobs_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("-j", "--jobs", type=int, default=default_jobs(),
                    help="submissions graded at a time, each in its own process and kernel "
                         "(default: %(default)s, one per core)")
 
 
-def cmd_progress(args, course):
+def cmd_progress(args: argparse.Namespace, course: Path) -> int:
     from autograder.grading.course import EXERCISES
     from autograder.student.progress import format_table, progress
 
@@ -437,7 +442,7 @@ def cmd_progress(args, course):
     return 0
 
 
-def cmd_fingerprints(args, course):
+def cmd_fingerprints(args: argparse.Namespace, course: Path) -> int:
     from autograder.authoring.fingerprints import regenerate
 
     names = check_assignments(course, args.assignments)
@@ -448,7 +453,7 @@ def cmd_fingerprints(args, course):
     return 1 if failed else 0
 
 
-def cmd_stored(args, course):
+def cmd_stored(args: argparse.Namespace, course: Path | None) -> int:
     from autograder.authoring.stored import regenerate
 
     apart = regenerate(write=not args.check, say=_say)
@@ -456,7 +461,7 @@ def cmd_stored(args, course):
     return 1 if apart else 0
 
 
-def cmd_student_release(args, course):
+def cmd_student_release(args: argparse.Namespace, course: Path) -> int:
     from autograder.authoring.release import build
 
     names = check_assignments(course, args.assignments)
@@ -466,7 +471,7 @@ def cmd_student_release(args, course):
     return 0
 
 
-def cmd_lite(args, course):
+def cmd_lite(args: argparse.Namespace, course: Path) -> int:
     from autograder.authoring.lite import build
 
     build(course, args.folder, args.assignments, pyodide_url=args.pyodide_url, say=_say)
@@ -475,7 +480,7 @@ def cmd_lite(args, course):
     return 0
 
 
-def cmd_check_exchange(args, course):
+def cmd_check_exchange(args: argparse.Namespace, course: Path | None) -> int:
     from autograder.grading.reach import check
 
     status, message = check(user=args.user)
@@ -483,7 +488,7 @@ def cmd_check_exchange(args, course):
     return status
 
 
-def parser():
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="residual-pack",
         description="Generate, self-check and grade the residual connections exercise pack "
@@ -501,11 +506,11 @@ def parser():
                         help="show nbgrader's log")
     sub_add_parser = sub.add_parser
 
-    def add_parser(*args, **kwargs):
+    def add_parser(*args: Any, **kwargs: Any) -> argparse.ArgumentParser:
         kwargs.setdefault("parents", []).append(common)
         return sub_add_parser(*args, **kwargs)
 
-    sub.add_parser = add_parser
+    sub.add_parser = add_parser  # type: ignore[method-assign]
 
     g = sub.add_parser(
         "generate",
@@ -689,7 +694,8 @@ def parser():
     return p
 
 
-def course_note(course, given, here=None):
+def course_note(course: str | os.PathLike[str], given: str | None,
+                here: str | os.PathLike[str] | None = None) -> str | None:
     """What to say about the course a command uses, when it is not the obvious one: not
     given with --course and not the folder the command runs in or above it (the checkout
     the pack was installed from). None when there is nothing to say."""
@@ -703,7 +709,7 @@ def course_note(course, given, here=None):
             f"pack was installed from (pass --course to choose the course)")
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     quiet_nbgrader(args.verbose)
     try:

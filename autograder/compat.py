@@ -43,6 +43,8 @@ import inspect
 import json
 import sys
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 __all__ = ["skip_rfc3987_syntax", "read_alembic_head_in_process", "check_schemas_once",
            "NBCLIENT_HOOKS", "PRIVATE_NAMES", "PrivateName", "WRITTEN_AGAINST",
@@ -220,7 +222,7 @@ NBCLIENT_HOOKS = {
 }
 
 
-def resolve(path):
+def resolve(path: str) -> Any:
     """The object at a dotted path: the longest importable module, then attributes."""
     parts = path.split(".")
     for i in range(len(parts), 0, -1):
@@ -234,18 +236,18 @@ def resolve(path):
     raise ImportError(path)
 
 
-def source_hash(obj):
+def source_hash(obj: Any) -> str:
     """The first 16 hex digits of the SHA-256 of `obj`'s source (see `PrivateName`)."""
     return hashlib.sha256(inspect.getsource(obj).encode()).hexdigest()[:16]
 
-def skip_rfc3987_syntax():
+def skip_rfc3987_syntax() -> None:
     """Keep jsonschema from importing rfc3987_syntax (see the module doc). Does nothing
     once jsonschema is imported: its formats are registered when it is imported."""
     if "jsonschema" not in sys.modules:
-        sys.modules.setdefault("rfc3987_syntax", None)
+        sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 
-def read_alembic_head_in_process():
+def read_alembic_head_in_process() -> None:
     """Make nbgrader read its gradebook schema version without a new process (see the
     module doc). A second call does nothing."""
     import nbgrader.api as gradebook_api
@@ -255,7 +257,7 @@ def read_alembic_head_in_process():
         return
 
     @functools.cache
-    def head():
+    def head() -> str:
         try:
             from alembic.config import Config
             from alembic.script import ScriptDirectory
@@ -271,7 +273,7 @@ def read_alembic_head_in_process():
             pass
         return original()
 
-    head.in_process = True
+    head.in_process = True  # type: ignore[attr-defined]
     gradebook_api.get_alembic_version = head
 
 
@@ -282,14 +284,15 @@ class _SchemaCheckedOnce:
 
     schema_checked_once = True
 
-    def __init__(self, module):
+    def __init__(self, module: ModuleType) -> None:
         self._module = module
-        self._validators = {}  # the schema as JSON text -> its validator
+        self._validators: dict[str, Any] = {}  # the schema as JSON text -> its validator
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._module, name)
 
-    def validate(self, instance, schema, cls=None, *args, **kwargs):
+    def validate(self, instance: Any, schema: dict[str, Any], cls: Any = None, *args: Any,
+                 **kwargs: Any) -> Any:
         if cls is not None or args or kwargs:
             return self._module.validate(instance, schema, cls, *args, **kwargs)
         key = json.dumps(schema, sort_keys=True)
@@ -303,7 +306,7 @@ class _SchemaCheckedOnce:
             raise error
 
 
-def check_schemas_once():
+def check_schemas_once() -> None:
     """Make nbgrader's cell metadata validation check its schema once per process, not
     once per cell; a second call does nothing."""
     try:

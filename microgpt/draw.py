@@ -42,7 +42,10 @@ column at a fork and coming back into its own add: "plain", "residual", "highway
 
 import html
 import math
+import os
 import shutil
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["draw", "block_diagram", "Drawing", "graph_of", "op_label", "shortcut_edges",
            "MAX_NODES", "MAX_WIDTH", "SHORTCUT_COLOUR"]
@@ -65,26 +68,26 @@ class Drawing:
     (what a text-only front end shows) is `text`, the picture in words. A picture wider than
     MAX_WIDTH is shown at full size with a scroll bar ("unconfined"), not shrunk."""
 
-    def __init__(self, svg, text="", width=0):
+    def __init__(self, svg: str, text: str = "", width: float = 0) -> None:
         self.svg = svg
         self.text = text
         self.width = width
 
-    def _repr_svg_(self):
+    def _repr_svg_(self) -> str | tuple[str, dict[str, bool]]:
         if self.width > MAX_WIDTH:
             return self.svg, {"unconfined": True}
         return self.svg
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return self.text or f"<Drawing: an SVG picture of {len(self.svg):,} characters>"
 
-    def save(self, path):
+    def save(self, path: str | os.PathLike[str]) -> str | os.PathLike[str]:
         with open(path, "w", encoding="utf-8") as f:
             f.write(self.svg)
         return path
 
 
-def graph_of(out, max_nodes=MAX_NODES):
+def graph_of(out: Any, max_nodes: int = MAX_NODES) -> tuple[list[Any], list[tuple[Any, Any, Any]]]:
     """The nodes of `out`'s graph (inputs first) and its edges (child, parent, local grad)."""
     order, edges, visited, stack = [], [], set(), [(out, False)]
     while stack:
@@ -111,22 +114,22 @@ def graph_of(out, max_nodes=MAX_NODES):
 # ---------------------------------------------------------------- what each node is
 
 
-def _close(a, b):
+def _close(a: Any, b: Any) -> bool:
     try:
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
     except TypeError:
         return False
 
 
-def _all_close(xs, ys):
+def _all_close(xs: Sequence[Any], ys: Sequence[Any]) -> bool:
     return len(xs) == len(ys) and all(_close(a, b) for a, b in zip(xs, ys))
 
 
-def _exponent(n):
+def _exponent(n: float) -> str:
     return f"{n:g}" if n >= 0 else f"({n:g})"
 
 
-def _one_input_op(x, y, g):
+def _one_input_op(x: float, y: float, g: float) -> str | None:
     """The name of y = f(x) with local derivative g, or None."""
     if _close(y, max(0, x)) and _close(g, float(x > 0)):
         return "relu"
@@ -152,7 +155,7 @@ def _one_input_op(x, y, g):
     return None
 
 
-def _many_input_op(v, kids, g):
+def _many_input_op(v: Any, kids: list[Any], g: list[Any]) -> str | None:
     n = len(kids)
     y = v.data
     if all(local == 1 for local in g) and _close(y, sum(kids)):
@@ -186,7 +189,7 @@ def _many_input_op(v, kids, g):
     return None
 
 
-def op_label(v):
+def op_label(v: Any) -> str:
     """The operation that made `v`: "+", "*", "relu", "**2", "dot", "softmax", ..., as the
     engine recorded it in the node (`Value._op`); for a node made by hand
     (`Value(data, children, local_grads)`), which records none, the operation inferred from
@@ -213,7 +216,7 @@ def op_label(v):
     return found or "f"
 
 
-def shortcut_edges(out, max_nodes=MAX_NODES):
+def shortcut_edges(out: Any, max_nodes: int = MAX_NODES) -> set[tuple[int, int]]:
     """The shortcuts of `out`'s graph, as (child, add) pairs: an input of an add (local
     derivative 1) from which another input of the same add was itself computed, as `x` in
     `x + f(x)`. An add of two independent terms has none, and a plain stack has none."""
@@ -221,10 +224,10 @@ def shortcut_edges(out, max_nodes=MAX_NODES):
     return _shortcuts(nodes)
 
 
-def _shortcuts(nodes):
+def _shortcuts(nodes: Sequence[Any]) -> set[tuple[int, int]]:
     """{(id(child), id(add))} of the shortcut arrows (see `shortcut_edges`)."""
     bit = {id(v): 1 << i for i, v in enumerate(nodes)}
-    above = {}  # id -> bits of every Value it was computed from (itself excluded)
+    above: dict[int, Any] = {}  # id -> bits of every Value it was computed from (itself excluded)
     for v in nodes:
         mask = 0
         for c in v._children:
@@ -244,10 +247,11 @@ def _shortcuts(nodes):
     return found
 
 
-def _constants(nodes, edges, names):
+def _constants(nodes: Sequence[Any], edges: Sequence[tuple[Any, Any, Any]],
+               names: dict[int, str]) -> set[int]:
     """{id} of the leaves drawn as constants: unnamed, used once, the second operand of an
     add or a product (where `Value.__add__` and `__mul__` put a number operand)."""
-    uses = {}
+    uses: dict[int, Any] = {}
     for child, parent, _ in edges:
         uses.setdefault(id(child), []).append(parent)
     found = set()
@@ -262,20 +266,20 @@ def _constants(nodes, edges, names):
     return found
 
 
-def _number(x):
+def _number(x: Any) -> str:
     try:
         return f"{x:.4g}"
     except (TypeError, ValueError):
         return str(x)
 
 
-def _label(v, names):
+def _label(v: Any, names: dict[int, str]) -> str:
     name = names.get(id(v), "")
     text = f"data {_number(v.data)} | grad {_number(v.grad)}"
     return f"{name}: {text}" if name else text
 
 
-def _graphviz_ready():
+def _graphviz_ready() -> bool:
     try:
         import graphviz  # noqa: F401
     except ImportError:
@@ -286,7 +290,7 @@ def _graphviz_ready():
 class _Graph:
     """What both backends draw: the Values, the inferred operations, constants, shortcuts."""
 
-    def __init__(self, out, names, max_nodes):
+    def __init__(self, out: Any, names: dict[int, str], max_nodes: int) -> None:
         self.names = names
         self.nodes, self.edges = graph_of(out, max_nodes)
         self.ops = {id(v): op_label(v) for v in self.nodes if v._children}
@@ -294,7 +298,8 @@ class _Graph:
         self.shortcuts = _shortcuts(self.nodes)
 
 
-def draw(out, names=None, backend="auto", max_nodes=MAX_NODES):
+def draw(out: Any, names: dict[Any, str] | None = None, backend: str = "auto",
+         max_nodes: int = MAX_NODES) -> Any:
     """The graph `out` was computed from (see the module's docstring).
 
     names: {Value: "a name"} for the boxes worth naming (inputs, output, ...).
@@ -313,7 +318,7 @@ def draw(out, names=None, backend="auto", max_nodes=MAX_NODES):
 # ---------------------------------------------------------------- Graphviz
 
 
-def _with_graphviz(graph):
+def _with_graphviz(graph: _Graph) -> Any:
     import graphviz
 
     names = graph.names
@@ -348,7 +353,7 @@ def _with_graphviz(graph):
     return dot
 
 
-def _record_escape(text):
+def _record_escape(text: str) -> str:
     for ch in "\\{}|<>":
         text = text.replace(ch, "\\" + ch)
     return text
@@ -357,40 +362,44 @@ def _record_escape(text):
 # ---------------------------------------------------------------- our own SVG
 
 
-def _text_w(text, px=FONT_PX):
+def _text_w(text: str, px: float = FONT_PX) -> float:
     return len(text) * px * CHAR_W
 
 
 class _Box:
     __slots__ = ("key", "kind", "lines", "w", "h", "rank", "x", "y", "title", "value")
 
-    def __init__(self, key, kind, lines, w, h, title="", value=None):
+    def __init__(self, key: Any, kind: str, lines: list[str], w: float, h: float,
+                 title: str = "", value: Any = None) -> None:
         self.key, self.kind, self.lines, self.w, self.h = key, kind, lines, w, h
         self.title, self.value = title, value
         self.rank, self.x, self.y = 0, 0.0, 0.0
 
 
-def _isotonic(targets, gaps):
+def _isotonic(targets: Sequence[float], gaps: Sequence[float]) -> list[float]:
     """The positions closest (least squares) to `targets` in which each one is at least
     gaps[i] right of the one before: pool adjacent violators on the offsets."""
     offsets = [0.0]
     for gap in gaps:
         offsets.append(offsets[-1] + gap)
     want = [t - o for t, o in zip(targets, offsets)]
-    blocks = []  # [sum, count]
+    blocks: list[list[Any]] = []  # [sum, count]
     for w in want:
         blocks.append([w, 1])
         while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
             s, c = blocks.pop()
             blocks[-1][0] += s
             blocks[-1][1] += c
-    out = []
+    out: list[float] = []
     for s, c in blocks:
         out.extend([s / c] * c)
     return [y + o for y, o in zip(out, offsets)]
 
 
-def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0, order_of=None, gap_above=None):
+def _layout(boxes: Sequence[_Box], links: Sequence[tuple[Any, Any, Any]], gap_x: float = 22,
+            gap_y: float = 32, pad: float = 12, top: float = 0,
+            order_of: dict[Any, float] | None = None,
+            gap_above: dict[int, float] | None = None) -> tuple[Any, Any, Any, Any]:
     """Place `boxes` in ranks (rank set on each box), left to right within a rank by the
     barycentre of their neighbours (starting from `order_of`), each long link through a
     chain of slim dummy boxes, so that no arrow crosses a box. The gap above rank r is
@@ -398,7 +407,7 @@ def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0, order_of=None, gap_
     routes[i] being the points of links[i] and band[rank] its (top, bottom)."""
     order_of = order_of or {}
     gap_above = gap_above or {}
-    ranks = {}
+    ranks: dict[Any, Any] = {}
     for b in boxes:
         ranks.setdefault(b.rank, []).append(b)
     chains = []
@@ -416,6 +425,8 @@ def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0, order_of=None, gap_
         for u, v in zip(chain, chain[1:]):
             bonus = 6 if (u.kind == "dummy" or v.kind == "dummy") else 1
             weight[(id(u), id(v))] = w * bonus
+    up: dict[Any, Any]
+    down: dict[Any, Any]
     up, down = {}, {}
     for chain in chains:
         for u, v in zip(chain, chain[1:]):
@@ -426,7 +437,7 @@ def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0, order_of=None, gap_
         level.sort(key=lambda b: order_of.get(id(b), 0))
     pos = {}
 
-    def number():
+    def number() -> None:
         for level in levels:
             for i, b in enumerate(level):
                 pos[id(b)] = i
@@ -487,7 +498,7 @@ def _layout(boxes, links, gap_x=22, gap_y=32, pad=12, top=0, order_of=None, gap_
     return right - left + 2 * pad, y + pad, routes, band
 
 
-def _straighten(chains, levels):
+def _straighten(chains: Any, levels: Any) -> None:
     """Run each long arrow's dummies down one straight line where the boxes beside them
     leave room (at the x of its start, of its end, of their mean, or of the outermost one),
     so that a shortcut reads as one line."""
@@ -516,12 +527,13 @@ def _straighten(chains, levels):
                 break
 
 
-def _overlap(a, b):
+def _overlap(a: Sequence[float], b: Sequence[float]) -> bool:
     """Do the rectangles (left, top, right, bottom) a and b overlap?"""
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def _curve(points, start_y, end_y):
+def _curve(points: Sequence[tuple[float, tuple[float, float]]], start_y: float,
+           end_y: float) -> str:
     """An SVG path through `points` [(x, (band top, band bottom))]: down the first box's
     column from `start_y` to its band's bottom, a vertical S-curve across each gap, straight
     through each dummy's band, into the last box at `end_y`."""
@@ -543,9 +555,11 @@ def _curve(points, start_y, end_y):
     return " ".join(d)
 
 
-def _path_points(d, steps=16):
+def _path_points(d: str, steps: int = 16) -> list[tuple[float, ...]]:
     """Points along an SVG path made of M, L and C commands (as `_curve` writes them)."""
     tokens = d.split()
+    points: list[tuple[float, ...]]
+    here: tuple[float, ...]
     points, i, here = [], 0, (0.0, 0.0)
     while i < len(tokens):
         if tokens[i] in ("M", "L"):
@@ -565,7 +579,7 @@ def _path_points(d, steps=16):
     return points
 
 
-def _crosses(points, box):
+def _crosses(points: Sequence[tuple[float, ...]], box: Sequence[float]) -> bool:
     """Does the line through `points` pass through the rectangle `box` (left, top, right,
     bottom)? Each segment clipped against it (Liang-Barsky)."""
     for (x1, y1), (x2, y2) in zip(points, points[1:]):
@@ -595,7 +609,9 @@ def _crosses(points, box):
 _LABEL_AT = (0.3, 0.5, 0.15, 0.65, 0.05, 0.8)
 
 
-def _label_spot(route, start_y, end_y, w, h, taken, others):
+def _label_spot(route: Sequence[tuple[float, tuple[float, float]]], start_y: float,
+                end_y: float, w: float, h: float, taken: Sequence[Any],
+                others: Sequence[Any]) -> tuple[float, ...]:
     """The rectangle for a label of size w x h beside the arrow through `route`: the first
     spot, along its last gap then up its earlier ones, left or right of the arrow, that
     overlaps no box or label in `taken` and no other arrow (`others`: the points along
@@ -631,7 +647,8 @@ def _label_spot(route, start_y, end_y, w, h, taken, others):
     return (x1 + 4, cy - h / 2, x1 + 4 + w, cy + h / 2)
 
 
-def _svg_open(width, height, marker_colours=()):
+def _svg_open(width: float, height: float,
+              marker_colours: Sequence[tuple[str, str]] = ()) -> str:
     """The opening <svg> tag of a picture shown at its own size (1 unit = 1 px), with an
     arrow head per colour."""
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
@@ -646,12 +663,14 @@ def _svg_open(width, height, marker_colours=()):
     return "\n".join(parts)
 
 
-def _text(x, y, s, px=FONT_PX, anchor="middle", fill="#111111", extra=""):
+def _text(x: float, y: float, s: str, px: float = FONT_PX, anchor: str = "middle",
+          fill: str = "#111111",
+          extra: str = "") -> str:
     return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{px}" text-anchor="{anchor}" '
             f'fill="{fill}"{extra}>{html.escape(s)}</text>')
 
 
-def _as_svg(graph):
+def _as_svg(graph: _Graph) -> Drawing:
     names, line_h = graph.names, FONT_PX + 3
     boxes, box_of, op_of = [], {}, {}
     for v in graph.nodes:
@@ -680,7 +699,7 @@ def _as_svg(graph):
             op = op_of[id(v)]
             op.rank = 1 + max(box_of[id(c)].rank for c in v._children)
             box_of[id(v)].rank = op.rank + 1
-    first_use = {}
+    first_use: dict[Any, Any] = {}
     for child, parent, _ in graph.edges:
         r = op_of[id(parent)].rank
         first_use[id(child)] = min(first_use.get(id(child), r), r)
@@ -690,6 +709,8 @@ def _as_svg(graph):
     shift = min(b.rank for b in boxes)
     for b in boxes:
         b.rank -= shift
+    links: list[Any]
+    kinds: list[Any]
     links, kinds = [], []
     seen = set()
     for v in graph.nodes:
@@ -706,6 +727,7 @@ def _as_svg(graph):
     legend = "a shortcut: a Value added to what was computed from it" if graph.shortcuts else ""
     top = line_h + 6 if legend else 0
     # left to right as each operation lists its inputs: a depth-first walk from `out`
+    order_of: dict[Any, Any]
     order_of, stack, seen_walk = {}, [graph.nodes[-1]], set()
     while stack:
         v = stack.pop()
@@ -718,11 +740,11 @@ def _as_svg(graph):
         stack.extend(reversed(v._children))
     # a taller gap above an operation that many arrows come into: room for their labels
     # where the arrows are still apart
-    into = {}
+    into: dict[Any, Any] = {}
     for i, (_, b, _) in enumerate(links):
         if kinds[i] is not None:
             into[id(b)] = into.get(id(b), 0) + 1
-    gap_above = {}
+    gap_above: dict[int, float] = {}
     for b in boxes:
         if b.kind == "op" and into.get(id(b), 0) > 2:
             gap = min(ARROW_GAP + 8 * (into[id(b)] - 2), 2 * ARROW_GAP)
@@ -732,7 +754,7 @@ def _as_svg(graph):
     width = math.ceil(max(width, 46 + _text_w(legend) + 12))
     height = math.ceil(height)
     # where arrows end on an operation: spread over its top, in the order they arrive
-    arriving = {}
+    arriving: dict[Any, Any] = {}
     for i, (_, b, _) in enumerate(links):
         if kinds[i] is not None:
             arriving.setdefault(id(b), []).append(i)
@@ -751,15 +773,16 @@ def _as_svg(graph):
                      f'stroke-width="2.5"/>')
         parts.append(_text(46, 12 + line_h / 2, legend, anchor="start", fill=SHORTCUT_COLOUR))
     labels = []
-    taken = [(b.x - b.w / 2 - 2, b.y - 2, b.x + b.w / 2 + 2, b.y + b.h + 2)
+    taken: list[tuple[float, ...]] = [(b.x - b.w / 2 - 2, b.y - 2, b.x + b.w / 2 + 2, b.y + b.h + 2)
              for b in boxes if b.kind != "dummy"]
+    paths: list[str]
     paths, lines = [], []  # each arrow's SVG path, and the points along it
     for i, ((a, b, _), route) in enumerate(zip(links, routes)):
         if i in end_x:
             route = route[:-1] + [(end_x[i], route[-1][1])]
             routes[i] = route
         paths.append(_curve(route, a.y + a.h, b.y))
-        lines.append(_path_points(paths[-1]))
+        lines.append(_path_points(paths[-1]))  # type: ignore[arg-type]
     for i, (a, b, _) in enumerate(links):
         path, route = paths[i], routes[i]
         start_y, end_y = a.y + a.h, b.y
@@ -818,12 +841,12 @@ def _as_svg(graph):
 MAX_TEXT_LINES = 40  # the text repr of a bigger graph lists this many boxes, then a count
 
 
-def _graph_text(graph):
+def _graph_text(graph: _Graph) -> str:
     """The graph in words: one line per Value (inputs first) with the operation that made
     it and the Values it is computed from, the local derivative on each arrow."""
     nodes, edges, names = graph.nodes, graph.edges, graph.names
     number = {id(v): i for i, v in enumerate(nodes, start=1)}
-    inputs = {}
+    inputs: dict[int, list[Any]] = {}
     for child, parent, local in edges:
         inputs.setdefault(id(parent), []).append((child, local))
     lines = [f"graph of {len(nodes)} Values and {len(edges)} arrows "
@@ -851,7 +874,7 @@ def _graph_text(graph):
 # kind -> the main path (top to bottom) as a list of steps: a box name, or a branch
 # ("branch", [boxes on it], the add's label, the shortcut's label or None, identity?) that
 # leaves the main path at a fork and comes back into its own add
-_BLOCKS = {
+_BLOCKS: dict[str, Any] = {
     "plain": ["h", "LayerNorm", "W", "ReLU", "h'"],
     "residual": ["h", ("branch", ["LayerNorm", "W", "ReLU"], "+", "identity"), "h'"],
     "highway": ["h", ("branch", ["LayerNorm", "W", "ReLU"], "T H + (1 - T) h",
@@ -863,8 +886,10 @@ _BLOCKS = {
 }
 
 
-def _main_path(kind):
+def _main_path(kind: str) -> tuple[list[Any], Any]:
     """The boxes of the main path, with the index of each add and of where its branch leaves."""
+    boxes: list[Any]
+    forks: list[Any]
     boxes, forks = [], []
     for step in _BLOCKS[kind]:
         if isinstance(step, tuple):
@@ -876,7 +901,7 @@ def _main_path(kind):
     return boxes, forks
 
 
-def _block_text(kind, title=""):
+def _block_text(kind: str, title: str = "") -> str:
     boxes, forks = _main_path(kind)
     lines = ([title] if title else []) + [f"{kind} block diagram, top to bottom",
              "  main path: " + " -> ".join(boxes)]

@@ -18,13 +18,14 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 __all__ = ["record", "describe"]
 
 _REPO = Path(__file__).resolve().parent.parent
 
 
-def _git(*args):
+def _git(*args: str) -> str | None:
     # only this package's own checkout: installed in site-packages (inside, say, a
     # project's .venv) git would answer for whatever repository encloses it
     if not (_REPO / ".git").exists():
@@ -37,7 +38,7 @@ def _git(*args):
     return run.stdout.strip() if run.returncode == 0 else None
 
 
-def _cpu_model():
+def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
@@ -48,7 +49,7 @@ def _cpu_model():
     return platform.processor() or platform.machine()
 
 
-def _versions():
+def _versions() -> dict[str, str]:
     found = {"python": platform.python_version()}
     for name in ("numpy", "torch"):
         module = sys.modules.get(name)  # only what the run itself imported
@@ -57,21 +58,22 @@ def _versions():
     return found
 
 
-def _threads():
+def _threads() -> int:
     torch = sys.modules.get("torch")
     if torch is not None:
         return torch.get_num_threads()
     return 1  # pure Python: one thread
 
 
-def record(command=None, wall_seconds=None, **extra):
+def record(command: str | None = None, wall_seconds: float | None = None,
+           **extra: Any) -> dict[str, Any]:
     """A dict saying which run produced a result; `extra` items are added as they are."""
     dirty = _git("status", "--porcelain", "--untracked-files=no")
     try:
         load = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         load = None
-    out = {
+    out: dict[str, Any] = {
         "command": command or " ".join([Path(sys.argv[0]).name if sys.argv else "python",
                                         *sys.argv[1:]]),
         "commit": _git("rev-parse", "HEAD") or "unknown (not a git checkout)",
@@ -90,7 +92,7 @@ def record(command=None, wall_seconds=None, **extra):
     return out
 
 
-def describe(prov):
+def describe(prov: dict[str, Any]) -> str:
     """One line for a table's caption: commit, versions, threads, CPU, date, wall time."""
     versions = ", ".join(f"{k} {v}" for k, v in prov.get("versions", {}).items())
     commit = str(prov.get("commit", "?"))

@@ -6,26 +6,30 @@ answer in one cell). They are graded exactly as `residual-pack grade` grades a c
 feedback included.
 """
 
+import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from autograder.authoring.madeup import DEMO_STUDENTS, demo_class
 from autograder.grading.classrun import grade_folder, prepare_out
 from autograder.grading.course import assignments, check_assignments
 from autograder.grading.report import write_report
 from autograder.grading.session import grading_session
+from autograder.grading.student import Grader, StudentResult
 
 # the demo's assignment unless one is named: the first one, and the quickest to grade
 DEMO_ASSIGNMENT = "01_residual_stack"
 
 
-def default_assignment(course):
+def default_assignment(course: str | os.PathLike[str]) -> str | None:
     names = assignments(course)
     return DEMO_ASSIGNMENT if DEMO_ASSIGNMENT in names else (names[0] if names else None)
 
 
-def demo_problems(grader, results):
+def demo_problems(grader: Grader, results: Sequence[StudentResult]) -> list[str]:
     """What is wrong with the demo's outcome: [] when the solution has full marks on the
     autograded cells, the stub zero and the partly wrong answer something in between."""
     by_student = {r.student: r for r in results}
@@ -44,10 +48,12 @@ def demo_problems(grader, results):
     return problems
 
 
-def run_demo(course, assignment=None, out=None, jobs=1, progress=None):
+def run_demo(course: str | os.PathLike[str], assignment: str | None = None,
+             out: str | os.PathLike[str] | None = None, jobs: int = 1, progress: Any = None,
+             ) -> tuple[Grader, list[StudentResult], dict[str, str], Path, Path]:
     """Build the class in `out` (a new temporary folder when None), grade it.
     Returns (grader, results, about, csv, out)."""
-    assignment = check_assignments(course, [assignment or default_assignment(course)])[0]
+    assignment = check_assignments(course, [assignment or default_assignment(course)])[0]  # type: ignore[list-item]
     out = Path(out).resolve() if out else Path(tempfile.mkdtemp(prefix="residual-pack-demo-"))
     out.mkdir(parents=True, exist_ok=True)
     work_root = prepare_out(out / "course")

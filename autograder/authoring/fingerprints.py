@@ -34,8 +34,11 @@ The table records a digest of what it was made from (`inputs_digest`): `check-dr
 says when the mutants, the release or the solution changed since (`stale`).
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -43,6 +46,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import nbformat
 
@@ -60,6 +64,9 @@ from autograder.grading.course import (
 )
 from autograder.kernel import diagnosis
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
 __all__ = ["DIAGNOSED", "HIDDEN_ONLY", "UNNAMED", "TRAINING_ONLY", "Run", "Outcome",
            "inputs_digest",
            "observe", "table_of", "write_table", "read_tables", "stale", "TABLE_FILE",
@@ -74,7 +81,7 @@ CELL_TIMEOUT = 300
 # ---------------------------------------------------------------- what the table is made of
 
 
-def _release_notebooks(course, assignment):
+def _release_notebooks(course: str | os.PathLike[str], assignment: str) -> dict[str, Path]:
     folder = Path(course) / EXERCISES / assignment
     found = {p.stem: p for p in notebook_paths(folder)}
     if not found:
@@ -83,13 +90,13 @@ def _release_notebooks(course, assignment):
     return found
 
 
-def inputs_digest(course, assignment):
+def inputs_digest(course: str | os.PathLike[str], assignment: str) -> str:
     """A digest of what the fingerprints of `assignment` depend on: the released
     notebooks' code, the source's answers, the registered mutants and the fingerprint's
     own version."""
     h = hashlib.sha256()
 
-    def add(*parts):
+    def add(*parts: object) -> None:
         for part in parts:
             h.update(str(part).encode("utf-8") + b"\0")
 
@@ -127,7 +134,7 @@ class Run:
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def _run_notebook(nb_json, folder, timeout):
+def _run_notebook(nb_json: str, folder: str | os.PathLike[str], timeout: int) -> dict[str, Any]:
     """Run the notebook (as JSON text) in a fresh kernel in a copy of `folder`; returns a
     Run (as a dict, to cross process boundaries)."""
     from autograder.runner import run_notebook
@@ -167,7 +174,7 @@ def _run_notebook(nb_json, folder, timeout):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _end_with_parent():
+def _end_with_parent() -> None:
     """In a worker: die with the process that started it (Linux), so that a killed run
     leaves no worker behind (a kernel ends by itself when its parent is gone)."""
     try:
@@ -183,7 +190,7 @@ def _end_with_parent():
 class Outcome:
     """A mutant's run on the visible tests, and what the table makes of it."""
 
-    mutant: object
+    mutant: Any
     run: Run
     keys: dict = field(default_factory=dict)  # failing grade_id -> fingerprint
     fine: dict = field(default_factory=dict)  # failing grade_id -> its `diagnosis.fine_key`
@@ -192,11 +199,11 @@ class Outcome:
     training: dict = field(default_factory=dict)
 
     @property
-    def failing(self):
+    def failing(self) -> dict[str, str]:
         return {g: m for g, (s, m) in self.run.cells.items() if s != "passed"}
 
     @property
-    def verdict(self):
+    def verdict(self) -> str:
         if not self.failing:
             return HIDDEN_ONLY
         if self.unnamed or not self.mutant.hint.strip():
@@ -206,7 +213,7 @@ class Outcome:
         return DIAGNOSED
 
 
-def _check_of(message, records):
+def _check_of(message: str, records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The record of the failing check whose message the cell's error shows."""
     for record in records:
         if message == record.get("error"):
@@ -214,7 +221,7 @@ def _check_of(message, records):
     return None
 
 
-def _outcome(mutant, run):
+def _outcome(mutant: Any, run: Run) -> Outcome:
     outcome = Outcome(mutant, run)
     for gid, message in outcome.failing.items():
         record = _check_of(message, run.records)
@@ -228,7 +235,9 @@ def _outcome(mutant, run):
     return outcome
 
 
-def observe(course, assignment, jobs=1, say=None, only=None):
+def observe(course: str | os.PathLike[str], assignment: str, jobs: int = 1,
+            say: Callable[[str], object] | None = None,
+            only: Sequence[str] | None = None) -> tuple[Run, list[Outcome]]:
     """Run the solution and every registered mutant of `assignment` (those whose name
     holds a word of `only`, when given) on the visible tests. Returns (solution Run,
     [Outcome])."""
@@ -247,7 +256,7 @@ def observe(course, assignment, jobs=1, say=None, only=None):
     registered = mutant_registry.load(assignment)
     if only:
         registered = [m for m in registered if any(w in m.name for w in only)]
-    jobs_list = [(None, name, solution[name]) for name in names]
+    jobs_list: list[tuple[Any, str, Any]] = [(None, name, solution[name]) for name in names]
     for m in registered:
         name = mutant_notebook_name(m, names)
         jobs_list.append((m, name, with_answer(solution[name], m.cell, m.source)))
@@ -283,19 +292,20 @@ def observe(course, assignment, jobs=1, say=None, only=None):
 # ---------------------------------------------------------------- the table
 
 
-def table_of(course, assignment, outcomes):
+def table_of(course: str | os.PathLike[str], assignment: str,
+             outcomes: Sequence[Outcome]) -> dict[str, Any]:
     """The table of one assignment: {"digest", "hints": [...], "known": {key: [i]}}."""
     hints = sorted({o.mutant.hint.strip() for o in outcomes if o.keys and o.mutant.hint.strip()})
     index = {h: i for i, h in enumerate(hints)}
     # fingerprint -> {fine key: hint ids}: who observed what, before and after rounding
-    seen = {}
+    seen: dict[str, dict[str | None, set[int]]] = {}
     for o in outcomes:
         hint = o.mutant.hint.strip()
         if not hint:
             continue
         for gid, key in o.keys.items():
             seen.setdefault(key, {}).setdefault(o.fine.get(gid), set()).add(index[hint])
-    known = {}
+    known: dict[Any, list[int]] = {}
     for key, by_fine in seen.items():
         ids = set().union(*by_fine.values())
         if len(ids) > 1 and len(by_fine) > 1 and None not in by_fine:
@@ -310,7 +320,7 @@ def table_of(course, assignment, outcomes):
     # hints that share a fingerprint: the visible checks every mistake with the hint fails,
     # so that a notebook that passed one of them is not told of that mistake (`diagnosis`)
     shared = sorted({i for ids in known.values() if len(ids) > 1 for i in ids})
-    fails = {}
+    fails: dict[int, Any] = {}
     for o in outcomes:
         hint = o.mutant.hint.strip()
         if hint and index.get(hint) in shared:
@@ -341,7 +351,7 @@ check-drift` compares.
 '''
 
 
-def read_tables():
+def read_tables() -> dict[str, Any]:
     """The committed tables ({assignment: table}), read from the module's file."""
     import ast
 
@@ -353,10 +363,10 @@ def read_tables():
     return {}
 
 
-def render(tables):
+def render(tables: dict[str, Any]) -> str:
     """The module's text: one line per hint and per fingerprint."""
 
-    def q(x):
+    def q(x: object) -> str:
         return json.dumps(x, ensure_ascii=False)
 
     lines = [f"{HEADER}TABLES = {{"]
@@ -379,7 +389,8 @@ def render(tables):
     return "\n".join(lines) + "\n"
 
 
-def write_table(course, tables, path=TABLE_FILE):
+def write_table(course: str | os.PathLike[str], tables: dict[str, Any],
+                path: Path = TABLE_FILE) -> None:
     """Write `tables` ({assignment: table}) over the committed ones of those assignments;
     tables of assignments no longer in `source/` are dropped."""
     merged = {a: t for a, t in read_tables().items() if a in set(assignments(course))}
@@ -387,7 +398,7 @@ def write_table(course, tables, path=TABLE_FILE):
     Path(path).write_text(render(merged), encoding="utf-8")
 
 
-def stale(course, names=None):
+def stale(course: str | os.PathLike[str], names: Sequence[str] | None = None) -> list[str]:
     """Problems with the committed table: assignments with mutants whose table is missing
     or was made from other inputs ([]: up to date)."""
     tables = read_tables()
@@ -405,7 +416,7 @@ def stale(course, names=None):
     return problems
 
 
-def summary(assignment, solution, outcomes):
+def summary(assignment: str, solution: Run, outcomes: Sequence[Outcome]) -> list[str]:
     """The report of one assignment's run, as lines."""
     lines = []
     broken = {g: m for g, (s, m) in solution.cells.items() if s != "passed"}
@@ -427,7 +438,8 @@ def summary(assignment, solution, outcomes):
     return lines
 
 
-def regenerate(course, names, jobs=1, write=True, say=None):
+def regenerate(course: str | os.PathLike[str], names: Sequence[str], jobs: int = 1,
+               write: bool = True, say: Callable[[str], object] | None = None) -> list[str]:
     """`residual-pack fingerprints`: observe each of `names`, say its summary, then write
     the table (`write`) or compare it with the committed one. Returns the assignments that
     fail: the solution fails a visible test, a mutant is not named, or (not `write`) the

@@ -22,9 +22,12 @@ metadata, and the whole file wherever the code prints the same.
 """
 
 import filecmp
+import os
 import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -52,7 +55,7 @@ def merge_streams(outputs: list) -> list:
     """`outputs` with each run of consecutive stream outputs of one name (stdout,
     stderr) made one: a kernel may send one printed line in two messages, or two lines in
     one, as timing has it."""
-    merged = []
+    merged: list[Any] = []
     for output in outputs:
         previous = merged[-1] if merged else None
         if (output.get("output_type") == "stream" and previous is not None
@@ -64,7 +67,7 @@ def merge_streams(outputs: list) -> list:
     return merged
 
 
-def normalize_solution(path) -> None:
+def normalize_solution(path: str | os.PathLike[str]) -> None:
     """Drop what a rerun changes besides what the code prints from a generated solution
     notebook (in place): cell run timings, the kernel's exact Python version, widgets (the
     notebooks' only ones are tqdm's progress bars: a new model id every run, and in the
@@ -81,7 +84,7 @@ def normalize_solution(path) -> None:
     nbformat.write(nb, str(path))
 
 
-def solution_problems(folder) -> list[str]:
+def solution_problems(folder: str | os.PathLike[str]) -> list[str]:
     """What the notebook guard finds broken in the outputs of the solution notebooks in
     `folder` (errors, timed-out cells, machine paths, data fallbacks): [] when none."""
     from autograder.authoring.notebook_guard import output_problems
@@ -90,8 +93,11 @@ def solution_problems(folder) -> list[str]:
             for problem in output_problems(read_notebook(path))]
 
 
-def generate_into(course, target, names=None, solutions=True, execute=True, progress=None,
-                  failed=None, written=None):
+def generate_into(course: str | os.PathLike[str], target: str | os.PathLike[str],
+                  names: Sequence[str] | None = None, solutions: bool = True,
+                  execute: bool = True, progress: Callable[[str], object] | None = None,
+                  failed: dict[str, list[str]] | None = None,
+                  written: Callable[[str], object] | None = None) -> dict[str, float]:
     """Generate `names` (all when empty) from `course`'s source into `target`'s
     `exercises/` and `solutions/` folders (the solutions run unless `execute` is false).
     With a dict `failed`, an assignment that nbgrader cannot generate, or whose run
@@ -103,7 +109,7 @@ def generate_into(course, target, names=None, solutions=True, execute=True, prog
 
     say = progress or (lambda *_: None)
     target = Path(target)
-    seconds = {}
+    seconds: dict[str, float] = {}
     with work_folder(prefix="residual-pack-generate-") as tmp, \
             private_jupyter_dirs(tmp / "jupyter"):
         work = WorkCourse(course, tmp / "course", names)
@@ -140,7 +146,7 @@ def generate_into(course, target, names=None, solutions=True, execute=True, prog
     return seconds
 
 
-def stale_folders(course):
+def stale_folders(course: str | os.PathLike[str]) -> list[Path]:
     """Generated folders whose assignment is no longer in `source/`."""
     known = set(assignments(course))
     stale = []
@@ -180,7 +186,7 @@ def refusal(name: str, missing: list[str]) -> str:
     return "\n".join(lines)
 
 
-def pending(course, names=None) -> dict:
+def pending(course: str | os.PathLike[str], names: Sequence[str] | None = None) -> dict:
     """{assignment: [why]} for those of `names` (all when empty) whose record is not up to
     date: `generate` would run them again (or refuse them, where a module is missing)."""
     from autograder.authoring import generation_record as rec
@@ -194,7 +200,8 @@ def pending(course, names=None) -> dict:
     return out
 
 
-def generate(course, names=None, force=False, progress=None) -> Generated:
+def generate(course: str | os.PathLike[str], names: Sequence[str] | None = None,
+             force: bool = False, progress: Callable[[str], object] | None = None) -> Generated:
     """Rewrite `exercises/` and `solutions/` of `course` for `names` (all when empty;
     then folders of assignments no longer in `source/` are removed too): those that
     changed since their last generation, or all of them when `force`; refused or broken
@@ -223,7 +230,7 @@ def generate(course, names=None, force=False, progress=None) -> Generated:
         say(f"{name}: to generate: {'; '.join(why)}")
         todo.append(name)
 
-    def written(name):  # recorded at once: an interrupted run keeps what it finished
+    def written(name: str) -> None:  # recorded at once: an interrupted run keeps what it finished
         record[name] = {**now[name], "written": rec.written_digest(course, name)}
         rec.write_record(course, record)
         result.written.append(name)
@@ -243,11 +250,12 @@ def generate(course, names=None, force=False, progress=None) -> Generated:
     return result
 
 
-def tree_differences(made, committed):
+def tree_differences(made: str | os.PathLike[str], committed: str | os.PathLike[str],
+                     ) -> list[str]:
     """Files that differ between two folders, byte for byte (as relative paths)."""
     made, committed = Path(made), Path(committed)
 
-    def files(root):
+    def files(root: Path) -> set[str]:
         return {
             p.relative_to(root).as_posix()
             for p in root.rglob("*")
@@ -265,7 +273,8 @@ def tree_differences(made, committed):
     return out
 
 
-def notebook_cell_differences(made, committed):
+def notebook_cell_differences(made: str | os.PathLike[str],
+                              committed: str | os.PathLike[str]) -> list[str]:
     """Cells whose type, id, source or metadata differ (outputs are not compared)."""
     a, b = read_notebook(made), read_notebook(committed)
     if len(a.cells) != len(b.cells):
@@ -286,7 +295,8 @@ def notebook_cell_differences(made, committed):
 GUARD = "guard: "  # the start of a problem the notebook guard found
 
 
-def drift(course, names=None, progress=None):
+def drift(course: str | os.PathLike[str], names: Sequence[str] | None = None,
+          progress: Callable[[str], object] | None = None) -> list[str]:
     """What `residual-pack generate` would change in the committed folders, a table of
     fingerprints made from other mutants or notebooks than the committed ones
     (`fingerprints.stale`), and what the notebook guard finds in the committed solutions

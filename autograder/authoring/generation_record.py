@@ -36,6 +36,7 @@ import functools
 import hashlib
 import importlib.util
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,9 +93,9 @@ def _cell_code(source: str) -> str:
 def _imports(tree: ast.AST, package: str = "") -> list[tuple[str, bool]]:
     """[(module, unavoidable)] for every import in `tree`; unavoidable when it runs on
     import (not inside a function or a `try`). `package` resolves relative imports."""
-    found = []
+    found: list[tuple[str, bool]] = []
 
-    def walk(node, unavoidable):
+    def walk(node: ast.AST, unavoidable: bool) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.Import):
                 found.extend((alias.name, unavoidable) for alias in child.names)
@@ -162,11 +163,12 @@ class Needs:
     missing: list = field(default_factory=list)
 
 
-def needs(course, assignment: str) -> Needs:
+def needs(course: str | os.PathLike[str], assignment: str) -> Needs:
     """The pack's files that `assignment`'s source notebooks import (with what those
     import, and their folders' data), and the third-party modules they cannot do without
     that this Python lacks."""
     todo = []
+    path: Path | None
     for path in notebook_paths(Path(course) / SOURCE / assignment):
         for cell in read_notebook(path).cells:
             if cell.cell_type != "code":
@@ -251,7 +253,7 @@ def _tree(folder: Path, prefix: str) -> dict:
             if p.is_file() and not set(SKIPPED_PARTS) & set(p.parts)}
 
 
-def generator_files(course) -> dict:
+def generator_files(course: str | os.PathLike[str]) -> dict:
     roots: dict = {}
     files = {f"course/{CONFIG_FILE}": Path(course) / CONFIG_FILE}
     for module in GENERATOR_MODULES:
@@ -261,13 +263,13 @@ def generator_files(course) -> dict:
     return files
 
 
-def written_digest(course, assignment: str) -> str:
+def written_digest(course: str | os.PathLike[str], assignment: str) -> str:
     course = Path(course)
     return _digest({**_tree(course / EXERCISES / assignment, EXERCISES),
                     **_tree(course / SOLUTIONS / assignment, SOLUTIONS)})
 
 
-def digests(course, assignment: str, library: Needs | None = None) -> dict:
+def digests(course: str | os.PathLike[str], assignment: str, library: Needs | None = None) -> dict:
     """The record's digests of `assignment` as the course is now."""
     course = Path(course)
     library = library if library is not None else needs(course, assignment)
@@ -282,7 +284,7 @@ def digests(course, assignment: str, library: Needs | None = None) -> dict:
 # ---------------------------------------------------------------- the record
 
 
-def read_record(course) -> dict:
+def read_record(course: str | os.PathLike[str]) -> dict:
     """{assignment: digests} from the course's record ({} when it has none or it is of
     another format)."""
     path = Path(course) / RECORD
@@ -295,7 +297,7 @@ def read_record(course) -> dict:
     return dict(data.get("assignments", {}))
 
 
-def write_record(course, record: dict) -> Path:
+def write_record(course: str | os.PathLike[str], record: dict) -> Path:
     """Write {assignment: digests}, one line per assignment (two branches that regenerate
     different assignments then merge without a conflict)."""
     path = Path(course) / RECORD

@@ -21,8 +21,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from autograder.authoring import release
 from autograder.grading.course import CourseError, check_assignments
@@ -137,7 +139,7 @@ def site_size(site: Path | str) -> tuple[int, int]:
 
 
 def build(course: Path | str, target: Path | str, names: list[str] | None = None,
-          pyodide_url: str | None = None, say=print) -> Path:
+          pyodide_url: str | None = None, say: Callable[[str], object] = print) -> Path:
     """Build the JupyterLite site of `names` (every assignment but the torch track when
     empty) into the folder `target` (new or empty); `pyodide_url` is where the kernel loads
     Pyodide from (its `pyodide.mjs`; the kernel's own CDN default when None). Returns
@@ -147,6 +149,7 @@ def build(course: Path | str, target: Path | str, names: list[str] | None = None
         raise CourseError(f"{target} is not empty: the site goes into a new folder")
     chosen = assignments(course, names)
     command = _jupyter_lite()
+    tmp: Any  # the folder's name, then its Path
     with tempfile.TemporaryDirectory(prefix="residual-pack-lite-") as tmp:
         tmp = Path(tmp)
         # the student release: its wheel and notebooks, checked to hold no answer

@@ -8,8 +8,13 @@ grading benchmark).
 - `class_of`: all of these for one assignment; `demo_class`: the demo's three students.
 """
 
+from __future__ import annotations
+
 import copy
+import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import nbformat
 
@@ -18,6 +23,10 @@ from autograder.answers import mutants as mutant_registry
 from autograder.cells import is_solution
 from autograder.grading.course import SOURCE, CourseError, read_notebook
 
+if TYPE_CHECKING:
+    from autograder.answers.mutants import Mutant
+    from autograder.grading.student import Grader
+
 __all__ = ["filled_in", "with_answer", "mutant_notebook_name", "class_of", "partial_mutant",
            "demo_class", "DEMO_STUDENTS"]
 
@@ -25,7 +34,8 @@ SOLUTION_MARKERS = ("BEGIN SOLUTION", "END SOLUTION")
 DEMO_STUDENTS = ("solution", "stub", "partly-wrong")
 
 
-def filled_in(release, source):
+def filled_in(release: nbformat.NotebookNode,
+              source: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The release notebook with every answer cell written as the source has it (the
     solution markers dropped): what a student who got everything right hands in."""
     answers = {
@@ -41,7 +51,8 @@ def filled_in(release, source):
     return nb
 
 
-def with_answer(nb, grade_id, source):
+def with_answer(nb: nbformat.NotebookNode, grade_id: str,
+                source: str) -> nbformat.NotebookNode:
     """A copy of `nb` whose answer cell `grade_id` holds `source`."""
     nb = copy.deepcopy(nb)
     found = [c for c in nb.cells if cells.grade_id(c) == grade_id]
@@ -51,7 +62,7 @@ def with_answer(nb, grade_id, source):
     return nb
 
 
-def mutant_notebook_name(mutant, notebooks):
+def mutant_notebook_name(mutant: Mutant, notebooks: Sequence[str]) -> str:
     name = mutant.notebook.removesuffix(".ipynb") if mutant.notebook else ""
     if not name:
         if len(notebooks) != 1:
@@ -62,7 +73,8 @@ def mutant_notebook_name(mutant, notebooks):
     return name
 
 
-def class_of(grader, assignment, mutants):
+def class_of(grader: Grader, assignment: str, mutants: Sequence[Mutant],
+             ) -> dict[str, tuple[str, dict[str, Any], Mutant | None]]:
     """{student id: (label, {notebook: NotebookNode}, mutant or None)} for the solution,
     the stub and each mutant."""
     source_dir = grader.work.path(SOURCE, assignment)
@@ -71,7 +83,7 @@ def class_of(grader, assignment, mutants):
         name: filled_in(releases[name], read_notebook(source_dir / f"{name}.ipynb"))
         for name in grader.notebooks
     }
-    made = {
+    made: dict[str, tuple[str, dict[str, Any], Mutant | None]] = {
         "solution": ("solution", solution, None),
         "stub": ("untouched stub", releases, None),
     }
@@ -83,7 +95,7 @@ def class_of(grader, assignment, mutants):
     return made
 
 
-def partial_mutant(grader, registered):
+def partial_mutant(grader: Grader, registered: Sequence[Mutant]) -> Mutant | None:
     """The registered mutant that should cost the fewest autograded cells, but some."""
     tests = {key for key, auto in grader.autograded.items() if auto}
     fits = []
@@ -95,7 +107,7 @@ def partial_mutant(grader, registered):
     return min(fits, key=lambda f: f[0])[1] if fits else None
 
 
-def demo_class(grader, folder):
+def demo_class(grader: Grader, folder: str | os.PathLike[str]) -> dict[str, str]:
     """Write the three submissions into `folder` (<student>/<assignment>/<nb>.ipynb).
     Returns {student: a few words on what they handed in}."""
     assignment = grader.assignment

@@ -50,8 +50,11 @@ are theirs: cite them in the text, do not list them.
 """
 
 import json
+import os
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -86,7 +89,7 @@ TEXT_MIMES = ("text/plain", "text/markdown", "text/html", "text/latex", "applica
 README_QUOTES = re.compile(r"<!--\s*quotes\s+([\w-]+)\s*:(.*?)-->", re.S)
 
 
-def output_text(output):
+def output_text(output: Any) -> str:
     """The text of one output (stream, error, or the text parts of a rich output); images
     and widget states are left out."""
     kind = output.get("output_type")
@@ -105,11 +108,11 @@ def output_text(output):
     return "\n".join(parts)
 
 
-def notebook_text(nb):
+def notebook_text(nb: Any) -> str:
     """All output text of a notebook, cell after cell. A cell's consecutive stream outputs
     are joined as they came (a kernel may send one printed line, even one number, in two
     stream messages); other outputs are kept apart by a line break."""
-    parts = []
+    parts: list[str] = []
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -125,11 +128,11 @@ def notebook_text(nb):
     return "\n".join(parts)
 
 
-def _cell_name(cell, index):
+def _cell_name(cell: Any, index: int) -> str:
     return f"cell {cell.get('id') or '#' + str(index)}"
 
 
-def output_problems(nb):
+def output_problems(nb: Any) -> list[str]:
     """Rules 1-4 on every output of `nb`: a list of messages, [] when clean."""
     problems = []
     for i, cell in enumerate(nb.cells):
@@ -153,14 +156,14 @@ def output_problems(nb):
     return problems
 
 
-def figure_found(figure, text):
+def figure_found(figure: str, text: str) -> bool:
     """`figure` occurs in `text` as a whole: no digit (or digit and point) runs on."""
     head = r"(?<![\d.])" if figure[:1].isdigit() else ""
     tail = r"(?!\.?\d)" if figure[-1:].isdigit() else ""
     return re.search(head + re.escape(figure) + tail, text) is not None
 
 
-def results_text(course):
+def results_text(course: str | os.PathLike[str]) -> str:
     """The text of every file under `results/` (empty when there is none)."""
     folder = Path(course) / RESULTS
     if not folder.is_dir():
@@ -169,13 +172,15 @@ def results_text(course):
                      for p in sorted(folder.rglob("*")) if p.is_file())
 
 
-def cell_quotes(cell):
+def cell_quotes(cell: Any) -> tuple[list[str], dict[str, list[str]]]:
     """(own figures, {assignment: figures}) that a markdown cell's metadata lists."""
     meta = cell.get("metadata", {}).get(METADATA_KEY, {})
     return list(meta.get("quotes", [])), dict(meta.get("quotes_from", {}))
 
 
-def quote_problems(nb, own_text, other_text=None, results=""):
+def quote_problems(nb: Any, own_text: str,
+                   other_text: Callable[[str], str | None] | None = None,
+                   results: str = "") -> list[str]:
     """Rule 5: each figure a markdown cell of `nb` quotes is in `own_text` (the outputs of
     this notebook's solution) or `results`; figures quoted from another assignment are in
     `other_text(assignment)` (the text of its solution outputs, None if there is none)."""
@@ -206,10 +211,10 @@ def quote_problems(nb, own_text, other_text=None, results=""):
     return problems
 
 
-def _solution_texts(course):
-    cache = {}
+def _solution_texts(course: str | os.PathLike[str]) -> Callable[[str], str | None]:
+    cache: dict[str, str | None] = {}
 
-    def text_of(assignment):
+    def text_of(assignment: str) -> str | None:
         if assignment not in cache:
             folder = Path(course) / "solutions" / assignment
             paths = sorted(folder.glob("*.ipynb")) if folder.is_dir() else []
@@ -220,7 +225,8 @@ def _solution_texts(course):
     return text_of
 
 
-def check_notebook(nb, course=None, results=None):
+def check_notebook(nb: Any, course: str | os.PathLike[str] | None = None,
+                   results: str | None = None) -> list[str]:
     """Every rule on one solution notebook; `course` finds the other assignments'
     solutions and the results (or pass `results`, the text of the result files)."""
     if results is None:
@@ -229,7 +235,7 @@ def check_notebook(nb, course=None, results=None):
     return output_problems(nb) + quote_problems(nb, notebook_text(nb), other, results)
 
 
-def check_solutions(course, names):
+def check_solutions(course: str | os.PathLike[str], names: Sequence[str]) -> list[str]:
     """The guard over the committed solutions of the assignments `names`: messages naming
     the notebook and the cell, [] when every rule holds."""
     course = Path(course)
@@ -244,7 +250,7 @@ def check_solutions(course, names):
     return problems
 
 
-def readme_quotes(text):
+def readme_quotes(text: str) -> list[tuple[str, str]]:
     """[(assignment, figure)] from the README's `<!-- quotes NAME: "a" "b" -->` comments."""
     out = []
     for m in README_QUOTES.finditer(text):
@@ -252,7 +258,8 @@ def readme_quotes(text):
     return out
 
 
-def check_readme(course, names=None):
+def check_readme(course: str | os.PathLike[str], names: Sequence[str] | None = None,
+                 ) -> list[str]:
     """Each figure the README or a page of docs/ lists as quoted from an assignment (of
     `names`, all when None) is in that page's text and in the assignment's solution
     outputs or results/."""

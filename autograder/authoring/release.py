@@ -42,6 +42,7 @@ import sys
 import tempfile
 import textwrap
 import zipfile
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from autograder.authoring import withheld
@@ -254,7 +255,7 @@ def readme(wheel: str) -> str:
 README = readme(f"{PACKAGE.replace('-', '_')}-{VERSION}-py3-none-any.whl")
 
 
-def _project(name, what):
+def _project(name: str, what: str) -> str:
     """The head of a wheel's pyproject.toml, up to its [project] table's dependencies."""
     return textwrap.dedent(f"""\
         [build-system]
@@ -269,12 +270,12 @@ def _project(name, what):
         """)
 
 
-def _withheld_modules():
+def _withheld_modules() -> list[str]:
     return sorted({e[0] for entries in SWITCHED_OFF.values() for e in entries
                    if e[0].split(".")[0] in WITHHELD})
 
 
-def _stage(course, stage):
+def _stage(course: str | os.PathLike[str], stage: Path) -> None:
     """The wheel's project in `stage`: the copied packages (their answers held back) and a
     pyproject.toml. The packages are the installed pack's (`pack_root`), not `course`'s."""
     root = pack_root()
@@ -289,6 +290,7 @@ def _stage(course, stage):
         path = stage.joinpath(*module.split(".")).with_suffix(".py")
         path.write_text(withheld.withhold(path.read_text(encoding="utf-8"), module),
                         encoding="utf-8")
+    folder: Path | str
     for package in WITHHELD:
         folder = stage / package / withheld.SOLVED
         folder.mkdir()
@@ -299,7 +301,7 @@ def _stage(course, stage):
     deps = "".join(f'    "{d}",\n' for d in DEPENDENCIES)
     extras = "".join(f"{name} = {json.dumps(reqs)}\n" for name, reqs in EXTRAS.items())
     config = stage / JUPYTER_CONFIG
-    data_files = {}
+    data_files: dict[str, list[str]] = {}
     for path in sorted(config.rglob("*.json")):
         folder = "/".join(("etc/jupyter", *path.parent.relative_to(config).parts))
         data_files.setdefault(folder, []).append(path.relative_to(stage).as_posix())
@@ -322,12 +324,12 @@ def _stage(course, stage):
         """) + data, encoding="utf-8")
 
 
-def solved_package(assignment):
+def solved_package(assignment: str) -> str:
     """The name of the wheel with `assignment`'s released answers."""
     return f"residual-pack-solved-{assignment}"
 
 
-def _stage_solved(course, stage, assignment):
+def _stage_solved(course: str | os.PathLike[str], stage: Path, assignment: str) -> None:
     """The project of `assignment`'s released answers in `stage` (its modules only: the
     package's `__init__.py` is the student wheel's)."""
     packages = [p for p in WITHHELD if assignment in withheld.solved_assignments(p)]
@@ -386,7 +388,7 @@ def _pip_error(output: str) -> str:
     return (causes or errors or lines[-1:] or ["pip said nothing"])[0][:300]
 
 
-def _wheel(stage, out, what="the student wheel"):
+def _wheel(stage: Path, out: Path, what: str = "the student wheel") -> Path:
     """The one wheel `pip wheel` builds from the project in `stage`, into `out`."""
     before = set(out.glob("*.whl")) if out.exists() else set()
     isolated = not _backend_here()
@@ -414,7 +416,7 @@ def _wheel(stage, out, what="the student wheel"):
     return made[0]
 
 
-def problems(target):
+def problems(target: str | os.PathLike[str]) -> list[str]:
     """What in the release folder `target` a student must not get ([] when nothing)."""
     target = Path(target)
     found = []
@@ -438,7 +440,7 @@ def problems(target):
     return found
 
 
-def _answers_left(wheel):
+def _answers_left(wheel: zipfile.ZipFile) -> list[str]:
     """What of the model answers the student wheel (an open ZipFile) still holds."""
     names = set(wheel.namelist())
     found = [f"{n} is a released answer" for n in sorted(names)
@@ -455,7 +457,9 @@ def _answers_left(wheel):
     return found
 
 
-def build(course, target, names=None, say=print, solved=()):
+def build(course: str | os.PathLike[str], target: str | os.PathLike[str],
+          names: Sequence[str] | None = None, say: Callable[[str], object] = print,
+          solved: Iterable[str] = ()) -> Path:
     """Write the student release of `names` (every assignment when empty) into the folder
     `target` (new or empty), with a wheel of released answers for each assignment in
     `solved`; returns the student wheel's path."""

@@ -23,8 +23,13 @@ scores are the same then is measured by `benchmarks/selfcheck_time.py`. The note
 from top to bottom in full when nbgrader's Validator checks the sources (step 2).
 """
 
+from __future__ import annotations
+
+import os
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from autograder.answers import mutants as mutant_registry
 from autograder.authoring.madeup import class_of, mutant_notebook_name
@@ -39,7 +44,13 @@ from autograder.grading.course import (
 )
 from autograder.grading.feedback import hidden_test_lines, leaked_lines
 from autograder.grading.report import score_table
-from autograder.grading.session import course_limits, grading_session
+from autograder.grading.session import GradingSession, course_limits, grading_session
+from autograder.grading.student import Grader, StudentResult
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from autograder.answers.mutants import Mutant
 
 # the self-check's limit for a whole notebook: it grades the slowest notebooks (the GPT
 # assignments) and every registered wrong answer, several at a time
@@ -61,11 +72,11 @@ class AssignmentCheck:
     seconds: dict = field(default_factory=dict)  # step -> wall time
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return not self.failures
 
 
-def _registry_problems(grader, mutants):
+def _registry_problems(grader: Grader, mutants: Sequence[Mutant]) -> list[str]:
     problems = []
     for mutant in mutants:
         try:
@@ -88,8 +99,9 @@ def _registry_problems(grader, mutants):
     return problems
 
 
-def check_assignment(session, assignment: str, *, validate: bool = True, feedback: bool = True,
-                     only: list | None = None, jobs: int = 1, progress=None,
+def check_assignment(session: GradingSession, assignment: str, *, validate: bool = True,
+                     feedback: bool = True, only: list | None = None, jobs: int = 1,
+                     progress: Any = None,
                      whole: bool = False, extra: dict | None = None) -> AssignmentCheck:
     """Self-check one assignment in the grading session `session`. `only`: a list of
     words; when given, only the mutants whose name holds one of them are graded. When the
@@ -165,7 +177,7 @@ def check_assignment(session, assignment: str, *, validate: bool = True, feedbac
     at_once = jobs if len(made) >= MIN_FOR_WORKERS else 1
     say(f"  autograding {len(made)} submissions ({at_once} at a time)")
 
-    def graded(result):
+    def graded(result: StudentResult) -> None:
         label = check.labels[result.student]
         got, top = result.score()
         say(f"    {result.student} ({label}): "
@@ -188,7 +200,8 @@ def check_assignment(session, assignment: str, *, validate: bool = True, feedbac
     return check
 
 
-def _judge(student, label, result, mutant, grader):
+def _judge(student: str, label: str, result: StudentResult, mutant: Mutant | None,
+           grader: Grader) -> list[str]:
     if not result.graded:
         return [f"{label}: nbgrader could not grade it: {result.reason}"]
     failures = []
@@ -215,8 +228,8 @@ def _judge(student, label, result, mutant, grader):
                     f"untouched stub scored {c.score:g}/{c.max_score:g} on {c.cell} (want 0)"
                 )
     else:
-        name = mutant_notebook_name(mutant, grader.notebooks)
-        for gid in mutant.loses:
+        name = mutant_notebook_name(mutant, grader.notebooks)  # type: ignore[arg-type]
+        for gid in mutant.loses:  # type: ignore[union-attr]
             c = next((c for c in auto if c.cell == gid and c.notebook == name), None)
             if c is None:
                 failures.append(f"{label}: {gid} was not graded")
@@ -228,7 +241,7 @@ def _judge(student, label, result, mutant, grader):
     return failures
 
 
-def _judge_extra(label, result):
+def _judge_extra(label: str, result: StudentResult) -> list[str]:
     """An extra submission earns nothing: every autograded cell 0, and no score held back
     for review that a person would give back."""
     if not result.graded:
@@ -241,7 +254,8 @@ def _judge_extra(label, result):
     return failures
 
 
-def _leaks(student, grader, result, notebooks):
+def _leaks(student: str, grader: Grader, result: StudentResult,
+           notebooks: Mapping[str, Any]) -> list[str]:
     failures = []
     source_dir = grader.work.path(SOURCE, grader.assignment)
     for page in result.feedback:
@@ -260,7 +274,7 @@ def _leaks(student, grader, result, notebooks):
     return failures
 
 
-def _validator_text(found):
+def _validator_text(found: Mapping[str, Any]) -> str:
     parts = []
     for kind, cells in found.items():
         for cell in cells:
@@ -270,7 +284,7 @@ def _validator_text(found):
     return "; ".join(parts)
 
 
-def exercise_drift(generated, committed):
+def exercise_drift(generated: str | os.PathLike[str], committed: Path) -> list[str]:
     """Differences between a generated release folder and the committed one, byte for byte."""
     from autograder.authoring.generate import tree_differences
 
@@ -282,8 +296,10 @@ def exercise_drift(generated, committed):
     ]
 
 
-def selfcheck(course, names=None, *, workdir=None, keep=False, validate=True, feedback=True,
-              only=None, jobs=1, progress=None, isolate=True, whole=False,
+def selfcheck(course: str | os.PathLike[str], names: Sequence[str] | None = None, *,
+              workdir: str | os.PathLike[str] | None = None, keep: bool = False,
+              validate: bool = True, feedback: bool = True, only: list | None = None,
+              jobs: int = 1, progress: Any = None, isolate: bool = True, whole: bool = False,
               extra: dict | None = None) -> list:
     """Self-check `names` (all assignments when empty); returns the AssignmentChecks.
     With `isolate` (the default), submissions are graded in sandboxed kernels, as
@@ -305,7 +321,7 @@ def selfcheck(course, names=None, *, workdir=None, keep=False, validate=True, fe
     return checks
 
 
-def report(checks):
+def report(checks: Sequence[AssignmentCheck]) -> str:
     """The self-check report as text."""
     lines = []
     for check in checks:

@@ -19,6 +19,7 @@ library module they come from, so their bodies run unchanged.
 
 import ast
 import textwrap
+from collections.abc import Mapping
 
 from autograder.grading.answerless import SWITCHED_OFF, answer_label, find_function
 
@@ -28,36 +29,37 @@ __all__ = ["SOLVED", "withhold", "solved_module", "solved_path", "solved_assignm
 SOLVED = "solved"  # <package>.solved: where released answers go
 
 
-def _entries(module):
+def _entries(module: str) -> list[tuple[str, str | None, str, str]]:
     """[(assignment, owner, name, task)] of the answers in `module`."""
     return [(assignment, owner, name, task)
             for assignment, entries in SWITCHED_OFF.items()
             for mod, owner, name, task, _ in entries if mod == module]
 
 
-def solved_assignments(package):
+def solved_assignments(package: str) -> list[str]:
     """The assignments with answers in `package` (microgpt, torchtrack)."""
     return sorted({a for a, entries in SWITCHED_OFF.items()
                    for e in entries if e[0].split(".")[0] == package})
 
 
-def solved_path(package, assignment):
+def solved_path(package: str, assignment: str) -> str:
     """The released module's path inside a wheel: `<package>/solved/a<assignment>.py`."""
     return f"{package}/{SOLVED}/a{assignment}.py"
 
 
-def _function_name(owner, name):
+def _function_name(owner: str | None, name: str) -> str:
     return f"{owner}_{name}" if owner else name
 
 
-def _find(tree, owner, name):
+def _find(tree: ast.Module, owner: str | None,
+          name: str) -> ast.FunctionDef | ast.AsyncFunctionDef:
     node = find_function(tree, owner, name)
     if node is None:
         raise LookupError(f"{owner + '.' if owner else ''}{name} is not in the source")
     return node
 
 
-def _body(node):
+def _body(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
     """`node`'s statements after its docstring (a body of a docstring alone keeps it)."""
     body = node.body
     if (len(body) > 1 and isinstance(body[0], ast.Expr)
@@ -66,7 +68,7 @@ def _body(node):
     return body
 
 
-def _call_arguments(node):
+def _call_arguments(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     a = node.args
     parts = [x.arg for x in a.posonlyargs + a.args]
     if a.vararg:
@@ -77,7 +79,7 @@ def _call_arguments(node):
     return ", ".join(parts)
 
 
-def withhold(source, module):
+def withhold(source: str, module: str) -> str:
     """`source` (the text of `module`) with every answer's body replaced by a call to the
     released answer (its docstring and signature kept)."""
     entries = _entries(module)
@@ -104,7 +106,7 @@ def withhold(source, module):
     return out
 
 
-def is_stub(source, module, owner, name):
+def is_stub(source: str, module: str, owner: str | None, name: str) -> bool:
     """Whether the function in `source` is the call `withhold` writes (and nothing more)."""
     body = _body(_find(ast.parse(source), owner, name))
     return (len(body) == 2 and isinstance(body[0], ast.ImportFrom)
@@ -114,7 +116,7 @@ def is_stub(source, module, owner, name):
             and getattr(body[1].value.func.func, "id", None) == "released")
 
 
-def solved_module(sources, package, assignment):
+def solved_module(sources: Mapping[str, str], package: str, assignment: str) -> str:
     """The text of `<package>/solved/a<assignment>.py`: the answers of `assignment` in
     `package`, from `sources` ({module: its text in the library as the instructor has it})."""
     modules = sorted({m for m, *_ in SWITCHED_OFF[assignment] if m.split(".")[0] == package})

@@ -8,12 +8,16 @@ worker processes, one sandbox uid each) and writes the report (report.txt, repor
 report.json) beside nbgrader's grades.csv.
 """
 
+from __future__ import annotations
+
 import contextlib
 import fcntl
 import os
 import shutil
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 from autograder.grading.course import (
     CONFIG_FILE,
@@ -30,6 +34,13 @@ from autograder.grading.session import grading_session
 from autograder.grading.student import HANDED_IN, Grader, StudentResult
 from autograder.grading.submissions import find_submissions, handed_in_at, submission_hash
 
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+    from datetime import datetime
+
+    from autograder.grading.plan import Sandbox
+    from autograder.sandbox.limits import Limits
+
 __all__ = ["MIN_FOR_WORKERS", "check_run", "feedback_failures", "grade_all", "grade_folder",
            "prepare_out", "run_grading"]
 
@@ -37,7 +48,7 @@ __all__ = ["MIN_FOR_WORKERS", "check_run", "feedback_failures", "grade_all", "gr
 # ---------------------------------------------------------------- students, at once
 
 
-def _quiet_worker(coordinator):
+def _quiet_worker(coordinator: int) -> None:
     import threading
 
     quiet_nbgrader()
@@ -47,7 +58,7 @@ def _quiet_worker(coordinator):
     if os.getppid() != coordinator:
         os._exit(1)
 
-    def orphaned():  # the grading run was killed: stop, do not finish on our own
+    def orphaned() -> None:  # the grading run was killed: stop, do not finish on our own
         while True:
             time.sleep(0.5)
             if os.getppid() != coordinator:
@@ -56,7 +67,10 @@ def _quiet_worker(coordinator):
     threading.Thread(target=orphaned, daemon=True).start()
 
 
-def _grade_in_worker(course, root, assignment, student, feedback, sandbox=None, db_url=None):
+def _grade_in_worker(course: str | os.PathLike[str], root: str | os.PathLike[str],
+                     assignment: str, student: str, feedback: bool,
+                     sandbox: Sandbox | None = None,
+                     db_url: str | None = None) -> StudentResult:
     work = WorkCourse(course, root, [assignment], copy=False, db_url=db_url)
     grader = Grader(work, assignment, generate=False, sandbox=sandbox)
     return grader.grade(student, feedback=feedback)
@@ -67,7 +81,7 @@ def _grade_in_worker(course, root, assignment, student, feedback, sandbox=None, 
 MIN_FOR_WORKERS = 6
 
 
-def _warm_up():
+def _warm_up() -> None:
     """A worker's first task: import what grading a student needs (nbgrader, nbconvert,
     jupyter_client; unpickling this function already imported `classrun`), so that a pool
     started early does it while the grading process is still setting up."""
@@ -77,7 +91,7 @@ def _warm_up():
     from autograder.grading import execute  # noqa: F401
 
 
-def start_workers(jobs):
+def start_workers(jobs: int) -> ProcessPoolExecutor:
     """`jobs` grading processes (spawned, not forked: no forked kernels, loops or
     sockets), each given `_warm_up` first. Start them once the environment the workers
     should inherit is set (the private Jupyter folders of the session)."""
@@ -92,8 +106,12 @@ def start_workers(jobs):
     return pool
 
 
-def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=None,
-              cluster=None, say=None, pool=None, lost=None):
+def grade_all(grader: Grader, students: Iterable[str], feedback: bool = True, jobs: int = 1,
+              progress: Callable[[StudentResult], object] | None = None,
+              on_result: Callable[[StudentResult], object] | None = None,
+              cluster: str | None = None, say: Callable[[str], object] | None = None,
+              pool: ProcessPoolExecutor | None = None,
+              lost: list[str] | None = None) -> list[StudentResult]:
     """Grade the handed-in `students`, each on their own, `jobs` at a time (in separate
     processes sharing the gradebook: `pool`, from `start_workers`, when the caller started
     them early; it stays open), or as tasks on the Dask `cluster` ("local" or a
@@ -104,7 +122,7 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
     students = list(students)
     results = {}
 
-    def done(student, result):
+    def done(student: str, result: StudentResult) -> None:
         results[student] = result
         if on_result:
             on_result(result)
@@ -138,7 +156,8 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
         pool = start_workers(jobs)
     try:
         futures = {
-            pool.submit(_grade_in_worker, work.course, work.root, grader.assignment, s,
+            pool.submit(_grade_in_worker, work.course, work.root,  # type: ignore[union-attr]
+                        grader.assignment, s,
                         feedback, grader.sandbox, work.db_url): s
             for s in students
         }
@@ -153,15 +172,19 @@ def grade_all(grader, students, feedback=True, jobs=1, progress=None, on_result=
             done(student, result)
     finally:
         if own:
-            pool.shutdown()
+            pool.shutdown()  # type: ignore[union-attr]
     return [results[s] for s in students]
 
 
 # ---------------------------------------------------------------- a whole folder
 
 
-def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, journal=None,
-                 cluster=None, say=None, pool=None, exclude=(), lost=None):
+def grade_folder(grader: Grader, submissions: str | os.PathLike[str], jobs: int = 1,
+                 progress: Any = None, feedback: bool = True, journal: Journal | None = None,
+                 cluster: str | None = None, say: Callable[[str], object] | None = None,
+                 pool: ProcessPoolExecutor | None = None,
+                 exclude: Iterable[str | os.PathLike[str]] = (),
+                 lost: list[str] | None = None) -> tuple[list[StudentResult], Path]:
     """Grade every student in the folder `submissions` with `grader`, each on their own,
     and export nbgrader's grades.csv into the work course. Returns (results, csv path).
     With a `journal`, students it has as done (same submission) are not graded again."""
@@ -185,7 +208,7 @@ def grade_folder(grader, submissions, jobs=1, progress=None, feedback=True, jour
     for student in todo:
         grader.submit(student, found[student][0], timestamp=stamps[student])
 
-    def record(result):
+    def record(result: StudentResult) -> None:
         result.notes[:0] = found[result.student][1]
         if result.graded:
             lateness(grader, result)
@@ -221,7 +244,7 @@ def feedback_failures(results: list[StudentResult]) -> list[str]:
     return lines
 
 
-def lateness(grader, result):
+def lateness(grader: Grader, result: StudentResult) -> None:
     """Say in `result` when its submission was handed in after the due date, as nbgrader's
     gradebook has it (the assignment's due date, the student's extension), and the late
     penalty nbgrader's AssignLatePenalties gave: a penalty is among what cost points."""
@@ -247,7 +270,7 @@ def lateness(grader, result):
                             f"plugin gave none)")
 
 
-def _duration(seconds):
+def _duration(seconds: float) -> str:
     seconds = int(round(seconds))
     days, rest = divmod(seconds, 86400)
     hours, rest = divmod(rest, 3600)
@@ -257,7 +280,7 @@ def _duration(seconds):
     return " ".join(parts[:2]) or "0 s"
 
 
-def parse_duedate(duedate):
+def parse_duedate(duedate: str) -> datetime:
     """`duedate` (nbgrader's formats, e.g. "2026-12-01 17:00:00 UTC"; a time without a zone
     is UTC) as nbgrader stores it (naive UTC), or a CourseError saying why not."""
     from nbgrader.utils import parse_utc
@@ -269,7 +292,7 @@ def parse_duedate(duedate):
             from None
 
 
-def set_duedate(work, assignment, duedate):
+def set_duedate(work: WorkCourse, assignment: str, duedate: str | datetime) -> datetime:
     """Set `assignment`'s due date in the work course's gradebook, as `nbgrader db
     assignment add ASSIGNMENT --duedate` does (`duedate`: text that `parse_duedate` reads,
     or a naive UTC datetime). Returns it as nbgrader stores it (naive UTC)."""
@@ -279,13 +302,13 @@ def set_duedate(work, assignment, duedate):
     return when
 
 
-def gradebook_duedate(work, assignment):
+def gradebook_duedate(work: WorkCourse, assignment: str) -> datetime | None:
     """`assignment`'s due date in the work course's gradebook (naive UTC), or None."""
     with work.api().gradebook as gb:
         return gb.find_assignment(assignment).duedate
 
 
-def course_gradebook(course):
+def course_gradebook(course: str | os.PathLike[str]) -> str | None:
     """The course's own gradebook, where nbgrader's commands and formgrader started in the
     course set due dates: the URL its config names (without a password), else nbgrader's
     default, gradebook.db in the course folder; None when that file is not there."""
@@ -302,7 +325,8 @@ def course_gradebook(course):
     return f"sqlite:///{path}" if path.is_file() else None
 
 
-def course_duedate(course, assignment):
+def course_duedate(course: str | os.PathLike[str], assignment: str,
+                   ) -> tuple[datetime | None, str]:
     """(`assignment`'s due date in the course's own gradebook, naive UTC, or None; a line
     saying where it was read, or why it could not be). Read only: the course's gradebook
     is not changed, nor created."""
@@ -344,7 +368,7 @@ def course_duedate(course, assignment):
     return when, (f"from the course's gradebook {shown}" if when else "")
 
 
-def undated_warning(assignment, stamped, total):
+def undated_warning(assignment: str, stamped: Sequence[str], total: int) -> str:
     """The warning of a run without a due date whose submissions carry timestamp.txt."""
     shown = ", ".join(stamped[:5]) + (" ..." if len(stamped) > 5 else "")
     return (f"WARNING: NO DUE DATE for {assignment}, so NO LATE PENALTY: {len(stamped)} of "
@@ -359,7 +383,10 @@ _RUN_OUTPUTS = ("submitted", "autograded", "feedback", "gradebook.db", "grades.c
                 "report.csv", "report.json", "score_distribution.png")
 
 
-def check_run(course, assignment, submissions, out, duedate=None, db_url=None, cluster=None):
+def check_run(course: str | os.PathLike[str], assignment: str,
+              submissions: str | os.PathLike[str], out: str | os.PathLike[str],
+              duedate: str | None = None, db_url: str | None = None,
+              cluster: str | None = None) -> dict[str, tuple[dict[str, Path], list[str]]]:
     """Refuse, with the reason, what would fail a grading run once it has started: a
     submissions folder that is missing, a file, or holds no student's notebook of
     `assignment`; an `out` that is a file, someone else's folder or not writable; a due
@@ -410,7 +437,7 @@ def check_run(course, assignment, submissions, out, duedate=None, db_url=None, c
     return found
 
 
-def _check_db_url(db_url):
+def _check_db_url(db_url: str) -> None:
     from sqlalchemy import create_engine
     from sqlalchemy.engine import make_url
 
@@ -437,7 +464,7 @@ def _check_db_url(db_url):
                           f"{type(exc).__name__}: {exc}") from None
 
 
-def _check_cluster(cluster):
+def _check_cluster(cluster: str) -> None:
     from autograder.grading.cluster.client import have_dask
 
     if not have_dask():
@@ -454,7 +481,7 @@ def _check_cluster(cluster):
                           f"address such as tcp://HOST:8786 ({exc})") from None
 
 
-def prepare_out(out, keep=False):
+def prepare_out(out: str | os.PathLike[str], keep: bool = False) -> Path:
     """Make `out` ready to be a work course: new, empty, or one of our earlier runs
     (whose outputs are cleared, unless `keep`)."""
     out = Path(out).resolve()
@@ -475,7 +502,7 @@ def prepare_out(out, keep=False):
     return out
 
 
-def _lock(out):
+def _lock(out: str | os.PathLike[str]) -> IO[str]:
     """Hold `out`'s run lock (until this process exits): one grading run at a time."""
     folder = Path(out) / ".grading"
     folder.mkdir(parents=True, exist_ok=True)
@@ -489,11 +516,12 @@ def _lock(out):
     return f
 
 
-_LOCKS = []
+_LOCKS: list[IO[str]] = []
 
 
 @contextlib.contextmanager
-def _early_workers(jobs, submissions, cluster):
+def _early_workers(jobs: int, submissions: str | os.PathLike[str],
+                   cluster: str | None) -> Iterator[ProcessPoolExecutor | None]:
     """The worker pool of a run that will use one (`jobs` > 1, no cluster, at least
     MIN_FOR_WORKERS student folders), started now: spawning the workers and importing
     nbgrader in them (a few seconds) overlaps the release's generation and the reference
@@ -513,7 +541,7 @@ def _early_workers(jobs, submissions, cluster):
             pool.shutdown(cancel_futures=True)
 
 
-def gradebook_name(db_url):
+def gradebook_name(db_url: str | None) -> str:
     """The gradebook a run writes, as the journal records it: the database URL without
     its password, or the SQLite file in the output folder."""
     if not db_url:
@@ -526,9 +554,14 @@ def gradebook_name(db_url):
         return db_url.split(":", 1)[0] + ": (unparsed)"
 
 
-def run_grading(course, assignment, submissions, out, jobs=1, progress=None, limits=None,
-                fresh=False, feedback=True, isolate=True, say=None, cluster=None,
-                db_url=None, duedate=None, journal_ready=None):
+def run_grading(course: str | os.PathLike[str], assignment: str,
+                submissions: str | os.PathLike[str], out: str | os.PathLike[str],
+                jobs: int = 1, progress: Any = None, limits: Limits | None = None,
+                fresh: bool = False, feedback: bool = True, isolate: bool = True,
+                say: Callable[[str], object] | None = None, cluster: str | None = None,
+                db_url: str | None = None, duedate: str | None = None,
+                journal_ready: Callable[[], object] | None = None,
+                ) -> tuple[Grader, list[StudentResult], Path]:
     """`residual-pack grade`: grade the folder `submissions` in the work course `out`.
 
     What would fail the run once started is refused first, with nothing made
@@ -554,8 +587,11 @@ def run_grading(course, assignment, submissions, out, jobs=1, progress=None, lim
                 journal_ready or (lambda: None))
 
 
-def _run(course, assignment, submissions, out, found, jobs, progress, limits, fresh,
-         feedback, isolate, say, cluster, db_url, duedate, journal_ready):
+def _run(course: str | os.PathLike[str], assignment: str, submissions: str | os.PathLike[str],
+         out: Path, found: dict[str, Any], jobs: int, progress: Any, limits: Limits | None,
+         fresh: bool, feedback: bool, isolate: bool, say: Callable[[str], object],
+         cluster: str | None, db_url: str | None, duedate: str | None,
+         journal_ready: Callable[[], object]) -> tuple[Grader, list[StudentResult], Path]:
     from_course, about_course = (None, "") if duedate else course_duedate(course, assignment)
     out = prepare_out(out, keep=True)
     _lock(out)
@@ -596,7 +632,7 @@ def _run(course, assignment, submissions, out, found, jobs, progress, limits, fr
                 say(undated)
         if session.sandbox is not None:
             say(f"isolation: {session.describe()}")
-        lost = []  # the Dask workers lost on the way, in words
+        lost: list[str] = []  # the Dask workers lost on the way, in words
         results, csv = grade_folder(grader, submissions, jobs=jobs, progress=progress,
                                     feedback=feedback, journal=journal, cluster=cluster,
                                     say=say, pool=pool, exclude=[out], lost=lost)

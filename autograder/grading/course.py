@@ -8,6 +8,8 @@ nbgrader there. The Jupyter and IPython folders nbgrader and its kernels write
 (normally under $HOME) are sent to the work folder too.
 """
 
+from __future__ import annotations
+
 import contextlib
 import copy
 import logging
@@ -16,7 +18,9 @@ import shutil
 import sys
 import tempfile
 import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from autograder.compat import (  # first: before nbformat imports jsonschema
     check_schemas_once,
@@ -27,6 +31,12 @@ from autograder.compat import (  # first: before nbformat imports jsonschema
 skip_rfc3987_syntax()
 
 import nbformat  # noqa: E402
+
+if TYPE_CHECKING:
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config import Config
+
+    from autograder.grading.plan import Sandbox
 
 CONFIG_FILE = "nbgrader_config.py"
 SOURCE = "source"
@@ -51,7 +61,7 @@ class CourseError(Exception):
     """The course directory or an assignment in it is missing or malformed."""
 
 
-def find_course(start=None):
+def find_course(start: str | os.PathLike[str] | None = None) -> Path:
     """The course root: `start` if given, else the first folder up from the working
     directory holding `nbgrader_config.py` and `source/`, else the checkout this package
     was installed from."""
@@ -72,7 +82,7 @@ def find_course(start=None):
     )
 
 
-def assignments(course):
+def assignments(course: str | os.PathLike[str]) -> list[str]:
     """Names of the assignments: the folders of `source/`, sorted."""
     source = Path(course) / SOURCE
     if not source.is_dir():
@@ -82,7 +92,7 @@ def assignments(course):
     )
 
 
-def check_assignments(course, names):
+def check_assignments(course: str | os.PathLike[str], names: Sequence[str]) -> list[str]:
     """`names` if all are assignments of the course (all of them when empty), else an error."""
     known = assignments(course)
     if not names:
@@ -95,17 +105,17 @@ def check_assignments(course, names):
     return list(names)
 
 
-def notebook_paths(folder):
+def notebook_paths(folder: str | os.PathLike[str]) -> list[Path]:
     """The notebooks directly in `folder`, sorted (checkpoints are not notebooks)."""
     return sorted(p for p in Path(folder).glob("*.ipynb") if p.is_file())
 
 
-def read_notebook(path):
+def read_notebook(path: str | os.PathLike[str]) -> nbformat.NotebookNode:
     return nbformat.read(str(path), as_version=nbformat.NO_CONVERT)
 
 
 @contextlib.contextmanager
-def private_jupyter_dirs(folder):
+def private_jupyter_dirs(folder: str | os.PathLike[str]) -> Iterator[Path]:
     """Point HOME and the Jupyter, IPython and matplotlib folders at `folder` meanwhile
     (so that nbgrader and its kernels write nothing under the user's HOME; this isolates
     nothing: the sandbox is `sandbox`).
@@ -114,7 +124,7 @@ def private_jupyter_dirs(folder):
     keeps the working directory off a kernel's sys.path (IPython >= 9.7 honours it; the
     kernel argument in KERNEL_ARGUMENTS does the same for older ones)."""
     folder = Path(folder)
-    env = {
+    env: dict[str, Any] = {
         "HOME": folder / "home",
         "IPYTHONDIR": folder / "ipython",
         "JUPYTER_CONFIG_DIR": folder / "jupyter" / "config",
@@ -144,7 +154,7 @@ def private_jupyter_dirs(folder):
                 os.environ[key] = value
 
 
-def quiet_nbgrader(verbose=False):
+def quiet_nbgrader(verbose: bool = False) -> None:
     """Keep nbgrader's log out of this process's output (on stderr with `verbose`), and
     its known harmless warning (nbgrader 0.9, a student's first autograde)."""
     nb_log = logging.getLogger(NBGRADER_LOG)
@@ -160,7 +170,8 @@ def quiet_nbgrader(verbose=False):
 
 
 @contextlib.contextmanager
-def work_folder(path=None, prefix="residual-pack-", keep=False):
+def work_folder(path: str | os.PathLike[str] | None = None, prefix: str = "residual-pack-",
+                keep: bool = False) -> Iterator[Path]:
     """A folder for one run: `path` (created, kept) or a new temporary one (removed at
     the end unless `keep`)."""
     if path is not None:
@@ -202,7 +213,7 @@ c.CourseDirectory.db_url = _gradebook({recorded!r})
 """
 
 
-def without_password(db_url):
+def without_password(db_url: str) -> str:
     """`db_url` with its password left out (an URL that does not parse: as given)."""
     from sqlalchemy.engine import make_url
 
@@ -214,7 +225,7 @@ def without_password(db_url):
     return url._replace(password=None).render_as_string(hide_password=False)
 
 
-def gradebook_config(db_url):
+def gradebook_config(db_url: str) -> str:
     """The lines a work course's `nbgrader_config.py` ends with when its gradebook is
     `db_url` and not nbgrader's default (SQLite in the folder): that URL without its
     password, which the config takes from $RESIDUAL_PACK_DB_URL when it names the same
@@ -231,14 +242,17 @@ class WorkCourse:
     course's `nbgrader_config.py` plus the few overrides in `config()`.
     """
 
-    def __init__(self, course, root, names=None, copy=True, db_url=None):
+    def __init__(self, course: str | os.PathLike[str], root: str | os.PathLike[str],
+                 names: Sequence[str] | None = None, copy: bool = True,
+                 db_url: str | None = None) -> None:
         self.course = Path(course).resolve()
         self.root = Path(root).resolve()
         # the gradebook: nbgrader's db_url (SQLite in the work course unless given)
         self.db_url = db_url or f"sqlite:///{self.root / 'gradebook.db'}?timeout=120"
         self.names = check_assignments(self.course, names or [])
-        self._api = None
-        self.sandbox = None  # the sandbox autograde runs kernels in (see use_sandbox)
+        self._api: NbGraderAPI | None = None
+        # the sandbox autograde runs kernels in (see use_sandbox)
+        self.sandbox: Sandbox | None = None
         if not copy:  # attach to a work course made earlier (by another process)
             return
         self.root.mkdir(parents=True, exist_ok=True)
@@ -256,10 +270,10 @@ class WorkCourse:
                 ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc"),
             )
 
-    def path(self, *parts):
+    def path(self, *parts: str) -> Path:
         return self.root.joinpath(*parts)
 
-    def config(self):
+    def config(self) -> Config:
         """The course's nbgrader config, read from the copy, plus our overrides."""
         from traitlets.config.loader import PyFileConfigLoader
 
@@ -308,14 +322,14 @@ class WorkCourse:
         cfg.Autograde.autograde_preprocessors = steps
         return cfg
 
-    def use_sandbox(self, sandbox):
+    def use_sandbox(self, sandbox: Sandbox | None) -> None:
         """From now on, autograde runs kernels in `sandbox` (`plan.Sandbox`; None: trusted
         notebooks, in nbgrader's own kernels)."""
         if self.sandbox is not sandbox:
             self.sandbox = sandbox
             self._api = None
 
-    def api(self):
+    def api(self) -> NbGraderAPI:
         if self._api is None:
             read_alembic_head_in_process()
             check_schemas_once()
@@ -331,7 +345,7 @@ class WorkCourse:
             )
         return self._api
 
-    def generate_assignment(self, name):
+    def generate_assignment(self, name: str) -> Path:
         """nbgrader generate_assignment (with the gradebook of the copy), without the
         notebook guard's lists of quoted figures (see strip_quote_lists)."""
         result = self.api().generate_assignment(name, force=True, create=True)
@@ -342,7 +356,7 @@ class WorkCourse:
             strip_quote_lists(path)
         return release
 
-    def generate_solution(self, name, execute=True):
+    def generate_solution(self, name: str, execute: bool = True) -> Path:
         """nbgrader generate_solution: the solution notebooks, run in a kernel unless
         `execute` is false. (NbGraderAPI has no method for it; this does what its
         generate_assignment does, with the GenerateSolution converter.)"""
@@ -371,7 +385,7 @@ class WorkCourse:
 QUOTES_METADATA = "residual_pack"
 
 
-def strip_quote_lists(path):
+def strip_quote_lists(path: str | os.PathLike[str]) -> None:
     """Drop the notebook guard's lists of quoted figures from a student version (in
     place): they are for the instructors' check of the solutions, and on an answer cell
     they would list the figures of the model answer. nbgrader's cell checksums do not
@@ -384,7 +398,7 @@ def strip_quote_lists(path):
         nbformat.write(nb, str(path))
 
 
-def course_cell_timeout(course, default):
+def course_cell_timeout(course: str | os.PathLike[str], default: int) -> int:
     """The course config's per-cell time limit (Execute.timeout), in seconds; `default`
     when it sets none (see `session.course_limits`)."""
     from traitlets.config.loader import PyFileConfigLoader
@@ -397,7 +411,7 @@ def course_cell_timeout(course, default):
     return value if value > 0 else default
 
 
-def failure_text(result):
+def failure_text(result: dict[str, Any]) -> str:
     """Why a failed nbgrader API call failed: its error log lines and the exception."""
     lines = [
         line.split("] ", 1)[-1]
@@ -409,7 +423,7 @@ def failure_text(result):
     return "\n".join(lines + ([reason] if reason not in lines else []))
 
 
-def failure_reason(result):
+def failure_reason(result: dict[str, Any]) -> str:
     """One line saying why a failed nbgrader API call failed."""
     text = (result.get("log", "") + "\n" + result.get("error", "")).splitlines()
     for line in text:  # nbgrader's word on a copied graded cell comes first

@@ -25,6 +25,8 @@ formgrader's view alike: see "what a page made from a submission shows" below.
 import html as html_lib
 import os
 import re
+from collections.abc import Iterable
+from typing import Any
 
 from jinja2 import pass_context
 from nbconvert.preprocessors import Preprocessor
@@ -38,7 +40,7 @@ from autograder.grading.pipeline import FEEDBACK_STEPS
 from autograder.grading.testsource import BEGIN_HIDDEN, hidden_line_numbers
 
 
-def hidden_test_lines(source):
+def hidden_test_lines(source: str) -> list[str]:
     """The lines of `source` between the hidden-test markers (markers excluded)."""
     lines = source.splitlines()
     return [lines[n - 1] for n in sorted(hidden_line_numbers(source))]
@@ -51,7 +53,8 @@ class HideHiddenTestTracebacks(NbGraderPreprocessor):
 
     begin_test_delimeter = Unicode(BEGIN_HIDDEN).tag(config=True)
 
-    def preprocess_cell(self, cell, resources, index):
+    def preprocess_cell(self, cell: Any, resources: dict[str, Any],
+                        index: int) -> tuple[Any, dict[str, Any]]:
         if cell.cell_type != "code" or self.begin_test_delimeter not in cell.source:
             return cell, resources
         if nbgrader_meta(cell) and not is_locked(cell):  # an answer: the student's code, as is
@@ -74,7 +77,8 @@ class ClearHiddenTestsInTestCells(ClearHiddenTests):
     marker text (say, in a string) is the student's code, not a test, and nbgrader's
     preprocessor would refuse the whole page for it."""
 
-    def preprocess_cell(self, cell, resources, cell_index):
+    def preprocess_cell(self, cell: Any, resources: dict[str, Any],
+                        cell_index: int) -> tuple[Any, dict[str, Any]]:
         if not is_autograded_test(cell):
             return cell, resources
         return super().preprocess_cell(cell, resources, cell_index)
@@ -88,7 +92,7 @@ _MATH = re.compile(r"\$\$(?P<display>.+?)\$\$"
                    r"|(?<![\\$])\$(?P<inline>[^\s$][^$\n]*?)(?<!\\)\$(?!\d)", re.DOTALL)
 
 
-def _mathml(match):
+def _mathml(match: re.Match[str]) -> str:
     from latex2mathml.converter import convert
 
     display = match.group("display") is not None
@@ -99,7 +103,7 @@ def _mathml(match):
         return f"<code>{html_lib.escape(match.group(0))}</code>"
 
 
-def markdown_with_mathml(source):
+def markdown_with_mathml(source: str) -> str:
     """`source` (markdown) with each $...$ and $$...$$ outside code written as MathML."""
     out, last = [], 0
     for code in _CODE.finditer(source):
@@ -118,7 +122,8 @@ class MathToMathML(Preprocessor):
 
     enabled = Bool(True)
 
-    def preprocess_cell(self, cell, resources, index):
+    def preprocess_cell(self, cell: Any, resources: dict[str, Any],
+                        index: int) -> tuple[Any, dict[str, Any]]:
         if cell.cell_type == "markdown":
             cell.source = markdown_with_mathml(cell.source)
         return cell, resources
@@ -158,7 +163,7 @@ _MATHML_ATTRIBUTES = {
 _SCHEMES = {"http", "https", "mailto", "data"}
 
 
-def _attribute(tag, name, value):
+def _attribute(tag: str, name: str, value: str) -> str | None:
     """nh3's attribute filter: a `data:` URL only as an image's source (a browser does not
     run script in an image, SVG included)."""
     if value.strip().lower().startswith("data:") and not (
@@ -167,7 +172,7 @@ def _attribute(tag, name, value):
     return value
 
 
-def _cleaner_options():
+def _cleaner_options() -> dict[str, Any]:
     import nh3
 
     attributes = {tag: set(names) for tag, names in nh3.ALLOWED_ATTRIBUTES.items()}
@@ -187,7 +192,7 @@ def _cleaner_options():
 _OPTIONS = None
 
 
-def clean_html(html) -> str:
+def clean_html(html: str | bytes) -> str:
     """`html` (a string, or bytes in UTF-8) with no script left: the student's markup
     through nh3's allow-list (see above). Named in the templates' place of nbconvert's
     `clean_html` filter (`HTMLExporter.filters`)."""
@@ -201,7 +206,7 @@ def clean_html(html) -> str:
 
 
 @pass_context
-def markdown2html(context, source) -> str:
+def markdown2html(context: Any, source: str) -> str:
     """nbconvert's markdown rendering (the cell's attachments, math left for MathToMathML)
     with the result through `clean_html`: nbgrader's feedback and formgrade templates
     render markdown cells with this filter and no other cleaning."""
@@ -231,14 +236,15 @@ class DropScriptOutputs(Preprocessor):
 
     enabled = Bool(True)
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         from autograder.grading.notebook_record import forget
 
         nb.metadata.pop("widgets", None)
         forget(nb)
         return super().preprocess(nb, resources)
 
-    def preprocess_cell(self, cell, resources, index):
+    def preprocess_cell(self, cell: Any, resources: dict[str, Any],
+                        index: int) -> tuple[Any, dict[str, Any]]:
         if cell.cell_type != "code":
             return cell, resources
         kept = []
@@ -272,7 +278,7 @@ FEEDBACK_TEMPLATE = "feedback_offline"
 TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 
 
-def template_dirs():
+def template_dirs() -> list[str]:
     """HTMLExporter.extra_template_basedirs for the feedback page: ours and nbgrader's."""
     import nbgrader
 
@@ -286,13 +292,14 @@ def template_dirs():
 FEEDBACK_PREPROCESSORS = [import_item(name) for name in FEEDBACK_STEPS]
 
 
-def html_text(html):
+def html_text(html: str) -> str:
     """The text a reader of an HTML page sees (tags dropped, entities decoded): syntax
     highlighting splits code into many tags, so a leak check must look at this."""
     return html_lib.unescape(re.sub(r"<[^>]+>", "", html))
 
 
-def leaked_lines(html, hidden_lines, visible_text="", min_length=8):
+def leaked_lines(html: str, hidden_lines: Iterable[str], visible_text: str = "",
+                 min_length: int = 8) -> list[str]:
     """The hidden-test lines that the feedback page shows.
 
     A line counts when it is long enough to mean something and does not also appear in

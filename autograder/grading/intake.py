@@ -30,7 +30,9 @@ import copy
 import json
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import nbformat
 
@@ -51,14 +53,14 @@ ID_PATTERN = re.compile(r"^[a-zA-Z0-9-_]{1,64}$")
 
 @dataclass
 class Intake:
-    notebook: object = None  # the notebook to grade (NotebookNode), None when it cannot be
+    notebook: Any = None  # the notebook to grade (NotebookNode), None when it cannot be
     problem: str = ""  # why it cannot be graded
     notes: list = field(default_factory=list)  # what was repaired, in plain words
     flags: list = field(default_factory=list)  # what a human should look at
     withhold: list = field(default_factory=list)  # flags that hold the score back for review
 
 
-def too_big(name, size, limit):
+def too_big(name: str, size: int, limit: int | None) -> str:
     """Why the notebook `name` of `size` bytes is not graded, or "" when it fits `limit`."""
     if not limit or size <= limit:
         return ""
@@ -66,7 +68,7 @@ def too_big(name, size, limit):
     return f"{name} is {shown}, more than the {size_words(limit)} a notebook may be"
 
 
-def read_handed_in(data, name, max_bytes=None):
+def read_handed_in(data: bytes, name: str, max_bytes: int | None = None) -> Intake:
     """The bytes `data` of the handed-in file `name` as a notebook nbgrader can read (an
     `Intake` whose notebook holds the student's cells, cleaned one by one, and no release
     repair yet), or the reason it cannot be graded: too big, empty, not JSON, not a
@@ -100,7 +102,9 @@ def read_handed_in(data, name, max_bytes=None):
     return Intake(notebook=nbformat.v4.new_notebook(cells=cells), notes=notes)
 
 
-def take_in(data, name, release, assignment, foreign=None, max_bytes=None):
+def take_in(data: bytes, name: str, release: Any, assignment: str,
+            foreign: Mapping[str, set[Any]] | None = None, max_bytes: int | None = None,
+            ) -> Intake:
     """An `Intake` for the bytes `data` of the file `name`, graded as the release notebook
     `release` of `assignment`. `foreign`: {other assignment: set of its grade ids}."""
     read = read_handed_in(data, name, max_bytes)
@@ -115,7 +119,7 @@ def take_in(data, name, release, assignment, foreign=None, max_bytes=None):
     return result
 
 
-def _clean_cell(item, index, notes):
+def _clean_cell(item: object, index: int, notes: list[str]) -> Any:
     if not isinstance(item, dict):
         notes.append(f"item {index} of the cell list is not a cell; it was left out")
         return None
@@ -148,16 +152,17 @@ def _clean_cell(item, index, notes):
     return cell
 
 
-def _new_id():
+def _new_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def _label(cell):
+def _label(cell: Any) -> str:
     return grade_id(cell) or "a cell of your own"
 
 
-def _repair(cells, name, release, assignment, foreign, notes):
-    rel_cells = {}
+def _repair(cells: list[Any], name: str, release: Any, assignment: str,
+            foreign: Mapping[str, set[Any]], notes: list[str]) -> Intake:
+    rel_cells: dict[Any, Any] = {}
     rel_order = []
     for cell in release.cells:
         gid = grade_id(cell)
@@ -171,7 +176,7 @@ def _repair(cells, name, release, assignment, foreign, notes):
         guess = ""
         if foreign:
             scores = {a: len(theirs & gids) for a, gids in foreign.items()}
-            best = max(scores, key=scores.get)
+            best = max(scores, key=scores.get)  # type: ignore[arg-type]
             if scores[best]:
                 guess = f"; it looks like the notebook of {best}"
         return Intake(problem=f"{name} is not the notebook of {assignment}: none of its "
@@ -206,7 +211,8 @@ def _repair(cells, name, release, assignment, foreign, notes):
             cell = _restore_cell(cell, rel_cells[gid], notes)
         kept.append(cell)
     missing = [g for g in rel_order if g not in seen]
-    groups = [[None, []]]  # [anchor grade id, cells], the first group holds leading cells
+    # [anchor grade id, cells], the first group holds leading cells
+    groups: list[Any] = [[None, []]]
     for cell in kept:
         gid = grade_id(cell)
         if gid:
@@ -241,12 +247,12 @@ def _repair(cells, name, release, assignment, foreign, notes):
     return Intake(notebook=nb, notes=notes)
 
 
-def _is_work(cell):
+def _is_work(cell: Any) -> bool:
     """An answer or test cell: what says whose notebook it is."""
     return is_solution(cell) or is_grade(cell)
 
 
-def _restore_cell(cell, released, notes):
+def _restore_cell(cell: Any, released: Any, notes: list[str]) -> Any:
     """`cell` with the release's nbgrader metadata, type and (when locked) source."""
     gid = grade_id(released)
     theirs, ours = nbgrader_meta(cell), nbgrader_meta(released)
@@ -276,7 +282,7 @@ def _restore_cell(cell, released, notes):
     return fixed
 
 
-def _missing_cell(released):
+def _missing_cell(released: Any) -> Any:
     """A released cell put back: locked cells as released, answers empty (so a definition
     the student wrote elsewhere is not replaced by the stub), written answers as the stub."""
     cell = copy.deepcopy(released)
@@ -341,13 +347,13 @@ FILES_PROCESSES = {
 }
 
 
-def review_flags(nb, assignment=""):
+def review_flags(nb: Any, assignment: str = "") -> list[str]:
     """Plain-word flags for code the student wrote (answer cells and their own cells):
     a copy of the instructor's source, and text that looks like a test result; in the
     torch track also code that reaches into the interpreter, the grader's modules, files
     or processes (see `TORCH_ASSIGNMENTS`)."""
     observed_in_kernel = assignment in TORCH_ASSIGNMENTS or not assignment
-    found = {}
+    found: dict[tuple[str, str], set[str]] = {}
     for cell in nb.cells:
         if is_locked(cell):
             continue
@@ -384,7 +390,7 @@ def review_flags(nb, assignment=""):
             for (label, what), items in found.items()]
 
 
-def _names(source):
+def _names(source: str) -> tuple[set[str], set[str], set[str], set[str]] | None:
     """(names, calls, imports, string constants) used by `source`, or None when it does
     not parse. Names include attribute names and `module.attribute` pairs."""
     try:

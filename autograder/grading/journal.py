@@ -5,15 +5,21 @@ headed by what the scores depend on besides the submissions (`run_fingerprint`):
 run with the same header skips the students it lists with the same submission.
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
 import os
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from autograder.grading.course import SOURCE, CourseError
 from autograder.grading.student import StudentResult
+
+if TYPE_CHECKING:
+    from autograder.grading.plan import Sandbox
 
 __all__ = ["Journal", "run_fingerprint", "students_kept"]
 
@@ -24,13 +30,13 @@ class Journal:
     the gradebook. A run that is killed resumes from it: a student whose line is there,
     with the same submission fingerprint, is not graded again."""
 
-    def __init__(self, root, header):
+    def __init__(self, root: str | os.PathLike[str], header: dict[str, Any]) -> None:
         self.folder = Path(root) / ".grading"
         self.path = self.folder / "journal.jsonl"
         self.header = header
-        self.done = {}  # student -> (hash, StudentResult)
+        self.done: dict[str, tuple[str, StudentResult]] = {}  # student -> (hash, result)
 
-    def load(self):
+    def load(self) -> bool:
         """Read an earlier run's journal; False (and nothing read) if it is not for the
         same assignment, sources and settings."""
         try:
@@ -70,14 +76,14 @@ class Journal:
                 continue
         return True
 
-    def start(self):
+    def start(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         with open(self.path, "w", encoding="utf-8") as f:
             f.write(json.dumps(self.header) + "\n")
             f.flush()
             os.fsync(f.fileno())
 
-    def append(self, result, digest):
+    def append(self, result: StudentResult, digest: str) -> None:
         entry = {"student": result.student, "hash": digest, "result": result.to_dict(),
                  "at": round(time.time(), 3)}  # when it was written: the class's pace
         with open(self.path, "a", encoding="utf-8") as f:
@@ -87,7 +93,7 @@ class Journal:
         self.done[result.student] = (digest, result)
 
 
-def students_kept(root):
+def students_kept(root: str | os.PathLike[str]) -> set[str]:
     """The students a run in the work course `root` has written to its journal as done
     (complete lines only): those that the same command, run again, does not grade again
     (unless their submission changed)."""
@@ -105,7 +111,8 @@ def students_kept(root):
     return kept
 
 
-def run_fingerprint(course, assignment, sandbox):
+def run_fingerprint(course: str | os.PathLike[str], assignment: str,
+                    sandbox: Sandbox | None) -> str:
     """What the scores depend on besides the submissions: the assignment's source, the
     limits and the isolation level."""
     digest = hashlib.sha256()

@@ -17,6 +17,7 @@ config, on the command line (`--CanvasExport.section=...`) or in `nbgrader_confi
 
 import csv
 import re
+from typing import Any
 
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
@@ -25,7 +26,7 @@ from traitlets import Dict, Enum, Int, Unicode
 __all__ = ["CanvasExport", "MoodleExport", "lms_score", "points"]
 
 
-def lms_score(gradebook, assignment, student):
+def lms_score(gradebook: Any, assignment: str, student: str) -> float:
     """`student`'s score in `assignment` as nbgrader's CSV export has it: the score less
     the late penalty, at least zero; 0.0 when nothing was handed in."""
     try:
@@ -35,7 +36,7 @@ def lms_score(gradebook, assignment, student):
     return max(0.0, float(sub.score or 0.0) - float(sub.late_submission_penalty or 0.0))
 
 
-def points(value):
+def points(value: float) -> str:
     """A score as an LMS reads it: a plain decimal number, at most four decimals, no
     trailing zeros (6, 4.5, 0.3333)."""
     text = f"{float(value):.4f}".rstrip("0").rstrip(".")
@@ -52,7 +53,7 @@ class _LmsExport(ExportPlugin):
 
     default_to = "grades.csv"
 
-    def chosen(self, gradebook):
+    def chosen(self, gradebook: Any) -> tuple[list[Any], list[Any]]:
         wanted_a = {str(a) for a in self.assignment}
         wanted_s = {str(s) for s in self.student}
         assignments = [a for a in gradebook.assignments if not wanted_a or a.name in wanted_a]
@@ -60,10 +61,10 @@ class _LmsExport(ExportPlugin):
                           key=lambda s: s.id)
         return assignments, students
 
-    def heading(self, assignment):
+    def heading(self, assignment: Any) -> str:
         return self.columns.get(assignment.name, assignment.name)
 
-    def write(self, rows):
+    def write(self, rows: list[list[str]]) -> None:
         dest = self.to or self.default_to
         self.log.info("Exporting grades to %s", dest)
         with open(dest, "w", newline="", encoding="utf-8") as f:
@@ -100,14 +101,14 @@ class CanvasExport(_LmsExport):
              "headed 'Title (4711)', the form Canvas matches by id").tag(config=True)
     FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
-    def heading(self, assignment):
+    def heading(self, assignment: Any) -> str:
         title = super().heading(assignment)
         known = self.assignment_ids.get(assignment.name)
         if CANVAS_HEADING.match(title) or known is None:
             return title
         return f"{title} ({known})"
 
-    def export(self, gradebook):
+    def export(self, gradebook: Any) -> None:
         assignments, students = self.chosen(gradebook)
         headings = [self.heading(a) for a in assignments]
         by_title = [h for h in headings if not CANVAS_HEADING.match(h)]
@@ -144,7 +145,7 @@ class MoodleExport(_LmsExport):
                             "email; students without one are left out, with a "
                             "warning)").tag(config=True)
 
-    def export(self, gradebook):
+    def export(self, gradebook: Any) -> None:
         assignments, students = self.chosen(gradebook)
         head = "Email address" if self.identify_by == "email" else "Username"
         rows = [[head] + [self.heading(a) for a in assignments]]

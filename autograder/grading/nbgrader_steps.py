@@ -35,7 +35,9 @@ nbgrader's autograde once per student and reads the autograded notebooks.
 import contextlib
 import json
 import logging
+from collections.abc import Collection, Mapping
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbgrader.preprocessors.base import NbGraderPreprocessor
@@ -58,7 +60,7 @@ __all__ = ["IntakeRepairs", "WithholdForReview", "StripQuoteLists", "NotGradable
 
 
 
-def coursedir_of(preprocessor):
+def coursedir_of(preprocessor: Any) -> Any:
     """nbgrader's CourseDirectory of the converter running `preprocessor` (its parent's
     parent), else one made from the config."""
     obj = preprocessor
@@ -92,7 +94,7 @@ class IntakeRepairs(NbGraderPreprocessor):
     released, nbgrader's checksum warnings are left out of the log (see
     `_HiddenTestsPutBack`)."""
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         from autograder.compat import check_schemas_once
         from autograder.grading.intake import take_in
 
@@ -137,7 +139,7 @@ class IntakeRepairs(NbGraderPreprocessor):
         return intake.notebook, resources
 
 
-def symbolic_link(coursedir, student, assignment, name):
+def symbolic_link(coursedir: Any, student: str, assignment: str, name: str) -> str:
     """Why `student`'s handed-in `name` must not be read ("" when it may): the notebook,
     or a folder nbgrader found it through, is a symbolic link. nbgrader would follow it
     (to another student's work, or to the instructor's source notebook)."""
@@ -157,7 +159,7 @@ class _OneLinePerRecord(logging.Filter):
     """A log record's lines after its first are indented: text from a student's notebook
     (an exception, a flag) cannot start a line that reads as a record of its own."""
 
-    def filter(self, record):
+    def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "one_line_per_record", False):  # the logger's filter did it
             return True
         record.one_line_per_record = True
@@ -183,12 +185,12 @@ class _HiddenTestsPutBack(logging.Filter):
 
     after_intake = False
 
-    def filter(self, record):
+    def filter(self, record: logging.LogRecord) -> bool:
         return not (self.after_intake and record.msg == OVERWRITE_WARNING
                     and tuple(record.args or ())[:1] == ("checksum",))
 
 
-def hidden_tests_put_back(logger):
+def hidden_tests_put_back(logger: logging.Logger) -> _HiddenTestsPutBack:
     """The `_HiddenTestsPutBack` filter on `logger` and its handlers (put there once)."""
     found = next((f for f in logger.filters if isinstance(f, _HiddenTestsPutBack)), None)
     if found is None:
@@ -200,17 +202,17 @@ def hidden_tests_put_back(logger):
     return found
 
 
-def guard_log(logger):
+def guard_log(logger: logging.Logger) -> None:
     """Put `_OneLinePerRecord` on `logger` and each of its handlers (once)."""
     for holder in (logger, *getattr(logger, "handlers", [])):
         if not any(isinstance(f, _OneLinePerRecord) for f in holder.filters):
             holder.addFilter(_OneLinePerRecord())
 
 
-def foreign_ids(coursedir, assignment):
+def foreign_ids(coursedir: Any, assignment: str) -> dict[str, set[Any]]:
     """{other assignment: its grade ids}, from the course's source folder."""
     source = Path(coursedir.root) / coursedir.source_directory
-    found = {}
+    found: dict[str, set[Any]] = {}
     if not source.is_dir():
         return found
     for folder in sorted(p for p in source.iterdir() if p.is_dir()):
@@ -229,8 +231,9 @@ def foreign_ids(coursedir, assignment):
 # ---------------------------------------------------------------- withholding
 
 
-def withhold_grades(gradebook, assignment, student, autograded, notebooks=None,
-                    comment=""):
+def withhold_grades(gradebook: Any, assignment: str, student: str,
+                    autograded: Mapping[tuple[str, str | None], bool],
+                    notebooks: Collection[str] | None = None, comment: str = "") -> float:
     """Set every autograded cell of `student`'s submission that scored to zero, marked as
     needing a manual grade (formgrader lists it; a person gives the points back there),
     and the notebook `flagged` (nbgrader's own mark for "look at this", which formgrader
@@ -263,7 +266,7 @@ class WithholdForReview(NbGraderPreprocessor):
     the cells' comments. Intake's findings and the run are read from the notebook's
     metadata (`record`); what was held back is written there."""
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         from nbgrader.api import Gradebook
 
         from autograder.grading.report import tampering_seen
@@ -296,7 +299,7 @@ class WithholdForReview(NbGraderPreprocessor):
 class _RunsOf:
     """What `report.tampering_seen` reads: an object with `runs`."""
 
-    def __init__(self, runs):
+    def __init__(self, runs: dict[str, Any]) -> None:
         self.runs = runs
 
 
@@ -309,7 +312,7 @@ class StripQuoteLists(NbGraderPreprocessor):
     answer cell they would list the figures of the model answer (nbgrader's checksums
     do not cover this metadata)."""
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         from autograder.grading.course import QUOTES_METADATA
 
         for cell in nb.cells:

@@ -149,11 +149,11 @@ def read_seen(nb: Any) -> Seen:
     ours = nb.get("metadata", {}).get(KEY)
     ours = ours if isinstance(ours, dict) else {}
     seen = Seen()
-    intake = ours.get("intake") if isinstance(ours.get("intake"), dict) else {}
+    intake: Any = ours.get("intake") if isinstance(ours.get("intake"), dict) else {}
     seen.notes = _strings(intake.get("notes"))
     seen.flags = _strings(intake.get("flags"))
     seen.withhold = _strings(intake.get("withhold"))
-    withheld = ours.get("withheld") if isinstance(ours.get("withheld"), dict) else {}
+    withheld: Any = ours.get("withheld") if isinstance(ours.get("withheld"), dict) else {}
     seen.withheld = _strings(withheld.get("reasons"))
     seen.held = float(withheld.get("points", 0.0) or 0.0)
     if isinstance(ours.get("run"), dict):

@@ -14,7 +14,9 @@ import os
 import shutil
 import sysconfig
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from autograder.grading.answerless import SWITCHED_OFF, write_answerless
 from autograder.kernel.policy import OUTPUT_VARIABLE
@@ -47,10 +49,10 @@ class KernelPlan:
 
     folder: Path  # host folder, removed after the kernel
     conn: Path  # the ZeroMQ sockets and connection file (the kernel's writable folder)
-    bwrap: object = None  # (SandboxSpec without argv, Limits, bubblewrap.Level)
-    process: object = None  # the started `SandboxProcess`
+    bwrap: Any = None  # (SandboxSpec without argv, Limits, bubblewrap.Level)
+    process: Any = None  # the started `SandboxProcess`
 
-    def ended(self):
+    def ended(self) -> dict[str, Any]:
         """How the kernel process ended ({} if unknown, or still running)."""
         if self.process is not None:
             if self.process.poll() is None:
@@ -60,14 +62,14 @@ class KernelPlan:
             if outcome.kind in ("out of memory", "process limit", "killed"):
                 return {"message": outcome.message}
             if outcome.kind == "signal":
-                ended = {"signal": -code if code < 0 else code - 128}
+                ended: dict[str, Any] = {"signal": -code if code < 0 else code - 128}
                 if "oom_kills" in (outcome.report or {}):  # a memory cgroup counted it
                     ended["memory_counted"] = True
                 return ended
             return {"code": code}
         return {}
 
-    def remove(self):
+    def remove(self) -> None:
         if self.process is not None:
             self.process.cleanup()
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -79,7 +81,8 @@ class Sandbox:
     `root` is a fresh root-only folder holding the read-only library the kernels see and,
     per kernel, a folder that is removed when the kernel is done."""
 
-    def __init__(self, limits=None, root=None, engine=None):
+    def __init__(self, limits: Limits | None = None, root: str | os.PathLike[str] | None = None,
+                 engine: str | None = None) -> None:
         self.limits = limits or Limits()
         asked = engine or os.environ.get(ENGINE_VARIABLE) or ""
         if asked not in ("", *ENGINES):
@@ -106,7 +109,7 @@ class Sandbox:
         bubblewrap.remove_stale(level)  # what killed runs left
         # {assignment: {notebook: {grade_id: {"records", "hidden"}}}}: the reference run's
         # expected observations, which the graded test cells are judged against
-        self.references = {}
+        self.references: dict[str, dict[str, Any]] = {}
         # every code cell of every notebook runs (the self-check's --whole-notebooks);
         # by default the course's cells that cannot change a score are left out
         # (`cells.left_out_when_grading`)
@@ -117,17 +120,17 @@ class Sandbox:
         self._prepare()
 
     @property
-    def level(self):
+    def level(self) -> str:
         """FULL, USERNS or LIMITS: how this run's kernels are isolated (`bwrap_level`)."""
         level = self.bwrap_level
         return FULL if level.root else USERNS if level.sandboxed else LIMITS
 
-    def describe(self):
+    def describe(self) -> str:
         cpu = self.limits.cpus and bubblewrap.cpu_quota(self.bwrap_level)
         return (self.bwrap_level.message + "; " + self.limits.describe()
                 + (f", {self.limits.cpus:g} CPU per kernel" if cpu else ""))
 
-    def _prepare(self):
+    def _prepare(self) -> None:
         import autograder
 
         lib = self.root / "lib" / "autograder"
@@ -140,13 +143,14 @@ class Sandbox:
         self.packages = _our_packages()  # {name: folder}: microgpt, torchtrack, ...
         # the kernels get one library folder: our other packages are copied beside the
         # kernel-side package
+        folder: str | Path
         for name, folder in sorted(self.packages.items()):
             if name != "autograder":
                 shutil.copytree(folder, lib.parent / name,
                                 ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         # per assignment whose tasks the library answers, a copy of the library with those
         # answers taken out of the source (`answerless`): its kernels get that one
-        self.answerless = {}
+        self.answerless: dict[str, str] = {}
         for assignment in sorted(SWITCHED_OFF):
             folder = self.root / f"lib-{assignment}"
             shutil.copytree(lib.parent, folder)
@@ -163,7 +167,7 @@ class Sandbox:
         self.lib = str(lib)
         self._bwrap_base = self._bwrap_parts()
 
-    def _bwrap_parts(self):
+    def _bwrap_parts(self) -> tuple[bubblewrap.SandboxSpec, Limits]:
         """What every kernel's `SandboxSpec` shares (all but its folder and environment),
         and the `Limits` it starts with (this run's own: bubblewrap reads the same class)."""
         site = Path(sysconfig.get_paths()["purelib"])
@@ -177,7 +181,7 @@ class Sandbox:
                      if (site / name).is_dir())
         return dataclasses.replace(base, hide=hide), self.limits
 
-    def _kernel_env(self):
+    def _kernel_env(self) -> dict[str, str]:
         """The environment a kernel gets besides `bubblewrap.environment`'s (nothing of
         the grader's is kept)."""
         limits = self.limits
@@ -202,7 +206,7 @@ class Sandbox:
                 env[name] = os.environ[name]
         return env
 
-    def plan(self, label, assignment=""):
+    def plan(self, label: str, assignment: str = "") -> KernelPlan:
         """One kernel's plan: a folder whose `c` is the kernel's writable folder (its
         sockets and connection file; a tmpfs of its own as root), and what
         `SandboxKernelManager` hands to `bubblewrap.start`. `label`: whose notebook."""
@@ -219,7 +223,7 @@ class Sandbox:
             spec = dataclasses.replace(spec, library=Path(self.answerless[assignment]))
         return KernelPlan(folder, conn, bwrap=(spec, limits, self.bwrap_level))
 
-    def close(self):
+    def close(self) -> None:
         end_run(self.root)
 
 
@@ -252,7 +256,7 @@ def close_sandbox(sandbox: "Sandbox") -> None:
     sandbox.close()
 
 
-def _our_packages():
+def _our_packages() -> dict[str, str]:
     """{top-level package: its folder} for the packages this pack installs (the
     distribution that holds `autograder`): the kernels may import them."""
     import importlib.metadata
@@ -266,7 +270,7 @@ def _our_packages():
                           or "").split())
     except Exception:  # noqa: BLE001 (then the two we know of)
         pass
-    found = {}
+    found: dict[str, str] = {}
     for name in sorted(names):
         try:
             spec = importlib.util.find_spec(name)
@@ -277,14 +281,14 @@ def _our_packages():
     return found
 
 
-def end_run(folder):
+def end_run(folder: str | os.PathLike[str]) -> None:
     """Remove what a grading run left in its sandbox root `folder` (its kernels die with
     the process that started them: bwrap's --die-with-parent, setpriv's --pdeathsig; the
     mounts and cgroups of a killed one go with `bubblewrap.remove_stale`)."""
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def abandoned(folders):
+def abandoned(folders: Iterable[Path]) -> Iterator[Path]:
     """The folders among `folders` whose `owner` file names a process that is gone (a
     killed run's); a folder without a readable owner, or whose owner lives, is kept."""
     for folder in folders:
@@ -300,7 +304,7 @@ def abandoned(folders):
             pass
 
 
-def remove_stale_roots():
+def remove_stale_roots() -> None:
     """Remove the folders of earlier runs whose grading process is gone (a killed run)."""
     for folder in abandoned(Path("/tmp").glob("rp-*")):
         end_run(folder)

@@ -25,7 +25,9 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from autograder.cells import as_graded, is_autograded_test, nbgrader_meta, skipped_when_grading
 from autograder.grading.course import CourseError, notebook_paths, read_notebook
@@ -41,7 +43,7 @@ class ReferenceError(CourseError):
     """The reference run could not say what the checks must observe."""
 
 
-def fingerprint(source_dir, assignment):
+def fingerprint(source_dir: str | os.PathLike[str], assignment: str) -> str:
     """What the reference records depend on: the source notebooks, the code of the packages
     the kernel uses, and this file's format."""
     import importlib.util
@@ -61,18 +63,19 @@ def fingerprint(source_dir, assignment):
     return digest.hexdigest()[:20]
 
 
-def _client_class():
+def _client_class() -> type[Any]:
     from nbclient import NotebookClient
 
     class ReferenceClient(NotebookClient):
         """Runs a source notebook; its graded test cells in their reference version."""
 
-        def __init__(self, *args, **kwargs):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self.replies = {}
+            self.replies: dict[str, dict[str, Any]] = {}
 
-        async def async_execute_cell(self, cell, cell_index, execution_count=None,
-                                     store_history=True):
+        async def async_execute_cell(self, cell: Any, cell_index: int,
+                                     execution_count: int | None = None,
+                                     store_history: bool = True) -> Any:
             if not (cell.cell_type == "code" and is_autograded_test(cell)):
                 return await super().async_execute_cell(cell, cell_index, execution_count,
                                                         store_history)
@@ -83,7 +86,8 @@ def _client_class():
                 raise ReferenceError(f"test cell {grade_id}: {exc}") from None
             from autograder.grading.remote import graded_cell
 
-            folder = self.km.folder  # the kernel's own folder (`runner.ipc_kernel_manager`)
+            # the kernel's own folder (`runner.ipc_kernel_manager`)
+            folder = self.km.folder  # type: ignore[union-attr]
             outcome = await graded_cell(
                 lambda: super(ReferenceClient, self).async_execute_cell(
                     cell, cell_index, execution_count, store_history),
@@ -102,7 +106,9 @@ def _client_class():
     return ReferenceClient
 
 
-def _run_notebook(path, assignment, timeout, workdir, to_end=False):
+def _run_notebook(path: str | os.PathLike[str], assignment: str, timeout: int,
+                  workdir: str | os.PathLike[str], to_end: bool = False,
+                  ) -> tuple[Any, dict[str, dict[str, Any]]]:
     from autograder.runner import run_notebook
 
     nb = read_notebook(path)
@@ -122,18 +128,19 @@ def _run_notebook(path, assignment, timeout, workdir, to_end=False):
     return nb, client.replies
 
 
-def run_reference(source_dir, assignment, timeout=120, to_end=False):
+def run_reference(source_dir: str | os.PathLike[str], assignment: str, timeout: int = 120,
+                  to_end: bool = False) -> dict[str, Any]:
     """{notebook: {"tests": {grade_id: {"records": [...], "hidden": [...]}}, "skip":
     [grade_id]}} from running the solution as a submission runs (`cells.as_graded`; every
     cell with `to_end`, the same records); "skip" lists the cells tagged
     `skip-when-grading`. Raises ReferenceError when the solution fails one of its own
     checks."""
-    out = {}
+    out: dict[str, Any] = {}
     problems = []
     with tempfile.TemporaryDirectory(prefix="residual-pack-reference-") as tmp:
         for path in notebook_paths(source_dir):
             nb = read_notebook(path)
-            tests = [nbgrader_meta(c).get("grade_id") for c in nb.cells
+            tests: list[Any] = [nbgrader_meta(c).get("grade_id") for c in nb.cells
                      if is_autograded_test(c)]
             try:
                 skip = skipped_when_grading(nb)
@@ -151,7 +158,7 @@ def run_reference(source_dir, assignment, timeout=120, to_end=False):
             except Exception as exc:  # noqa: BLE001 (a kernel that would not start, ...)
                 raise ReferenceError(f"{assignment}/{path.name}: the reference run failed: "
                                      f"{type(exc).__name__}: {exc}") from None
-            cells = {}
+            cells: dict[str, Any] = {}
             for grade_id in tests:
                 reply = replies.get(grade_id)
                 if reply is None:
@@ -174,7 +181,9 @@ def run_reference(source_dir, assignment, timeout=120, to_end=False):
     return out
 
 
-def reference_records(source_dir, assignment, cache_dir, timeout=120, say=None):
+def reference_records(source_dir: str | os.PathLike[str], assignment: str,
+                      cache_dir: str | os.PathLike[str], timeout: int = 120,
+                      say: Callable[[str], object] | None = None) -> dict[str, Any]:
     """The reference records of `assignment`, from `cache_dir` when a run with the same
     fingerprint saved them there, else from a new run (then saved)."""
     cache_dir = Path(cache_dir)
@@ -201,7 +210,7 @@ REFERENCE_CACHE_VARIABLE = "RESIDUAL_PACK_REFERENCE_CACHE"
 
 
 def cached_reference(course: str | Path, assignment: str, timeout: int,
-                     say=None) -> list:
+                     say: Callable[[str], object] | None = None) -> dict[str, Any]:
     """The reference records of `assignment` for the (work) course at `course`: kept in
     its `.grading/`, or in the folder $RESIDUAL_PACK_REFERENCE_CACHE names, where another
     process may be making the same ones: one makes them, the others wait and read them.

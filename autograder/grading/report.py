@@ -9,21 +9,29 @@ cannot disguise one, and a name that is not valid text (a lone surrogate, bytes 
 not UTF-8) cannot stop the report from being written for everyone.
 """
 
+from __future__ import annotations
+
 import json
+import os
 import re
 import signal
 import unicodedata
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from autograder.sandbox.limits import Limits, size_words
+
+if TYPE_CHECKING:
+    from autograder.grading.student import StudentResult
 
 __all__ = ["plain", "describe_end", "tampering_seen", "lost_points", "score_table",
            "class_statistics", "statistics_text", "plot_scores", "write_report",
            "WRONG_ANSWER"]
 
 
-def plain(text, limit=2000):
+def plain(text: object, limit: int = 2000) -> str:
     """`text` as one line of printable text: control and format characters (newlines,
     escapes, bidi overrides) and lone surrogates shown as escapes, cut to `limit`."""
     text = str(text)
@@ -41,14 +49,14 @@ def plain(text, limit=2000):
     return "".join(out)
 
 
-def _signal_name(number):
+def _signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
 
 
-def describe_end(ended, limits):
+def describe_end(ended: Mapping[str, Any], limits: Limits) -> str:
     """How a kernel ended, in words, from `KernelPlan.ended`."""
     if not ended:
         return "the kernel died"
@@ -81,7 +89,7 @@ def describe_end(ended, limits):
 HARMLESS_CHANGES = ("sys.path",)
 
 
-def tampering_seen(result):
+def tampering_seen(result: Any) -> list[str]:
     """Reasons to withhold a score from what the graded kernels saw: a test during which
     the code it called changed what the tests rely on, or changes that earlier cells
     made to the grader's modules, the engine or the interpreter (undone before the test)."""
@@ -99,13 +107,14 @@ def tampering_seen(result):
                 reasons.append(f"before {c['grade_id']} ran, the grader undid changes earlier "
                                f"cells made to " + ", ".join(restored[:6]))
     seen = set()
-    return [r for r in reasons if not (r in seen or seen.add(r))][:10]
+    return [r for r in reasons if not (r in seen or seen.add(r))][:10]  # type: ignore[func-returns-value]
 
 
 WRONG_ANSWER = {"CheckFailed", "NotAnswered", "AssertionError"}
 
 
-def lost_points(result, limits, autograded):
+def lost_points(result: StudentResult, limits: Limits | None,
+                autograded: Mapping[tuple[str, str], bool]) -> list[str]:
     """Plain words for what cost `result` points other than a wrong answer: time and
     memory limits, a kernel that died or hung, the process limit, tampering caught, a
     test that wrote to stderr, output left out."""
@@ -163,10 +172,10 @@ def lost_points(result, limits, autograded):
                 problems.append(f"{where}before {label} ran, the grader undid changes that "
                                 f"earlier cells made to what the tests rely on: {shown}")
     seen = set()
-    return [p for p in problems if not (p in seen or seen.add(p))]
+    return [p for p in problems if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
 
 
-def score_table(grader, results):
+def score_table(grader: Any, results: Sequence[StudentResult]) -> str:
     """The score table as text: one row per student, one column per autograded cell."""
     cells = [key for key in grader.order if grader.autograded[key]]
     many = len(grader.notebooks) > 1
@@ -209,7 +218,7 @@ def score_table(grader, results):
     return "\n".join(lines)
 
 
-def failed_checks(result):
+def failed_checks(result: StudentResult) -> list[str]:
     """Each failed test cell of `result` with the check that failed it, in words: the
     grader's verdict, and for a hidden check the check itself (the instructor may see
     it; the student's page says only which check failed)."""
@@ -224,7 +233,7 @@ def failed_checks(result):
     return found
 
 
-def _num(x):
+def _num(x: float) -> str:
     return f"{x:g}"
 
 
@@ -235,7 +244,7 @@ _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w
 _TASKS = re.compile(r"\bTasks? \d+\.\d+(?: (?:to|and) \d+\.\d+)?")
 
 
-def _reason_kind(cell):
+def _reason_kind(cell: Mapping[str, Any]) -> str:
     """Why a test cell failed, with its numbers taken out, so that the same mistake with
     other values counts as one: the grader's verdict (which check, what it diagnosed),
     else how the cell ended."""
@@ -252,7 +261,7 @@ def _reason_kind(cell):
     # kept aside under letters-only placeholders while the values are taken out
     names = []
 
-    def aside(match):
+    def aside(match: re.Match[str]) -> str:
         names.append(match.group(0))
         return "TASKNAME" + "".join(chr(65 + int(d)) for d in str(len(names) - 1)) + "X"
 
@@ -264,7 +273,8 @@ def _reason_kind(cell):
     return text if text else "failed"
 
 
-def class_statistics(grader, results, top=3):
+def class_statistics(grader: Any, results: Sequence[StudentResult],
+                     top: int = 3) -> list[dict[str, Any]]:
     """Per autograded cell, over the students graded: how many passed (full points), and
     the `top` most common reasons of the failures, as
     [{"notebook", "grade_id", "graded", "passed", "share", "reasons": [[reason, count]]}]."""
@@ -273,6 +283,7 @@ def class_statistics(grader, results, top=3):
     for nb, gid in grader.order:
         if not grader.autograded[(nb, gid)]:
             continue
+        reasons: Counter[str]
         passed, reasons = 0, Counter()
         for r in graded:
             c = next((c for c in r.cells if (c.notebook, c.cell) == (nb, gid)), None)
@@ -293,7 +304,8 @@ def class_statistics(grader, results, top=3):
     return stats
 
 
-def statistics_text(grader, results, stats=None):
+def statistics_text(grader: Any, results: Sequence[StudentResult],
+                    stats: list[dict[str, Any]] | None = None) -> str:
     """The class statistics as text for report.txt."""
     stats = class_statistics(grader, results) if stats is None else stats
     scores = [r.score()[0] for r in results if r.graded]
@@ -320,7 +332,8 @@ def statistics_text(grader, results, stats=None):
     return "\n".join(lines)
 
 
-def plot_scores(results, path, title=""):
+def plot_scores(results: Sequence[StudentResult], path: str | os.PathLike[str],
+                title: str = "") -> Path | None:
     """A histogram of the class's autograded scores (graded students), saved as PNG at
     `path`; None when nobody was graded or matplotlib is missing."""
     scores = [r.score()[0] for r in results if r.graded]
@@ -343,13 +356,14 @@ def plot_scores(results, path, title=""):
     ungraded = sum(1 for r in results if not r.graded)
     ax.set_title(f"{title}: {len(scores)} graded" + (f", {ungraded} not graded" if ungraded
                                                      else ""))
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]
     fig.tight_layout()
     fig.savefig(path, metadata={"Software": None})
     return Path(path)
 
 
-def write_report(grader, results, out, header=""):
+def write_report(grader: Any, results: Sequence[StudentResult], out: str | os.PathLike[str],
+                 header: str = "") -> Path:
     """The class report in `out`: report.txt (the table, then per student what cost
     points besides wrong answers, what was repaired, what to review), report.csv (one row
     per student, a column per graded cell) and report.json (everything)."""

@@ -13,7 +13,10 @@ kernels, mounts and files) whatever happened inside.
 import atexit
 import contextlib
 import logging
+import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from autograder.grading.course import (
     WorkCourse,
@@ -34,7 +37,7 @@ __all__ = ["course_limits", "new_sandbox", "own_sandbox", "GradingSession",
            "grading_session"]
 
 
-def course_limits(course, **overrides):
+def course_limits(course: str | os.PathLike[str], **overrides: Any) -> Limits:
     """The limits of a grading run of `course`: the course config's per-cell time limit
     (`Execute.timeout`), `Limits`' defaults for the rest, then `overrides` (those that
     are None are left out)."""
@@ -43,7 +46,7 @@ def course_limits(course, **overrides):
     return Limits(**settings)
 
 
-def new_sandbox(course, limits=None):
+def new_sandbox(course: str | os.PathLike[str], limits: Limits | None = None) -> Sandbox:
     """The sandbox of a grading run of `course` (`limits`, default `course_limits`), once
     the leftovers of killed runs are cleared. The caller closes it (`grading_session`
     does; nbgrader's own autograde closes its one at exit)."""
@@ -91,33 +94,37 @@ class GradingSession:
     not isolating) and the work course itself, made on first use so that a caller may
     clear the folder first (a run that does not resume)."""
 
-    def __init__(self, course, root, names, sandbox, db_url=None):
+    def __init__(self, course: str | os.PathLike[str], root: str | os.PathLike[str],
+                 names: Sequence[str] | None, sandbox: Sandbox | None,
+                 db_url: str | None = None) -> None:
         self.db_url = db_url
         self.course = Path(course).resolve()
         self.root = Path(root)
         self.names = names
         self.sandbox = sandbox
-        self._work = None
+        self._work: WorkCourse | None = None
 
     @property
-    def work(self):
+    def work(self) -> WorkCourse:
         if self._work is None:
             self._work = WorkCourse(self.course, self.root, self.names, db_url=self.db_url)
         return self._work
 
-    def grader(self, assignment, generate=True):
+    def grader(self, assignment: str, generate: bool = True) -> Grader:
         """A `Grader` of `assignment` in the work course (its release generated unless
         `generate` is false: a resumed run has it), grading in the sandbox."""
         return Grader(self.work, assignment, generate=generate, sandbox=self.sandbox)
 
-    def describe(self):
+    def describe(self) -> str:
         """How the kernels are isolated, in words ("" without a sandbox)."""
         return self.sandbox.describe() if self.sandbox is not None else ""
 
 
 @contextlib.contextmanager
-def grading_session(course, root, names=None, *, limits=None, isolate=True, jupyter=None,
-                    db_url=None):
+def grading_session(course: str | os.PathLike[str], root: str | os.PathLike[str],
+                    names: Sequence[str] | None = None, *, limits: Limits | None = None,
+                    isolate: bool = True, jupyter: str | os.PathLike[str] | None = None,
+                    db_url: str | None = None) -> Iterator[GradingSession]:
     """A `GradingSession` of `course` whose work course is `root` (assignments `names`,
     all when None). With `isolate` (the default) student code runs in a sandbox with
     `limits` (default: `course_limits(course)`); the stale roots of killed runs are

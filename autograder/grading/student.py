@@ -20,11 +20,16 @@ The result (`StudentResult`) holds the scores per cell and, in plain words, what
 happened (`report` words it).
 """
 
+from __future__ import annotations
+
 import json
+import os
 import shutil
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import nbformat
 
@@ -41,6 +46,10 @@ from autograder.grading.intake import read_handed_in, too_big
 from autograder.grading.notebook_record import read_seen, stamp
 from autograder.grading.reference_run import cached_reference
 from autograder.grading.report import lost_points
+
+if TYPE_CHECKING:
+    from autograder.grading.course import WorkCourse
+    from autograder.grading.plan import Sandbox
 
 __all__ = ["CellScore", "StudentResult", "Grader", "HANDED_IN", "refusals", "graded_cells"]
 
@@ -75,23 +84,23 @@ class StudentResult:
     # notebook's run has its own, from the Execute step
     phases: list = field(default_factory=list)
 
-    def score(self, autograded_only=True):
+    def score(self, autograded_only: bool = True) -> tuple[float, float]:
         cells = [c for c in self.cells if c.autograded or not autograded_only]
         return sum(c.score for c in cells), sum(c.max_score for c in cells)
 
-    def cell(self, grade_id):
+    def cell(self, grade_id: str) -> CellScore | None:
         for c in self.cells:
             if c.cell == grade_id:
                 return c
         return None
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["feedback"] = [str(p) for p in self.feedback]
         return data
 
     @classmethod
-    def from_dict(cls, data):
+    def from_dict(cls, data: Mapping[str, Any]) -> StudentResult:
         data = dict(data)
         data["cells"] = [CellScore(**c) for c in data.get("cells", [])]
         data["feedback"] = [Path(p) for p in data.get("feedback", [])]
@@ -126,7 +135,8 @@ class Grader:
     hardened test runner; without one, in nbgrader's own kernels (trusted notebooks only:
     the instructor's, or the control runs of the tests)."""
 
-    def __init__(self, work, assignment, generate=True, sandbox=None):
+    def __init__(self, work: WorkCourse, assignment: str, generate: bool = True,
+                 sandbox: Sandbox | None = None) -> None:
         self.work = work
         self.assignment = assignment
         self.sandbox = sandbox
@@ -143,18 +153,19 @@ class Grader:
         # test cells, of the students' answer cells
         self.order, self.autograded, self.answer_cells = graded_cells(
             work.path("source", assignment))
-        self._foreign = None
+        self._foreign: dict[str, set[Any]] | None = None
 
-    def release_notebook(self, name):
+    def release_notebook(self, name: str) -> nbformat.NotebookNode:
         return read_notebook(self.work.path(EXERCISES, self.assignment, f"{name}.ipynb"))
 
-    def submission_folder(self, student):
+    def submission_folder(self, student: str) -> Path:
         return self.work.path("submitted", student, self.assignment)
 
-    def handed_in_folder(self, student):
+    def handed_in_folder(self, student: str) -> Path:
         return self.work.path(HANDED_IN, student, self.assignment)
 
-    def submit(self, student, notebooks, timestamp=None):
+    def submit(self, student: str, notebooks: Mapping[str, Any],
+               timestamp: str | None = None) -> Path:
         """Hand in `notebooks` ({name: path or NotebookNode}) as `student`'s submission,
         handed in at `timestamp` (the text of nbgrader's timestamp.txt) when given: it goes
         beside the notebooks as nbgrader's `collect` leaves it, so that nbgrader's autograde
@@ -178,7 +189,7 @@ class Grader:
             (dest / TIMESTAMP_FILE).write_text(timestamp + "\n", encoding="utf-8")
         return dest
 
-    def foreign_ids(self):
+    def foreign_ids(self) -> dict[str, set[Any]]:
         """{other assignment: its grade ids}, to say whose notebook a stray one is."""
         if self._foreign is None:
             self._foreign = {}
@@ -195,7 +206,7 @@ class Grader:
                 self._foreign[other] = ids
         return self._foreign
 
-    def hand_in(self, student, result):
+    def hand_in(self, student: str, result: StudentResult) -> bool:
         """Put what `student` handed in where nbgrader reads submissions, as notebooks it
         can read (`intake.read_handed_in`); nbgrader's first step repairs them against the
         release. False, with the reason, when nothing can be graded."""
@@ -235,11 +246,11 @@ class Grader:
             (folder / f"{name}.ipynb").write_text(text + "\n", encoding="ascii")
         return True
 
-    def _named(self, name, lines):
+    def _named(self, name: str, lines: Iterable[str]) -> list[str]:
         many = len(self.notebooks) > 1
         return [f"{name}: {line}" if many else line for line in lines]
 
-    def grade(self, student, feedback=True):
+    def grade(self, student: str, feedback: bool = True) -> StudentResult:
         """Autograde what `student` handed in; then feedback. Never raises for a bad
         submission: the result says why it was not graded."""
         result = StudentResult(student)
@@ -277,7 +288,7 @@ class Grader:
             stamp(result.phases, "feedback")
         return result
 
-    def _collect(self, student, result):
+    def _collect(self, student: str, result: StudentResult) -> None:
         """What nbgrader's steps saw of `student`'s notebooks, as they wrote it into the
         autograded notebooks (`record`), into `result`."""
         folder = self.work.path("autograded", student, self.assignment)
@@ -293,12 +304,12 @@ class Grader:
             result.withheld += self._named(name, seen.withheld)
             result.withheld_score += seen.held
 
-    def _register(self, student):
+    def _register(self, student: str) -> None:
         """Put an ungraded student in the gradebook, so the CSV lists them (with zero)."""
         with self.work.api().gradebook as gb:
             gb.update_or_create_student(student)
 
-    def scores(self, student):
+    def scores(self, student: str) -> list[CellScore]:
         with self.work.api().gradebook as gb:
             submission = gb.find_submission(self.assignment, student)
             found = {}
@@ -314,7 +325,7 @@ class Grader:
             if (nb, gid) in found
         ]
 
-    def export_csv(self, path):
+    def export_csv(self, path: str | os.PathLike[str]) -> Path:
         """nbgrader's CSV export of this assignment's grades."""
         from nbgrader.plugins import CsvExportPlugin
 

@@ -19,6 +19,7 @@ handed in, which nbgrader's autograde compares with the assignment's due date
 
 import hashlib
 import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from autograder.grading.course import CourseError, notebook_paths
@@ -33,7 +34,7 @@ EXCHANGE_FILES = (TIMESTAMP_FILE, "submission_secret.txt")
 TIMESTAMP_BYTES = 200  # nbgrader writes one line of about 30 characters
 
 
-def student_id(name):
+def student_id(name: str) -> tuple[str, str]:
     """(the student id for a file or folder `name`, a note or ""): the name itself when it
     is plain text (letters, digits, ``._@+-`` and spaces, at most 100 characters), else
     `student-` and a digest of its bytes, so that any name is graded and reported."""
@@ -47,7 +48,9 @@ def student_id(name):
     return made, f"the name {raw!r} is not plain text; graded as {made}"
 
 
-def find_submissions(folder, assignment, notebooks, exclude=()):
+def find_submissions(folder: str | os.PathLike[str], assignment: str, notebooks: Sequence[str],
+                     exclude: Iterable[str | os.PathLike[str]] = (),
+                     ) -> dict[str, tuple[dict[str, Path], list[str]]]:
     """{student: ({notebook name: path}, [notes])} for every student in `folder`, leaving
     out the entries that hold a path of `exclude` (the run's own output folder, when the
     command runs inside the submissions folder)."""
@@ -55,7 +58,7 @@ def find_submissions(folder, assignment, notebooks, exclude=()):
     if not folder.is_dir():
         raise CourseError(f"{folder} is not a folder of submissions")
     kept_out = [Path(p).resolve() for p in exclude]
-    found = {}
+    found: dict[str, tuple[dict[str, Path], list[str]]] = {}
     for entry in sorted(folder.iterdir(), key=lambda p: os.fsencode(p.name)):
         if entry.name.startswith((".", "_")):
             continue
@@ -87,7 +90,8 @@ def find_submissions(folder, assignment, notebooks, exclude=()):
     return found
 
 
-def _match_notebooks(folder, notebooks):
+def _match_notebooks(folder: Path, notebooks: Sequence[str],
+                     ) -> tuple[dict[str, Path], list[str]]:
     notes = []
     files = {}
     for p in notebook_paths(folder):
@@ -116,7 +120,7 @@ def _match_notebooks(folder, notebooks):
     return matched, notes
 
 
-def _walk_files(folder, limit=10000):
+def _walk_files(folder: str | os.PathLike[str], limit: int = 10000) -> Iterator[Path]:
     """Files under `folder` (links not followed), at most `limit` of them."""
     count = 0
     for root, _dirs, files in os.walk(folder, followlinks=False):
@@ -127,7 +131,7 @@ def _walk_files(folder, limit=10000):
                 return
 
 
-def handed_in_at(notebooks, folder):
+def handed_in_at(notebooks: Mapping[str, Path], folder: str | os.PathLike[str]) -> str | None:
     """The text of the `timestamp.txt` beside a student's `notebooks` ({name: path}) when
     they are in a folder of the student's own inside the submissions `folder` (never for
     one file per student: the submissions folder itself is no one's), else None. A link,
@@ -145,7 +149,8 @@ def handed_in_at(notebooks, folder):
     return text or None
 
 
-def submission_hash(notebooks, timestamp=None):
+def submission_hash(notebooks: Mapping[str, str | os.PathLike[str]],
+                    timestamp: str | None = None) -> str:
     """A fingerprint of what a student handed in ({name: path}), and when (`timestamp`,
     nbgrader's text, when there is one)."""
     digest = hashlib.sha256()

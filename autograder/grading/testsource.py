@@ -27,7 +27,9 @@ import ast
 import contextlib
 import copy
 import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from autograder.grading.plan import kernel_side
 
@@ -66,7 +68,7 @@ class GradedCell:
     hidden: frozenset  # line numbers (1-based) of both versions
 
 
-def hidden_line_numbers(source):
+def hidden_line_numbers(source: str) -> set[int]:
     """The numbers (1-based) of the lines of `source` between the hidden-test markers."""
     lines, inside = set(), False
     for number, line in enumerate(source.splitlines(), 1):
@@ -79,7 +81,7 @@ def hidden_line_numbers(source):
     return lines
 
 
-def _called_name(call):
+def _called_name(call: ast.Call) -> str | None:
     func = call.func
     if isinstance(func, ast.Name):
         return func.id
@@ -91,7 +93,7 @@ def _called_name(call):
 class _DropPrints(ast.NodeTransformer):
     """Top-level `print(...)` statements become `pass`."""
 
-    def visit_Module(self, node):
+    def visit_Module(self, node: ast.Module) -> ast.AST:
         node.body = [
             ast.copy_location(ast.Pass(), s)
             if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
@@ -102,7 +104,7 @@ class _DropPrints(ast.NodeTransformer):
 
 
 class _StripJudgeArguments(ast.NodeTransformer):
-    def visit_Call(self, node):
+    def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         name = _called_name(node)
         if name not in JUDGE_ARGUMENTS:
@@ -119,7 +121,7 @@ class _StripJudgeArguments(ast.NodeTransformer):
         return node
 
 
-def _used_names(tree):
+def _used_names(tree: ast.AST) -> set[str]:
     used = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
@@ -127,25 +129,25 @@ def _used_names(tree):
     return used
 
 
-def _prune_imports(tree):
+def _prune_imports(tree: ast.AST) -> None:
     """Imports of names nothing uses any more become `pass` (in place)."""
     used = _used_names(tree)
 
     class Prune(ast.NodeTransformer):
-        def _keep(self, node, bound):
+        def _keep(self, node: Any, bound: Callable[[ast.alias], str]) -> ast.AST:
             node.names = [a for a in node.names if bound(a) in used]
             return node if node.names else ast.copy_location(ast.Pass(), node)
 
-        def visit_Import(self, node):
+        def visit_Import(self, node: ast.Import) -> ast.AST:
             return self._keep(node, lambda a: a.asname or a.name.split(".")[0])
 
-        def visit_ImportFrom(self, node):
+        def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
             return self._keep(node, lambda a: a.asname or a.name)
 
     Prune().visit(tree)
 
 
-def _grader_only(name):
+def _grader_only(name: str) -> bool:
     """Whether the dotted `name` (a module, or a name in one) is of `autograder` but not
     of the package a student's kernel gets (`plan.KERNEL_PACKAGE`, the allowlist)."""
     if not (name == "autograder" or name.startswith("autograder.")):
@@ -153,7 +155,7 @@ def _grader_only(name):
     return not kernel_side(name)
 
 
-def _grader_only_uses(tree):
+def _grader_only_uses(tree: ast.AST) -> list[tuple[int, str]]:
     """(line, name) of what the witness version imports that only the grader has: a
     witness cell that still uses one could hand it to the student's code (a function of
     the grader's goes to the kernel as one to call back), and is a mistake."""
@@ -166,15 +168,15 @@ def _grader_only_uses(tree):
             modules = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         for module in modules:
             if _grader_only(module):
-                found.append((node.lineno, module))
+                found.append((node.lineno, module))  # type: ignore[attr-defined]
     return found
 
 
-def _statements(tree):
+def _statements(tree: ast.AST) -> list[ast.stmt]:
     return [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
 
 
-def prepare(source):
+def prepare(source: str) -> GradedCell:
     """The witness and reference versions of the test cell `source` (see the module doc).
     Every student's test cell is the release's (nbgrader puts it back), so each source
     is prepared once per process."""
@@ -182,7 +184,7 @@ def prepare(source):
 
 
 @functools.lru_cache(maxsize=256)
-def _prepare(source):
+def _prepare(source: str) -> GradedCell:
     try:
         original = ast.parse(source)
     except SyntaxError as exc:
@@ -214,14 +216,14 @@ def _prepare(source):
 
 
 @contextlib.contextmanager
-def sending(kc, code):
+def sending(kc: Any, code: str) -> Iterator[None]:
     """While inside, the kernel client `kc` sends `code` whatever nbclient asks it to
     execute: nbclient executes `cell.source` (`kc.execute(cell.source, ...)`), and a
     graded test cell's kernel must get its reference or witness version instead, with
     nbclient's own handling of the reply and outputs unchanged (see `compat`)."""
     original = kc.execute
 
-    def execute(_code, *args, **kwargs):
+    def execute(_code: str, *args: Any, **kwargs: Any) -> Any:
         return original(code, *args, **kwargs)
 
     kc.execute = execute

@@ -20,6 +20,7 @@ with the known mistake it looks like when the observation has a known fingerprin
 """
 
 import math
+from typing import Any, Sequence  # noqa: UP035 (a kernel module imports typing only)
 
 from autograder.kernel.diagnosis import check_name, diagnose
 
@@ -31,7 +32,7 @@ MAX_ITEMS = 200_000  # numbers in one observation; more is a problem, not data
 _SPECIAL = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
-def encode(x):
+def encode(x: float) -> float | str:
     """A float as JSON holds it: itself when finite, else "nan", "inf" or "-inf"."""
     x = float(x)
     if math.isfinite(x):
@@ -39,7 +40,7 @@ def encode(x):
     return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
 
 
-def decode(x):
+def decode(x: object) -> float | None:
     """The float that `encode` gave; anything else is not a number (None)."""
     if isinstance(x, bool):
         return None
@@ -50,12 +51,12 @@ def decode(x):
     return None
 
 
-def number_text(x):
+def number_text(x: float) -> str:
     """A short form of the number `x` (5 significant digits)."""
     return f"{x:.5g}"
 
 
-def pair_text(expected, actual):
+def pair_text(expected: float, actual: float) -> tuple[str, str]:
     """`expected` and `actual` as text, with all digits when the short forms look equal."""
     e, a = number_text(expected), number_text(actual)
     if e == a:
@@ -63,7 +64,7 @@ def pair_text(expected, actual):
     return e, a
 
 
-def short_repr(obj, limit=60):
+def short_repr(obj: object, limit: int = 60) -> str:
     """`repr(obj)`, cut to `limit` characters (never fails)."""
     try:
         text = repr(obj)
@@ -72,7 +73,7 @@ def short_repr(obj, limit=60):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _close(actual, expected, rtol, atol):
+def _close(actual: float, expected: float, rtol: float, atol: float) -> bool:
     """|actual - expected| <= atol + rtol |expected|, with nan and inf handled as equals."""
     if math.isnan(expected) or math.isnan(actual):
         return math.isnan(expected) and math.isnan(actual)
@@ -81,7 +82,7 @@ def _close(actual, expected, rtol, atol):
     return abs(actual - expected) <= atol + rtol * abs(expected)
 
 
-def _problem(observed):
+def _problem(observed: Any) -> str | None:
     if not isinstance(observed, dict):
         return "the observation is not one a check makes"
     problem = observed.get("problem")
@@ -90,12 +91,13 @@ def _problem(observed):
     return None
 
 
-def _because(params):
+def _because(params: dict[str, Any]) -> str:
     text = params.get("expected_text") or ""
     return f" ({text})" if text else ""
 
 
-def _compare_number(observed, expected, params):
+def _compare_number(observed: dict[str, Any], expected: dict[str, Any],
+                    params: dict[str, Any]) -> str | None:
     what = params.get("what", "the value")
     if not params.get("value_ok", True) and observed.get("is_value"):
         shown = f" ({observed['repr']})" if observed.get("repr") else ""
@@ -110,7 +112,8 @@ def _compare_number(observed, expected, params):
     return None
 
 
-def _compare_gradient(observed, expected, params):
+def _compare_gradient(observed: dict[str, Any], expected: dict[str, Any],
+                      params: dict[str, Any]) -> str | None:
     what = params.get("what", "the gradient")
     a, e = decode(observed.get("number")), decode(expected.get("number"))
     if a is None or e is None:
@@ -123,7 +126,8 @@ def _compare_gradient(observed, expected, params):
     return None
 
 
-def _where(what, path, labels=(), names=None):
+def _where(what: str, path: Sequence[int], labels: Sequence[str] = (),
+           names: Sequence[str] | None = None) -> str:
     """Which item of a nested result `path` points at, in words: "what, position 1,
     component 0" for labelled depths, "what, item [1][0]" for the others (never an index
     glued to `what`, which may end in words: "... at width 8[0]" reads like a typo)."""
@@ -140,7 +144,8 @@ def _where(what, path, labels=(), names=None):
     return text
 
 
-def _compare_nested(actual, expected, what, params, path=()):
+def _compare_nested(actual: Any, expected: Any, what: str, params: dict[str, Any],
+                    path: tuple[int, ...] = ()) -> str | None:
     """The first place where two nested lists of numbers differ, in words (None: none)."""
     labels = params.get("labels") or []
     names = params.get("names")
@@ -148,7 +153,7 @@ def _compare_nested(actual, expected, what, params, path=()):
     items = "numbers" if params.get("numbers_only") else "numbers or Values"
     item = "a number" if params.get("numbers_only") else "a number or a Value"
 
-    def where(p):
+    def where(p: Sequence[int]) -> str:
         return _where(what, p, labels, names)
 
     if isinstance(actual, dict):  # not a number, not a list: what it was instead
@@ -185,7 +190,7 @@ JOINED_LISTS = (" ({times} as many: `+` on two Python lists joins them end to en
                 "[c, d] is [a, b, c, d], instead of adding them item by item)")
 
 
-def _joined_lists(got, wanted):
+def _joined_lists(got: int, wanted: int) -> str:
     """The known slip behind a list `got` items long where `wanted` are due, if it fits
     one: two (or more) lists of the right length joined with `+`."""
     if wanted <= 0 or got <= wanted or got % wanted:
@@ -194,7 +199,7 @@ def _joined_lists(got, wanted):
     return JOINED_LISTS.format(times=times)
 
 
-def _shown(items):
+def _shown(items: Any) -> Any:
     """An observed nested list as the numbers it held (markers as their repr)."""
     if isinstance(items, list):
         return [_shown(x) for x in items]
@@ -203,7 +208,7 @@ def _shown(items):
     return decode(items)
 
 
-def _not_a_number(leaf):
+def _not_a_number(leaf: dict[str, Any]) -> str:
     """Words for an observed item that was neither a number nor a list."""
     kind, text = leaf.get("not", "object"), leaf.get("repr", "")
     if kind == "NoneType":
@@ -213,12 +218,14 @@ def _not_a_number(leaf):
     return f"a {kind}: {text}" if text else f"a {kind}"
 
 
-def _compare_numbers(observed, expected, params):
+def _compare_numbers(observed: dict[str, Any], expected: dict[str, Any],
+                     params: dict[str, Any]) -> str | None:
     what = params.get("what", "the values")
     return _compare_nested(observed.get("numbers"), expected.get("numbers"), what, params)
 
 
-def _compare_gradients(observed, expected, params):
+def _compare_gradients(observed: dict[str, Any], expected: dict[str, Any],
+                       params: dict[str, Any]) -> str | None:
     what = params.get("what", "the gradients")
     a, e = observed.get("numbers"), expected.get("numbers")
     if not isinstance(a, list) or not isinstance(e, list) or len(a) != len(e):
@@ -236,7 +243,8 @@ def _compare_gradients(observed, expected, params):
     return None
 
 
-def _compare_range(observed, expected, params):
+def _compare_range(observed: dict[str, Any], expected: dict[str, Any],
+                   params: dict[str, Any]) -> str | None:
     what = params.get("what", "the value")
     a = decode(observed.get("number"))
     low, high = params.get("low"), params.get("high")
@@ -253,13 +261,14 @@ def _compare_range(observed, expected, params):
     return None
 
 
-def _tensor_text(shape, data):
+def _tensor_text(shape: Sequence[int], data: Sequence[Any]) -> str:
     head = ", ".join(f"{decode(v):.5g}" for v in data[:3])
     more = ", ..." if len(data) > 3 else ""
     return f"shape {tuple(shape)}, starting [{head}{more}]"
 
 
-def _compare_tensor(observed, expected, params):
+def _compare_tensor(observed: dict[str, Any], expected: dict[str, Any],
+                    params: dict[str, Any]) -> str | None:
     what = params.get("what", "the tensor")
     a, e = observed.get("tensor"), expected.get("tensor")
     if not isinstance(a, dict) or not isinstance(e, dict):
@@ -286,7 +295,8 @@ def _compare_tensor(observed, expected, params):
             f"{worst_i}: expected {y:.6g}, got {x if x is None else format(x, '.6g')}")
 
 
-def _compare_tensors(observed, expected, params):
+def _compare_tensors(observed: dict[str, Any], expected: dict[str, Any],
+                     params: dict[str, Any]) -> str | None:
     """Named tensors (a module's output, its input's gradient, each parameter's gradient),
     each as in `_compare_tensor`, in the expected order."""
     what = params.get("what", "the module")
@@ -305,7 +315,8 @@ def _compare_tensors(observed, expected, params):
     return None
 
 
-def _compare_same(observed, expected, params):
+def _compare_same(observed: dict[str, Any], expected: dict[str, Any],
+                  params: dict[str, Any]) -> str | None:
     """Plain data (strings, booleans, lists of them) that must be equal."""
     what = params.get("what", "the result")
     a, e = observed.get("data"), expected.get("data")
@@ -328,7 +339,8 @@ KINDS = {
 MAX_HINT = 700  # characters of a hint the checks add to an observation
 
 
-def compare(kind, observed, expected, params, passed=None):
+def compare(kind: str, observed: Any, expected: dict[str, Any] | None,
+            params: dict[str, Any] | None, passed: set[str] | None = None) -> str | None:
     """None when `observed` agrees with `expected` for a check of `kind`, else the message.
     `passed`, a set, holds the names of the checks whose latest run passed: this one's is
     added or taken out, and a failure is diagnosed with the others (`diagnosis`)."""
@@ -342,7 +354,8 @@ def compare(kind, observed, expected, params, passed=None):
     return message
 
 
-def _message(kind, observed, expected, params, passed):
+def _message(kind: str, observed: Any, expected: dict[str, Any] | None,
+             params: Any, passed: set[str]) -> str | None:
     problem = _problem(observed)
     if problem is not None:
         return diagnose(kind, observed, params, problem, passed)

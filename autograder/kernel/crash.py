@@ -39,6 +39,10 @@ import inspect
 import linecache
 import os
 import re
+from typing import TYPE_CHECKING, Any, Sequence  # noqa: UP035 (typing only)
+
+if TYPE_CHECKING:
+    from types import TracebackType
 
 __all__ = ["explain", "render", "frames_of", "slip_hint", "name_hint", "broken_definition",
            "defined_like", "name_like", "broken_lines", "interrupted", "interrupted_lines",
@@ -55,7 +59,7 @@ MAX_LINE = 100  # characters of a source line shown
 # ---------------------------------------------------------------- where a frame's code is
 
 
-def _shell():
+def _shell() -> Any:
     try:
         from IPython import get_ipython
     except ImportError:
@@ -63,7 +67,7 @@ def _shell():
     return get_ipython()
 
 
-def cell_name(filename):
+def cell_name(filename: str) -> str:
     """How Jupyter names the cell that `filename` was compiled from ("Cell In[5]"), or ""
     for code that is not a notebook's: a library's, or the checks'."""
     shell = _shell()
@@ -82,7 +86,7 @@ def cell_name(filename):
     return ""
 
 
-def _is_grader(filename):
+def _is_grader(filename: str) -> bool:
     if filename == HANDED_IN:
         return True
     try:
@@ -91,7 +95,7 @@ def _is_grader(filename):
         return False
 
 
-def _short_path(filename, module):
+def _short_path(filename: str, module: str | None) -> str:
     """A library file's path as its module names it (microgpt/engine.py)."""
     base = os.path.basename(filename)
     parts = str(module or "").split(".")
@@ -105,7 +109,7 @@ def _short_path(filename, module):
 class Frame:
     """One frame of a traceback: where its code is ("cell", "library", "grader")."""
 
-    def __init__(self, tb):
+    def __init__(self, tb: "TracebackType") -> None:
         code = tb.tb_frame.f_code
         self.filename, self.lineno, self.name = code.co_filename, tb.tb_lineno, code.co_name
         self.first = code.co_firstlineno
@@ -119,7 +123,7 @@ class Frame:
             "grader" if _is_grader(self.filename) else "library"
 
 
-def frames_of(tb):
+def frames_of(tb: "TracebackType | None") -> list[Frame]:
     """The frames of a traceback, outermost first."""
     found = []
     while tb is not None:
@@ -131,12 +135,12 @@ def frames_of(tb):
 # ---------------------------------------------------------------- the rendering
 
 
-def _line(filename, lineno):
+def _line(filename: str, lineno: int) -> str:
     text = linecache.getline(filename, lineno).rstrip()
     return text if len(text) <= MAX_LINE else text[:MAX_LINE - 3] + "..."
 
 
-def _lines_of(frame, context):
+def _lines_of(frame: Frame, context: int) -> list[str]:
     width = len(str(frame.lineno))
     shown = []
     for n in range(max(frame.first, frame.lineno - context), frame.lineno + 1):
@@ -148,13 +152,14 @@ def _lines_of(frame, context):
     return shown
 
 
-def _heading(frame, role):
+def _heading(frame: Frame, role: str) -> str:
     inside = "" if frame.name == "<module>" else f", in {frame.name}"
     place = frame.cell or _short_path(frame.filename, frame.module)
     return f"{place}, line {frame.lineno}{inside}{role}:"
 
 
-def _shown_frames(frames, first=", the test", recursion=False):
+def _shown_frames(frames: Sequence[Frame], first: str = ", the test",
+                  recursion: bool = False) -> tuple[list[Frame], list[str]]:
     """The frames a student sees: the notebook's; of the library, the last frame when it
     raised there. A recursion that never stopped (`recursion`): the frames down to the line
     that calls itself, not where Python happened to give up. Returns (frames, each one's
@@ -185,11 +190,12 @@ def _shown_frames(frames, first=", the test", recursion=False):
 _COMPREHENSIONS = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>")
 
 
-def _once_per_recursion(cells):
+def _once_per_recursion(cells: Sequence[Frame]) -> tuple[list[Frame], int | None]:
     """A function that calls itself on the same line, again and again (a recursion that
     never stops), shown once: its later calls add nothing to read. Returns (the frames, the
     index in them of the first such line, or None)."""
-    kept, looped = [], None
+    kept: list[Frame] = []
+    looped: int | None = None
     for f in cells:
         if kept and (f.filename, f.lineno, f.name) == (kept[-1].filename, kept[-1].lineno,
                                                         kept[-1].name):
@@ -200,7 +206,7 @@ def _once_per_recursion(cells):
     return kept, looped
 
 
-def _repeats_its_caller(frames, i):
+def _repeats_its_caller(frames: Sequence[Frame], i: int) -> bool:
     """A comprehension's frame on the very line of the frame that ran it (Python before
     3.12 gives a list comprehension a frame of its own; 3.12 inlines it): shown once."""
     f = frames[i]
@@ -210,23 +216,24 @@ def _repeats_its_caller(frames, i):
     return (caller.filename, caller.lineno) == (f.filename, f.lineno)
 
 
-def _test_file(frames):
+def _test_file(frames: Sequence[Frame]) -> str | None:
     return frames[0].filename if frames and frames[0].where == "cell" else None
 
 
-def answer_frames(frames):
+def answer_frames(frames: Sequence[Frame]) -> list[Frame]:
     """The frames of the student's own code: cells other than the test's."""
     test = _test_file(frames)
     return [f for f in frames if f.where == "cell" and f.filename != test]
 
 
-def who_raised(frames):
+def who_raised(frames: Sequence[Frame]) -> str:
     """"answer" when the student's code was running (`answer_frames`); "test" when the
     test's own code raised, on what the answer gave it."""
     return "answer" if answer_frames(frames) else "test"
 
 
-def render(exc, frames, headline=None, hints=(), first=", the test"):
+def render(exc: BaseException, frames: Sequence[Frame], headline: str | None = None,
+           hints: Sequence[str] = (), first: str = ", the test") -> list[str]:
     """The lines a notebook shows for `exc`, raised through `frames`; `first` is said of
     the outermost cell (the test's, or the experiment's that ran the student's code)."""
     kind = type(exc).__name__
@@ -246,7 +253,8 @@ def render(exc, frames, headline=None, hints=(), first=", the test"):
     return lines
 
 
-def explain(exc, tb, headline=None, hints=None, first=", the test"):
+def explain(exc: BaseException, tb: "TracebackType | None", headline: str | None = None,
+            hints: Sequence[str] | None = None, first: str = ", the test") -> list[Frame]:
     """Give `exc` (raised through `tb`) the rendering a notebook shows (`render`), with the
     hint of the known slip it fits. Returns the frames."""
     frames = frames_of(tb)
@@ -254,17 +262,17 @@ def explain(exc, tb, headline=None, hints=None, first=", the test"):
         # student's install: an earlier assignment's answer, not a mistake of theirs. Its
         # own rendering, the message alone, says what waits and what to do; the student's
         # lines and the library's `raise` under it read as a fault in their code
-        def _render_traceback_():
+        def _render_traceback_() -> list[str]:
             return [f"{type(exc).__name__}: {exc}"]
     else:
         if hints is None:
             hints = [slip_hint(exc, frames)]
 
-        def _render_traceback_():
+        def _render_traceback_() -> list[str]:
             return render(exc, frames, headline, hints, first)
 
     try:
-        exc._render_traceback_ = _render_traceback_
+        exc._render_traceback_ = _render_traceback_  # type: ignore[attr-defined]
     except (AttributeError, TypeError):  # an exception that takes no attribute
         pass
     return frames
@@ -276,7 +284,8 @@ def explain(exc, tb, headline=None, hints=None, first=", the test"):
 BUDGET_VARIABLE = "RESIDUAL_PACK_CELL_BUDGET"  # Validate's seconds per cell, in its kernel
 
 
-def interrupted_lines(frames, what="this cell", first=", the test"):
+def interrupted_lines(frames: Sequence[Frame], what: str = "this cell",
+                      first: str = ", the test") -> list[str]:
     """What a cell stopped by an interrupt shows: who stopped it, the test's line and the
     student's line that was running (none of the checks' or the library's frames)."""
     budget = os.environ.get(BUDGET_VARIABLE)
@@ -306,13 +315,14 @@ def interrupted_lines(frames, what="this cell", first=", the test"):
     return lines
 
 
-def interrupted(exc, tb, what="this cell", first=", the test"):
+def interrupted(exc: BaseException, tb: "TracebackType | None", what: str = "this cell",
+                first: str = ", the test") -> list[Frame]:
     """Give a KeyboardInterrupt (raised through `tb`) the rendering of
     `interrupted_lines`; returns the frames."""
     frames = frames_of(tb)
     lines = interrupted_lines(frames, what, first)
     try:
-        exc._render_traceback_ = lambda: list(lines)
+        exc._render_traceback_ = lambda: list(lines)  # type: ignore[attr-defined]
     except (AttributeError, TypeError):
         pass
     return frames
@@ -370,7 +380,7 @@ _ONE_ELEMENT = re.compile(r"only one element tensors can be converted to Python 
                           r"must be real number, not Tensor")
 
 
-def shape_detail(text):
+def shape_detail(text: str) -> str:
     """What a torch shape mismatch's message says, in a few words ("" if it is not one)."""
     m = _BROADCAST.search(text)
     if m:
@@ -389,7 +399,7 @@ def shape_detail(text):
     return ""
 
 
-def attribute_like(exc):
+def attribute_like(exc: BaseException) -> str:
     """For an AttributeError with the object it was looked up on (Python 3.10+), the
     attribute of that object that its name may be a slip for ("" if none)."""
     name, obj = getattr(exc, "name", None), getattr(exc, "obj", None)
@@ -407,7 +417,7 @@ def attribute_like(exc):
     return ATTRIBUTE_LIKE.format(close=close[0], what=what, name=name)
 
 
-def _value_attributes():
+def _value_attributes() -> set[str]:
     try:
         from microgpt.engine import Value
     except ImportError:
@@ -415,7 +425,7 @@ def _value_attributes():
     return {a for a in dir(Value) if not a.startswith("__")}
 
 
-def slip_hint(exc, frames=()):
+def slip_hint(exc: BaseException, frames: Sequence[Frame] = ()) -> str:
     """The hint of the known slip that `exc` fits ("" if none)."""
     try:
         text = str(exc)
@@ -462,7 +472,7 @@ def slip_hint(exc, frames=()):
 # ---------------------------------------------------------------- names and syntax
 
 
-def _names_near(frame):
+def _names_near(frame: Any) -> set[str]:
     names = set(vars(builtins))
     if frame is not None:
         names |= {n for n in frame.namespace if not n.startswith("_")}
@@ -470,7 +480,7 @@ def _names_near(frame):
     return names
 
 
-def name_hint(name, frame):
+def name_hint(name: str, frame: Any) -> str:
     """For a NameError of `name` in the student's code: the name it may be a slip for."""
     close = difflib.get_close_matches(name, sorted(_names_near(frame) - {name}), n=1,
                                       cutoff=0.75) if name else []
@@ -480,7 +490,7 @@ def name_hint(name, frame):
             f"first.")
 
 
-def _history():
+def _history() -> list[str]:
     """The cells this kernel ran, by execution count ([] outside IPython)."""
     shell = _shell()
     try:
@@ -495,7 +505,7 @@ def _history():
 ABSENT: dict = {}
 
 
-def broken_lines(name):
+def broken_lines(name: str) -> list[str] | None:
     """What a test says when the answer cell that defines `name` does not compile (it
     defined nothing), or None."""
     if name in ABSENT:
@@ -504,7 +514,7 @@ def broken_lines(name):
     return syntax_lines(*broken) if broken is not None else None
 
 
-def broken_definition(name):
+def broken_definition(name: str) -> tuple[int, SyntaxError] | None:
     """(the cell's number, its SyntaxError) when the last cell run that defines `name`
     does not compile (so it defined nothing); None otherwise."""
     defines = re.compile(rf"^(?:def|class|async\s+def)\s+{re.escape(name)}\b|^{re.escape(name)}"
@@ -522,7 +532,7 @@ def broken_definition(name):
     return None
 
 
-def _python(source):
+def _python(source: str) -> str:
     """A cell's source as IPython runs it (magics such as %time made Python)."""
     shell = _shell()
     try:
@@ -531,14 +541,14 @@ def _python(source):
         return source
 
 
-def defined_like(name, frame):
+def defined_like(name: str, frame: Any) -> str:
     """A name the notebook defines that `name` may be a slip for ("" if none)."""
     if name in ABSENT:
         return str(ABSENT[name].get("like") or "")
     return name_like(name, frame.namespace if frame is not None else {})
 
 
-def name_like(name, namespace):
+def name_like(name: str, namespace: Any) -> str:
     """A public name of `namespace` that `name` may be a slip for ("" if none)."""
     names = sorted(n for n in namespace if isinstance(n, str) and not n.startswith("_")
                    and n != name)
@@ -546,7 +556,7 @@ def name_like(name, namespace):
     return close[0] if close else ""
 
 
-def syntax_lines(number, error):
+def syntax_lines(number: int, error: SyntaxError) -> list[str]:
     """What a test says about an answer cell that does not compile."""
     kind = type(error).__name__
     lines = [f"{kind} in your answer (Cell In[{number}], line {error.lineno}): {error.msg}"]

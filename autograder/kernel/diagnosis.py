@@ -35,6 +35,7 @@ import json
 import math
 import os
 import re
+from typing import Any, Iterable  # noqa: UP035 (a kernel module imports typing only)
 
 from autograder.kernel import fingerprints as _table
 
@@ -57,7 +58,7 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 _LEFT_OUT = ("repr",)
 
 
-def _round(x):
+def _round(x: Any) -> Any:
     """`x` to DIGITS significant digits, as text (nan, inf kept; -0 is 0)."""
     if isinstance(x, bool):
         return "true" if x else "false"
@@ -71,13 +72,13 @@ def _round(x):
     return f"{x:.{DIGITS}g}"
 
 
-def _text(s):
+def _text(s: str) -> str:
     """Text as observed, without what changes from run to run (addresses, last digits)."""
     s = _ADDRESS.sub("0x?", s)
     return _NUMBER.sub(lambda m: _round(float(m.group())), s)
 
 
-def canonical(item, exact=True):
+def canonical(item: Any, exact: bool = True) -> Any:
     """An observation with its numbers rounded (with `exact` false, left out: a training
     run's numbers differ in their last digits from one machine to another), its texts made
     stable and a Value's repr left out: what a fingerprint hashes."""
@@ -96,7 +97,7 @@ def canonical(item, exact=True):
     return _round(item) if exact else "#"
 
 
-def fingerprint(kind, what, observed, exact=True):
+def fingerprint(kind: str, what: object, observed: Any, exact: bool = True) -> str:
     """The fingerprint (16 hex digits) of what a check of `kind`, named `what`, observed.
     `exact` false: a training run's observation, whose numbers are left out."""
     body = json.dumps([VERSION, str(kind), _text(str(what)), canonical(observed, exact)],
@@ -104,9 +105,9 @@ def fingerprint(kind, what, observed, exact=True):
     return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
 
 
-def _index(tables):
+def _index(tables: dict[str, Any]) -> dict[str, list[str]]:
     """{fingerprint: [hint, ...]} over every assignment's table."""
-    known = {}
+    known: dict[str, list[str]] = {}
     for table in tables.values():
         hints = table.get("hints", [])
         for key, ids in table.get("known", {}).items():
@@ -115,15 +116,15 @@ def _index(tables):
     return known
 
 
-def check_name(what):
+def check_name(what: object) -> str:
     """A check's name (its `what`) as the table keeps it: without the last digits."""
     return _text(str(what))
 
 
-def _fails_index(tables):
+def _fails_index(tables: dict[str, Any]) -> dict[str, frozenset[str]]:
     """{hint: the names of the visible checks that every mistake with it fails}, for the
     hints that share a fingerprint with another (`fails` in a table)."""
-    fails = {}
+    fails: dict[str, frozenset[str]] = {}
     for table in tables.values():
         hints = table.get("hints", [])
         for i, names in table.get("fails", {}).items():
@@ -137,19 +138,19 @@ _KNOWN = _index(_table.TABLES)
 _FAILS = _fails_index(_table.TABLES)
 
 
-def known_hints(key, passed=()):
+def known_hints(key: str, passed: Iterable[str] = ()) -> list[str]:
     """The hints of the known mistakes whose fingerprint is `key` ([] if none), but those
     whose mistake fails a check named in `passed`."""
     passed = set(passed)
     return [h for h in _KNOWN.get(key, ()) if not (_FAILS.get(h, frozenset()) & passed)]
 
 
-def _fine_round(x):
+def _fine_round(x: float) -> str:
     """`x` to DIGITS significant digits however small (0 stays 0, 1e-20 stays 1e-20)."""
     return "0" if x == 0 else f"{x:.{DIGITS}g}" if math.isfinite(x) else repr(x)
 
 
-def fine_key(key, message):
+def fine_key(key: str, message: str) -> str:
     """A finer fingerprint: `key` with the failing check's message (before any diagnosis),
     whose numbers keep DIGITS significant digits however small they are. Two known
     mistakes whose observations only look alike once rounded (a gradient of 0 and one of
@@ -161,13 +162,14 @@ def fine_key(key, message):
     return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
 
 
-def hints_for(key, message, passed=()):
+def hints_for(key: str, message: str, passed: Iterable[str] = ()) -> list[str]:
     """The hints of the known mistakes that observed what `key` and `message` say (and
     pass the checks named in `passed`)."""
     return known_hints(key, passed) or known_hints(fine_key(key, message), passed)
 
 
-def diagnose(kind, observed, params, message, passed=()):
+def diagnose(kind: str, observed: Any, params: dict[str, Any] | None, message: str,
+             passed: Iterable[str] = ()) -> str:
     """`message` (a failing check's), with the known mistake it looks like, if any;
     `passed`: the names (`check_name`) of the checks this notebook passed."""
     try:
@@ -193,17 +195,17 @@ FAILED = "CheckFailed"  # the name of the exception a failing check raises (`wit
 RAISED = "raised"  # the kind of fingerprint an error raised in a task's test has
 
 
-def _joined(message, text):
+def _joined(message: str, text: str) -> str:
     """`message`, then `text` as a sentence of its own."""
     message = message.rstrip()
     return f"{message} {text}" if message.endswith((".", "?", "!")) else f"{message}. {text}"
 
 
-def _words(hints):
+def _words(hints: list[str]) -> str:
     return LEAD + " Or: ".join(hints[:MAX_SHOWN]) if hints else ""
 
 
-def diagnose_raised(task_id, exc, in_message=False):
+def diagnose_raised(task_id: str, exc: BaseException, in_message: bool = False) -> str:
     """Name the known mistake that raises `exc` in the test of `task_id`, if it is one (an
     answer that raises instead of returning, or a test that stops without a check's
     verdict): in a CheckFailed's message, or in a note under the student's own traceback
@@ -225,7 +227,8 @@ def diagnose_raised(task_id, exc, in_message=False):
     return text
 
 
-def _record(key, kind, what, error, exact=True, fine=None):
+def _record(key: str, kind: str, what: object, error: str, exact: bool = True,
+            fine: str | None = None) -> None:
     """Log a failing check's fingerprint and the error it shows (`error`: "name: message"
     as a notebook's output holds it), when `residual-pack fingerprints` asks for it;
     `exact` false marks a training run's check, which is never diagnosed; `fine`: its

@@ -27,6 +27,7 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable  # noqa: UP035 (a kernel module imports typing only)
 
 from autograder.kernel.checks import (
     CheckFailed,
@@ -47,7 +48,7 @@ __all__ = [
 LAYOUT_NAMES = {"pre": "pre-norm", "post": "post-norm", "none": "no-residual"}
 
 
-def _call(fn, *args):
+def _call(fn: Callable[..., Any], *args: Any) -> Any:
     """The student's function called (a frame of the checks', left out of a traceback)."""
     return fn(*args)
 
@@ -56,24 +57,24 @@ def _call(fn, *args):
 STORED_FILE = Path(__file__).resolve().with_name("gptchecks.json")
 
 
-def stored_key(check, **args):
+def stored_key(check: str, **args: Any) -> str:
     """The name of a check's expected observation: the check and its arguments (all of
     them but the student's function, defaults included)."""
     return f"{check}(" + ", ".join(f"{k}={args[k]!r}" for k in sorted(args)) + ")"
 
 
 @functools.cache
-def _stored():
+def _stored() -> dict[str, Any]:
     return json.loads(STORED_FILE.read_text(encoding="utf-8")) if STORED_FILE.exists() else {}
 
 
-def _reference(check, reference, **args):
+def _reference(check: str, reference: Any, **args: Any) -> Any:
     """The expected observation of `check` (a name: `block_values`, ...) with `args`: the
     stored numbers when the call is one the released notebooks make, else computed by
     `reference` (`autograder.answers.gpt`, which hidden tests hand in)."""
     key = stored_key(check, **args)
 
-    def compute():
+    def compute() -> Any:
         if key in _stored():
             return copy.deepcopy(_stored()[key])
         if reference is None:
@@ -87,13 +88,13 @@ def _reference(check, reference, **args):
 
 
 @functools.cache
-def check_docs():
+def check_docs() -> list[str]:
     """54 fixed names for the short training runs."""
     return census_names()[::97]
 
 
 @functools.cache
-def _tokenizer():
+def _tokenizer() -> CharTokenizer:
     return CharTokenizer(census_names())  # 27 tokens: a-z and BOS
 
 
@@ -108,16 +109,17 @@ class PiecesConfig:
     block_size: int
 
     @property
-    def head_dim(self):
+    def head_dim(self) -> int:
         return self.n_embd // self.n_head
 
 
-def _within_context(embed, block_size):
+def _within_context(embed: Callable[[int, int], list[Value]],
+                    block_size: int) -> Callable[[int, int], list[Value]]:
     """`embed(token_id, pos_id)` that refuses a position outside the context in words (the
     position table has `block_size` rows: past it, microgpt's own says only "list index out
     of range", and a negative position would silently read a row from the end)."""
 
-    def embed_within_context(token_id, pos_id):
+    def embed_within_context(token_id: int, pos_id: int) -> list[Value]:
         if isinstance(pos_id, int) and not 0 <= pos_id < block_size:
             raise IndexError(
                 f"model.embed(token, {pos_id}): position {pos_id} is outside the model's "
@@ -131,7 +133,7 @@ def _within_context(embed, block_size):
 class PiecesModel:
     """A GPT's weights behind the pieces a task may use (see the module doc)."""
 
-    def __init__(self, **gpt_config):
+    def __init__(self, **gpt_config: Any) -> None:
         gpt = GPT(**gpt_config)
         c = gpt.config
         self.config = PiecesConfig(c.vocab_size, c.n_layer, c.n_embd, c.n_head, c.block_size)
@@ -148,53 +150,56 @@ class PiecesModel:
 class BlockGPT(GPT):
     """microgpt's GPT with each block computed by `block_fn(model, x, layer, cache)`."""
 
-    def __init__(self, block_fn, seed=0, **config):
+    def __init__(self, block_fn: Callable[..., Any], seed: int = 0, **config: Any) -> None:
         super().__init__(seed=seed, **config)
         self.block_fn = block_fn
 
-    def block(self, x, layer, cache):
+    def block(self, x: list[Value], layer: int, cache: Any) -> Any:
         return _call(self.block_fn, self, x, layer, cache)
 
 
-def block_inputs(n_pos, n_embd, seed, scale):
+def block_inputs(n_pos: int, n_embd: int, seed: int, scale: float) -> list[list[Value]]:
     """`n_pos` stream vectors of `n_embd` Values drawn from N(0, scale**2)."""
     rng = random.Random(seed)
     return [[Value(rng.gauss(0.0, scale)) for _ in range(n_embd)] for _ in range(n_pos)]
 
 
-def run_block(block, model, inputs, layer):
+def run_block(block: Callable[..., Any], model: Any, inputs: list[list[Value]],
+              layer: int) -> list[Any]:
     """`block` applied at positions 0, 1, 2, ... in turn, sharing one key/value cache."""
-    cache = {"k": [], "v": []}
+    cache: dict[str, list[Any]] = {"k": [], "v": []}
     return [_call(block, model, x, layer, cache) for x in inputs]
 
 
-def _no_block(x, layer, cache):
+def _no_block(x: object, layer: object, cache: object) -> Any:
     raise CheckFailed("your block called model.block, which is microgpt's own block (the "
                       "reference itself); build it from model.attention, model.mlp and rmsnorm")
 
 
-def _block_pieces(**config):
+def _block_pieces(**config: Any) -> PiecesModel:
     """A PiecesModel whose `block` is switched off: the block checks hand this one in."""
     model = PiecesModel(**config)
     model.block = _no_block
     return model
 
 
-def _data(states):
+def _data(states: Any) -> Any:
     """Values (in lists of lists ...) as their numbers; plain numbers stay."""
     if isinstance(states, (list, tuple)):
         return [_data(s) for s in states]
     return states.data if isinstance(states, Value) else states
 
 
-def _name(fn):
+def _name(fn: object) -> str:
     return getattr(fn, "__name__", "your block")
 
 
-def check_block_values(block, layout, n_layer=1, layer=0, n_embd=16, n_head=4, n_pos=3,
-                       seed=0, scale=2.0, reference=None):
+def check_block_values(block: Callable[..., Any], layout: str, n_layer: int = 1, layer: int = 0,
+                       n_embd: int = 16,
+                       n_head: int = 4, n_pos: int = 3,
+                       seed: int = 0, scale: float = 2.0, reference: Any = None) -> None:
     """`block`'s output stream at `n_pos` positions equals microgpt's `layout` block."""
-    sizes = dict(n_layer=n_layer, n_embd=n_embd, n_head=n_head, seed=seed)
+    sizes: dict[str, Any] = dict(n_layer=n_layer, n_embd=n_embd, n_head=n_head, seed=seed)
     inputs = block_inputs(n_pos, n_embd, seed + 1000, scale)
     actual = run_block(block, _block_pieces(layout=layout, **sizes), inputs, layer)
     want = _reference("block_values", reference, layout=layout, n_layer=n_layer,
@@ -205,7 +210,8 @@ def check_block_values(block, layout, n_layer=1, layer=0, n_embd=16, n_head=4, n
                        f"reference: microgpt's {LAYOUT_NAMES[layout]} block)")
 
 
-def _block_gradients(block, model, inputs, layer, weights):
+def _block_gradients(block: Callable[..., Any], model: Any, inputs: list[list[Value]],
+                     layer: int, weights: list[list[float]]) -> list[list[float]]:
     """[d(sum of weights * outputs)/d(each input), then /d(each weight of the layer)]."""
     leaves = [[Value(v.data) for v in x] for x in inputs]
     outs = run_block(block, model, leaves, layer)
@@ -219,7 +225,7 @@ def _block_gradients(block, model, inputs, layer, weights):
     return grads
 
 
-def _backward(out, leaves):
+def _backward(out: Value, leaves: list[Value]) -> None:
     """The engine's backward from `out`, the `.grad` of `leaves` set to 0 first
     (`backward_alone`); a graph with parts of the student's own fails the check."""
     problem = backward_alone(out, leaves)
@@ -227,10 +233,12 @@ def _backward(out, leaves):
         raise CheckFailed(f"the gradient check could not run backward(): {problem}")
 
 
-def check_block_gradients(block, layout, n_layer=1, layer=0, n_embd=16, n_head=4, n_pos=3,
-                          seed=0, scale=2.0, reference=None):
+def check_block_gradients(block: Callable[..., Any], layout: str, n_layer: int = 1, layer: int = 0,
+                          n_embd: int = 16,
+                          n_head: int = 4, n_pos: int = 3,
+                          seed: int = 0, scale: float = 2.0, reference: Any = None) -> None:
     """The gradients through `block` equal those through microgpt's `layout` block."""
-    sizes = dict(n_layer=n_layer, n_embd=n_embd, n_head=n_head, seed=seed)
+    sizes: dict[str, Any] = dict(n_layer=n_layer, n_embd=n_embd, n_head=n_head, seed=seed)
     inputs = block_inputs(n_pos, n_embd, seed + 1000, scale)
     weights = [[w.data for w in row] for row in block_inputs(n_pos, n_embd, seed + 2000, 1.0)]
     actual = _block_gradients(block, _block_pieces(layout=layout, **sizes), inputs, layer,
@@ -245,14 +253,16 @@ def check_block_gradients(block, layout, n_layer=1, layer=0, n_embd=16, n_head=4
                        f"microgpt's {LAYOUT_NAMES[layout]} block)")
 
 
-def check_block_training(block, layout, steps=8, lr=0.01, seed=0, n_layer=1, n_embd=16,
-                         n_head=4, reference=None):
+def check_block_training(block: Callable[..., Any], layout: str, steps: int = 8, lr: float = 0.01,
+                         seed: int = 0,
+                         n_layer: int = 1, n_embd: int = 16,
+                         n_head: int = 4, reference: Any = None) -> None:
     """A short seeded training run with `block` has the losses of microgpt's `layout` run."""
     docs = check_docs()
     tokenizer = CharTokenizer(docs)
-    config = dict(vocab_size=tokenizer.vocab_size, n_layer=n_layer, n_embd=n_embd,
+    config: dict[str, Any] = dict(vocab_size=tokenizer.vocab_size, n_layer=n_layer, n_embd=n_embd,
                   n_head=n_head)
-    run = dict(steps=steps, lr=lr, seed=seed, progress=False)
+    run: dict[str, Any] = dict(steps=steps, lr=lr, seed=seed, progress=False)
     actual = train(BlockGPT(block, seed=seed, **config), docs, tokenizer, **run)
     want = _reference("block_training", reference, layout=layout, steps=steps, lr=lr,
                       seed=seed, n_layer=n_layer, n_embd=n_embd, n_head=n_head)
@@ -264,14 +274,14 @@ def check_block_training(block, layout, steps=8, lr=0.01, seed=0, n_layer=1, n_e
 # ---------------------------------------------------------------- the residual stream
 
 
-def _weight_grads(model):
+def _weight_grads(model: Any) -> list[float]:
     grads = [p.grad for p in model.parameters()]
     for p in model.parameters():
         p.grad = 0
     return grads
 
 
-def _stream_observation(states, model, coeffs):
+def _stream_observation(states: Any, model: Any, coeffs: list[float] | None) -> list[Any]:
     """The states' numbers, and (with `coeffs`) the weights' gradients of a weighted sum."""
     seen = [states]
     if coeffs is not None:
@@ -281,8 +291,10 @@ def _stream_observation(states, model, coeffs):
     return seen
 
 
-def check_stream_states(stream_states, layout="pre", name="emma", n_layer=2, seed=0,
-                        gradients=False, reference=None, **sizes):
+def check_stream_states(stream_states: Callable[..., Any], layout: str = "pre", name: str = "emma",
+                        n_layer: int = 2,
+                        seed: int = 0,
+                        gradients: bool = False, reference: Any = None, **sizes: Any) -> None:
     """`stream_states(model, tokens)` has the values (and gradients) of GPT.stream_states."""
     tokens = _tokenizer().encode(name)
     config = dict(layout=layout, n_layer=n_layer, seed=seed, **sizes)
@@ -299,20 +311,22 @@ def check_stream_states(stream_states, layout="pre", name="emma", n_layer=2, see
                   what=f"{where} (part 0: the states{part})")
 
 
-def _stream_coefficients(config, tokens, seed):
+def _stream_coefficients(config: Any, tokens: list[int], seed: int) -> list[float]:
     """The fixed weights of the sum of every state number whose gradients are checked."""
     n_states = min(len(tokens), config.block_size) * (config.n_layer + 1) * config.n_embd
     rng = random.Random(seed + 1)
     return [rng.gauss(0, 1) for _ in range(n_states)]
 
 
-def _random_states(n_pos, n_states, n_embd, seed):
+def _random_states(n_pos: int, n_states: int, n_embd: int,
+                   seed: int) -> list[list[list[Value]]]:
     rng = random.Random(seed)
     return [[[Value(rng.gauss(0.0, 1.0)) for _ in range(n_embd)] for _ in range(n_states)]
             for _ in range(n_pos)]
 
 
-def _lens_observation(lens, model, states, tokens, gradients):
+def _lens_observation(lens: Callable[..., Any], model: Any, states: Any, tokens: list[int],
+                      gradients: bool) -> list[Any]:
     losses = _call(lens, model, states, tokens)
     seen = [losses]
     if gradients and isinstance(losses, (list, tuple)) and losses \
@@ -326,8 +340,10 @@ def _lens_observation(lens, model, states, tokens, gradients):
     return seen
 
 
-def check_logit_lens(logit_lens, layout="pre", name="emma", n_layer=2, seed=0,
-                     gradients=False, reference=None, **sizes):
+def check_logit_lens(logit_lens: Callable[..., Any], layout: str = "pre", name: str = "emma",
+                     n_layer: int = 2,
+                     seed: int = 0,
+                     gradients: bool = False, reference: Any = None, **sizes: Any) -> None:
     """`logit_lens(model, states, tokens)` decodes every state as the reference lens does,
     on states drawn at random (so that the check does not depend on Task 6.1); with
     `gradients`, backward() from three of its losses reaches the states and the head as
@@ -337,7 +353,7 @@ def check_logit_lens(logit_lens, layout="pre", name="emma", n_layer=2, seed=0,
     model = PiecesModel(**config)
     n_pos = min(len(tokens), model.config.block_size)
 
-    def states():
+    def states() -> list[list[list[Value]]]:
         return _random_states(n_pos, n_layer + 1, model.config.n_embd, seed + 7)
 
     actual = _lens_observation(logit_lens, model, states(), tokens, gradients)
@@ -351,8 +367,10 @@ def check_logit_lens(logit_lens, layout="pre", name="emma", n_layer=2, seed=0,
                   what=f"{where} (part 0: the losses{part})")
 
 
-def check_lens_on_the_model_states(logit_lens, layout="pre", name="emma", n_layer=2, seed=0,
-                                   reference=None, **sizes):
+def check_lens_on_the_model_states(logit_lens: Callable[..., Any], layout: str = "pre",
+                                   name: str = "emma",
+                                   n_layer: int = 2, seed: int = 0,
+                                   reference: Any = None, **sizes: Any) -> None:
     """On microgpt's own states of the model (GPT.stream_states, stored or computed here, so
     that the check does not depend on Task 6.1), `logit_lens(model, states, tokens)` gives
     the reference lens losses, and the last of them is the model's own loss, GPT.loss."""
@@ -365,7 +383,8 @@ def check_lens_on_the_model_states(logit_lens, layout="pre", name="emma", n_laye
         states = [[[Value(x) for x in state] for state in position]
                   for position in _stored()[key]]
     else:
-        states = GPT.stream_states(model.head.__self__, tokens)  # the GPT behind the pieces
+        # the GPT behind the pieces
+        states = GPT.stream_states(model.head.__self__, tokens)  # type: ignore[attr-defined]
     losses = _call(logit_lens, model, states, tokens)
     where = (f"logit_lens for {name!r} on the model's own states ({n_layer} layers, "
              f"{LAYOUT_NAMES[layout]}, final_norm=True)")

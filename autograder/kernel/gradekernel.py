@@ -16,6 +16,7 @@ Run as `python -m autograder.kernel.gradekernel -f CONNECTION_FILE` (the sandbox
 import json
 import os
 import sys
+from typing import Any
 
 from autograder.kernel import policy
 from autograder.kernel.agent import serve  # before any student code: a student's module
@@ -25,18 +26,20 @@ from autograder.kernel.agent import serve  # before any student code: a student'
 MARKER = policy.MARKER  # + a JSON header + newline: a graded test cell
 
 
-def _kernel_class():
+def _kernel_class() -> type[Any]:
     from ipykernel.ipkernel import IPythonKernel
 
     class GradingKernel(IPythonKernel):
         """IPython's kernel; a graded test cell answers the grader (see the module doc)."""
 
-        def __init__(self, **kwargs):
+        def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             _cap_streams(int(os.environ.get(policy.OUTPUT_VARIABLE, 0) or 0))
 
-        async def do_execute(self, code, silent, store_history=True, user_expressions=None,
-                             allow_stdin=False, *, cell_meta=None, cell_id=None):
+        async def do_execute(self, code: str, silent: bool, store_history: bool = True,
+                             user_expressions: dict[str, Any] | None = None,
+                             allow_stdin: bool = False, *, cell_meta: Any = None,
+                             cell_id: str | None = None) -> dict[str, Any]:
             if code.startswith(MARKER):
                 return self._answer_grader(code, store_history)
             return await super().do_execute(
@@ -44,8 +47,8 @@ def _kernel_class():
                 allow_stdin=allow_stdin, cell_meta=cell_meta, cell_id=cell_id,
             )
 
-        def _answer_grader(self, code, store_history):
-            shell = self.shell
+        def _answer_grader(self, code: str, store_history: bool) -> dict[str, Any]:
+            shell: Any = self.shell
             count = shell.execution_count
             if store_history:
                 shell.execution_count += 1
@@ -65,24 +68,24 @@ def _kernel_class():
     return GradingKernel
 
 
-def _flush():
+def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except Exception:  # noqa: BLE001
             pass
 
-def _cap_streams(limit):
+def _cap_streams(limit: int) -> None:
     """Printed text beyond `limit` characters in all is dropped here, in the kernel, with
     one note (`policy.OUTPUT_NOTE`): a burst of output would otherwise leave in one message
     larger than the grader accepts, and the grader would have to stop the notebook."""
     if limit <= 0:
         return
-    state = {"written": 0, "noted": False}
+    state: dict[str, Any] = {"written": 0, "noted": False}
     for stream in (sys.stdout, sys.stderr):
         original = stream.write
 
-        def write(text, original=original):
+        def write(text: Any, original: Any = original) -> Any:
             size = len(text) if isinstance(text, str) else 0
             if state["written"] + size > limit:
                 if not state["noted"]:
@@ -92,10 +95,10 @@ def _cap_streams(limit):
             state["written"] += size
             return original(text)
 
-        stream.write = write
+        stream.write = write  # type: ignore[method-assign]
 
 
-def watch_lifeline():
+def watch_lifeline() -> None:
     """End this kernel when the grader that started it is gone: the sandbox hands it the
     reading end of a pipe whose only writing end the grader holds (`policy.
     LIFELINE_VARIABLE`), so the pipe's end of file is the grader's end, however it ended.
@@ -109,7 +112,7 @@ def watch_lifeline():
         return
     fd = int(text)
 
-    def watch():
+    def watch() -> None:
         try:
             while os.read(fd, 1):
                 pass
@@ -120,7 +123,7 @@ def watch_lifeline():
     threading.Thread(target=watch, name="lifeline", daemon=True).start()
 
 
-def main():
+def main() -> None:
     from ipykernel.kernelapp import IPKernelApp
 
     watch_lifeline()
@@ -129,7 +132,7 @@ def main():
     # debugs. It is kept out meanwhile only: afterwards `import debugpy` works as usual.
     blocked = "debugpy" not in sys.modules
     if blocked:
-        sys.modules["debugpy"] = None
+        sys.modules["debugpy"] = None  # type: ignore[assignment]
     try:
         app = IPKernelApp.instance(kernel_class=_kernel_class())
         app.initialize()

@@ -25,5 +25,5 @@ LIFELINE_VARIABLE = "RESIDUAL_PACK_LIFELINE"
 class AnswerSwitchedOff(Exception):
     """A task's model answer, called from a notebook while that task is graded."""
 
-    def _render_traceback_(self):
+    def _render_traceback_(self) -> list[str]:
         return [f"{type(self).__name__}: {self}"]

@@ -13,6 +13,7 @@ import functools
 import math
 import operator
 import random
+from typing import Any, Callable, Sequence  # noqa: UP035 (a kernel module imports typing only)
 
 from autograder.kernel.witness import CheckFailed
 from microgpt import Value, linear
@@ -25,18 +26,20 @@ __all__ = [
 ]
 
 
-def vector(rng, n, scale=1.0, shift=0.0):
+def vector(rng: random.Random, n: int, scale: float = 1.0, shift: float = 0.0) -> list[float]:
     """`n` floats from $N(shift, scale^2)$."""
     return [shift + scale * rng.gauss(0, 1) for _ in range(n)]
 
 
-def rows(rng, n_out, n_in, scale=None):
+def rows(rng: random.Random, n_out: int, n_in: int,
+         scale: float | None = None) -> list[list[float]]:
     """`n_out` rows of `n_in` floats from $N(0, scale^2)$, by default $scale = 1/\\sqrt{n_{in}}$."""
     scale = 1 / math.sqrt(n_in) if scale is None else scale
     return [vector(rng, n_in, scale) for _ in range(n_out)]
 
 
-def layer_inputs(seed, width, n_out=None, gated=False, gate_bias=-0.5):
+def layer_inputs(seed: int, width: int, n_out: int | None = None, gated: bool = False,
+                 gate_bias: float = -0.5) -> tuple[Any, ...]:
     """Fixed float inputs for a layer: (h, W) or, `gated`, (h, W, W_gate, b_gate)."""
     rng = random.Random(seed)
     n_out = width if n_out is None else n_out
@@ -47,14 +50,14 @@ def layer_inputs(seed, width, n_out=None, gated=False, gate_bias=-0.5):
     return h, W, rows(rng, width, width), vector(rng, width, 0.7, gate_bias)
 
 
-def as_values(v):
+def as_values(v: Any) -> Any:
     """Numbers, lists of numbers or lists of rows of numbers, as fresh `Value`s."""
     if isinstance(v, (list, tuple)):
         return [as_values(a) for a in v]
     return Value(float(v))
 
 
-def numbers(v):
+def numbers(v: Any) -> Any:
     """The floats inside a Value, a list of them or a list of rows of them."""
     if isinstance(v, Value):
         return v.data
@@ -69,8 +72,10 @@ class GradientProbe:
     the shapes of `args`, calls fn(*args) and returns $\\sum_i c_i\\,out_i$, with weights
     $c_i$ fixed by `seed` (the same for every function probed)."""
 
-    def __init__(self, args, arg_names, seed=0):
-        self.xs, self.names, self._shapes = [], [], []
+    def __init__(self, args: Sequence[Any], arg_names: Sequence[str], seed: int = 0) -> None:
+        self.xs: list[float] = []
+        self.names: list[str] = []
+        self._shapes: list[Any] = []
         for arg, name in zip(args, arg_names):
             if isinstance(arg, (int, float)):
                 self._shapes.append(None)
@@ -86,15 +91,15 @@ class GradientProbe:
                 self.xs.extend(float(a) for a in arg)
                 self.names.extend(f"{name}[{i}]" for i in range(len(arg)))
         self._rng = random.Random(seed)
-        self._weights = []
+        self._weights: list[float] = []
 
-    def weight(self, i):
+    def weight(self, i: int) -> float:
         while len(self._weights) <= i:
             self._weights.append(self._rng.uniform(0.5, 1.5) * self._rng.choice((-1, 1)))
         return self._weights[i]
 
-    def of(self, fn):
-        def probed(flat):
+    def of(self, fn: Callable[..., Any]) -> Callable[[Sequence[Any]], Value]:
+        def probed(flat: Sequence[Any]) -> Value:
             it = iter(flat)
             filled = []
             for shape in self._shapes:
@@ -122,32 +127,34 @@ class GradientProbe:
 # expected values (`autograder/kernel/stored.py`) were computed.
 
 
-def probe_layer(h, W):
+def probe_layer(h: list[Value], W: list[list[Value]]) -> list[Value]:
     """A probe layer: $\\tanh(W h)$ (no norm, no ReLU: not Task 2.1's layer)."""
     return [a.tanh() for a in linear(h, W)]
 
 
-def probe_residual_layer(h, W):
+def probe_residual_layer(h: list[Value], W: list[list[Value]]) -> list[Value]:
     """A probe layer with a shortcut: $h + \\tanh(W h)$ (not Task 4.1's layer)."""
     return list(map(operator.add, h, probe_layer(h, W)))
 
 
-def probe_gate(h, W_gate, b_gate):
+def probe_gate(h: list[Value], W_gate: list[list[Value]], b_gate: list[Value]) -> list[Value]:
     """A probe gate: $\\sigma(2 (W_T h + b_T))$ (not Task 3.1's gate)."""
     return [(2 * (z + b)).sigmoid() for z, b in zip(linear(h, W_gate), b_gate)]
 
 
-def _mixed(t, new, old):
+def _mixed(t: Value, new: Value, old: Value) -> Value:
     """$t \\cdot new + (1 - t) \\cdot old$, for one unit."""
     return t * new + (1 - t) * old
 
 
-def probe_highway_layer(h, W, W_gate, b_gate):
+def probe_highway_layer(h: list[Value], W: list[list[Value]], W_gate: list[list[Value]],
+                        b_gate: list[Value]) -> list[Value]:
     """A gated probe layer: $T \\tanh(W h) + (1 - T) h$ with the probe gate (not Task 3.2's)."""
     return list(map(_mixed, probe_gate(h, W_gate, b_gate), probe_layer(h, W), h))
 
 
-def probe_gated_params(width, rng, gate_bias=-1.0):
+def probe_gated_params(width: int, rng: random.Random,
+                       gate_bias: float = -1.0) -> dict[str, Any]:
     """Parameters for a gated test layer: W_gate drawn first, then W (not Task 3.3's)."""
     std = 1 / math.sqrt(3 * width)
     W_gate = matrix(width, width, rng, std)
@@ -155,7 +162,7 @@ def probe_gated_params(width, rng, gate_bias=-1.0):
                 b_gate=[Value(gate_bias) for _ in range(width)])
 
 
-def probe_forward(net, x, layer):
+def probe_forward(net: Any, x: list[Value], layer: Callable[..., list[Value]]) -> list[Value]:
     """A probe forward pass: $W_{out} \\tanh(h_L)$ with $h_0 = W_{in} x$ (not Task 2.2's)."""
     h_last = functools.reduce(lambda h, params: layer(h, **params), net.layers,
                               linear(x, net.w_in))

@@ -26,9 +26,13 @@ that does not pass through the student's code shows as IPython shows it.
 
 import ast
 import sys
+from typing import TYPE_CHECKING, Any, Iterator  # noqa: UP035 (a kernel module imports typing only)
 
 from autograder.kernel import crash
 from autograder.kernel.witness import CheckFailed, NotAnswered
+
+if TYPE_CHECKING:
+    from types import CodeType, TracebackType
 
 __all__ = ["needs_answer", "needs_run", "holds_stub", "STUB_TEXT"]
 
@@ -37,7 +41,7 @@ __all__ = ["needs_answer", "needs_run", "holds_stub", "STUB_TEXT"]
 STUB_TEXT = "write your solution here"
 
 
-def _code_objects(obj):
+def _code_objects(obj: object) -> "Iterator[CodeType]":
     """The code of a function, or of each method of a class (what a task asks for)."""
     if isinstance(obj, type):
         for member in vars(obj).values():
@@ -50,7 +54,7 @@ def _code_objects(obj):
         yield obj.__code__
 
 
-def holds_stub(obj):
+def holds_stub(obj: object) -> bool:
     """Whether the function or class `obj` still holds nbgrader's stub: it raises
     NotImplementedError with the stub's text (a student who kept the stub's raise below
     their own lines has not finished either)."""
@@ -58,7 +62,7 @@ def holds_stub(obj):
                for code in _code_objects(obj))
 
 
-def needs_answer(task_id, *answers):
+def needs_answer(task_id: str, *answers: object) -> None:
     """Stop the cell (one line) while one of `answers`, the functions or classes that
     `task_id` asks for and the cell runs, still holds the stub."""
     waiting = [getattr(a, "__name__", repr(a)) for a in answers if holds_stub(a)]
@@ -73,10 +77,10 @@ def needs_answer(task_id, *answers):
 
 
 # the shell whose error display this module handles, and whether the running cell asked
-_HANDLER = {"shell": None, "armed": False}
+_HANDLER: dict[str, Any] = {"shell": None, "armed": False}
 
 
-def _explain_crashes():
+def _explain_crashes() -> None:
     """Until the running cell ends, show an error raised in the student's code as a test
     shows it. Outside IPython (a script), nothing."""
     shell = crash._shell()
@@ -89,11 +93,12 @@ def _explain_crashes():
     _HANDLER["armed"] = True
 
 
-def _disarm(*args):
+def _disarm(*args: object) -> None:
     _HANDLER["armed"] = False
 
 
-def _show_error(shell, etype, value, tb, tb_offset=None):
+def _show_error(shell: Any, etype: type[BaseException], value: BaseException,
+                tb: "TracebackType | None", tb_offset: int | None = None) -> None:
     """IPython's handler of a cell's error: `crash`'s rendering when the cell asked for it
     and the student's code was running, else IPython's own."""
     if _HANDLER["armed"] and not isinstance(value, (CheckFailed, SyntaxError)) \
@@ -106,7 +111,7 @@ def _show_error(shell, etype, value, tb, tb_offset=None):
     shell.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=True)
 
 
-def _lookup(expression, namespace):
+def _lookup(expression: str, namespace: dict[str, Any]) -> Any:
     """The value `expression` names in `namespace`: a name, or a name with one key, such as
     "models['pre-norm']". Raises KeyError or NameError when it is not there."""
     tree = ast.parse(expression, mode="eval").body
@@ -120,7 +125,7 @@ def _lookup(expression, namespace):
     raise ValueError(f"needs_run reads a name or a name with one key, not {expression!r}")
 
 
-def needs_run(made_by, *expressions):
+def needs_run(made_by: str, *expressions: str) -> None:
     """Stop the cell (one line) while one of `expressions` (a name, or a name with one key:
     "results", "models['pre-norm']"), which `made_by` makes, is not in the notebook yet."""
     namespace = sys._getframe(1).f_globals

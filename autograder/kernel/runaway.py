@@ -28,6 +28,7 @@ kernel, which caps output its own way).
 import inspect
 import os
 import sys
+from typing import Any, Callable  # noqa: UP035 (a kernel module imports typing only)
 
 from autograder.kernel import crash
 
@@ -75,13 +76,13 @@ class _OutputCap:
     copy is capped too. (IPython 8 has no such wrapper: the cap's stays, and is not
     wrapped twice.)"""
 
-    def __init__(self, limit):
+    def __init__(self, limit: int) -> None:
         self.limit = limit
         self.written = 0
         self.noted = False
         self.after = 0  # characters the cell's own lines printed after the cut
 
-    def start_cell(self, *args):
+    def start_cell(self, *args: object) -> None:
         self.written = 0
         self.noted = False
         self.after = 0
@@ -89,12 +90,12 @@ class _OutputCap:
             if stream is not None and hasattr(stream, "write"):
                 self.wrap(stream)
 
-    def wrap(self, stream):
+    def wrap(self, stream: Any) -> None:
         original = stream.write
         if getattr(original, "_residual_pack_cap", False):
             return
 
-        def write(text):
+        def write(text: Any) -> Any:
             if not isinstance(text, str):
                 return original(text)
             room = self.limit - self.written
@@ -113,11 +114,11 @@ class _OutputCap:
                 return original(text)
             return len(text)
 
-        write._residual_pack_cap = True
+        write._residual_pack_cap = True  # type: ignore[attr-defined]
         stream.write = write  # this stream object only (the kernel's, not sys.__stdout__)
 
 
-def _from_the_cell():
+def _from_the_cell() -> bool:
     """Whether the print being written was called by a cell's own top-level code (not by
     a function): the caller of `print` is two frames up from the cap's `write`."""
     try:
@@ -127,13 +128,13 @@ def _from_the_cell():
     return code.co_name == "<module>" and bool(crash.cell_name(code.co_filename))
 
 
-def _from_nbclient():
+def _from_nbclient() -> bool:
     """Whether the cells come from nbclient (Validate, `residual-pack progress`), which
     sends the next cell only after the last one's reply, rather than from a front end."""
     return bool(os.environ.get("NBGRADER_EXECUTION"))
 
 
-def _abort_queued(kernel):
+def _abort_queued(kernel: Any) -> bool:
     """Abort the execute requests already queued (ipykernel's own way after an error in a
     cell sent with stop_on_error); False when this ipykernel has no such step."""
     # ipykernel's private method: registered in autograder/compat.py (PRIVATE_NAMES)
@@ -151,21 +152,21 @@ def _abort_queued(kernel):
     return True
 
 
-def _after_cell(shell):
-    def after(result):
+def _after_cell(shell: Any) -> Callable[[Any], None]:
+    def after(result: Any) -> None:
         if isinstance(getattr(result, "error_in_exec", None), KeyboardInterrupt) \
                 and not _from_nbclient():
             _abort_queued(getattr(shell, "kernel", None))
     return after
 
 
-def _interrupt_shown(shell):
+def _interrupt_shown(shell: Any) -> Callable[..., Any]:
     """IPython's `showtraceback` of this shell, with a KeyboardInterrupt raised in a cell
     shown by `crash.interrupted` (the cell's line and the student's, no frame of the
     library's or the checks'); a test cell's (`checks.task`) already has its rendering."""
     original = shell.showtraceback
 
-    def showtraceback(exc_tuple=None, *args, **kwargs):
+    def showtraceback(exc_tuple: Any = None, *args: Any, **kwargs: Any) -> Any:
         try:
             etype, value, tb = exc_tuple if exc_tuple is not None else sys.exc_info()
             if isinstance(value, KeyboardInterrupt) \

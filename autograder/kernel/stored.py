@@ -7,6 +7,7 @@ from the model answers, which a student's install does not hold.
 # ruff: noqa: E501
 
 import copy
+from typing import Any
 
 __all__ = ["STORED", "stored"]
 
@@ -37,6 +38,6 @@ STORED = {
 }
 
 
-def stored(name):
+def stored(name: str) -> Any:
     """The stored entry `name` (a number, or lists of numbers), a fresh copy."""
     return copy.deepcopy(STORED[name])

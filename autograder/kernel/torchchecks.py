@@ -16,6 +16,7 @@ import copy
 import functools
 import json
 from pathlib import Path
+from typing import Any, Callable, Iterator  # noqa: UP035 (a kernel module imports typing only)
 
 import torch
 
@@ -33,17 +34,17 @@ STORED_FILE = Path(__file__).resolve().with_name("torchchecks.json")
 
 
 @functools.cache
-def _stored():
+def _stored() -> dict[str, Any]:
     return json.loads(STORED_FILE.read_text(encoding="utf-8"))
 
 
-def stored_observation(name):
+def stored_observation(name: str) -> Any:
     """The stored entry `name` (an observation or a number), a fresh copy."""
     return copy.deepcopy(_stored()[name])
 
 
 @contextlib.contextmanager
-def seeded(seed):
+def seeded(seed: int) -> Iterator[None]:
     """Run the block with torch's global generator seeded with `seed`, then restore it."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -51,7 +52,7 @@ def seeded(seed):
 
 
 @contextlib.contextmanager
-def in_float64():
+def in_float64() -> Iterator[None]:
     """Run the block with float64 as torch's default dtype, then restore the one before.
     A stored training run is made and rerun this way: in float32 its last digits move
     from one machine to another by more than the checks can allow."""
@@ -63,14 +64,14 @@ def in_float64():
         torch.set_default_dtype(before)
 
 
-def _tensor_data(t):
+def _tensor_data(t: Any) -> list[float | str]:
     t = t.detach().double().flatten()
     if t.numel() > MAX_ITEMS:
         raise CheckFailed(f"a tensor of {t.numel()} numbers is too large to check")
     return [encode(v) for v in t.tolist()]
 
 
-def module_observation(module, inputs, what):
+def module_observation(module: Any, inputs: Any, what: str) -> dict[str, Any]:
     """`module` on `inputs`: its output, then the gradients in the input and in every
     parameter of the loss sum(output * fixed random weights), as named tensors."""
     x = inputs.detach().clone().requires_grad_(True)
@@ -100,7 +101,8 @@ def module_observation(module, inputs, what):
     return {"tensors": seen}
 
 
-def in_kernel(function, *args, float64=False, **kwargs):
+def in_kernel(function: Callable[..., Any], *args: Any, float64: bool = False,
+              **kwargs: Any) -> Any:
     """`function(*args, **kwargs)` (a function of the library) run where the student's
     objects live, in float64 as torch's default dtype when `float64`: in JupyterLab, right
     here; at grading time, when the test runs in the grader, in the student's kernel, and
@@ -112,14 +114,15 @@ def in_kernel(function, *args, float64=False, **kwargs):
     return _called(function, float64, args, kwargs)
 
 
-def _called(function, float64, args, kwargs):
+def _called(function: Callable[..., Any], float64: bool, args: tuple[Any, ...],
+            kwargs: dict[str, Any]) -> Any:
     if float64:
         with in_float64():
             return function(*args, **kwargs)
     return function(*args, **kwargs)
 
 
-def _remote(*objects):
+def _remote(*objects: object) -> Any:
     """The grader's connection, when one of `objects` is the student's (at grading time)."""
     remote = wire.REMOTE
     if remote is not None and any(remote.is_proxy(o) for o in objects):
@@ -127,7 +130,8 @@ def _remote(*objects):
     return None
 
 
-def observe_built(make, inputs, what, seed):
+def observe_built(make: Callable[[], Any], inputs: Any, what: str,
+                  seed: int) -> dict[str, Any]:
     """The observation of the module `make()` builds under `seeded(seed)` (see
     `module_observation`)."""
     with seeded(seed):
@@ -135,26 +139,27 @@ def observe_built(make, inputs, what, seed):
     return module_observation(module, inputs, what)
 
 
-def check_module(make, inputs, what, reference=None, seed=0, rtol=1e-9, atol=1e-9,
-                 expected=None):
+def check_module(make: Callable[[], Any], inputs: Any, what: str,
+                 reference: Callable[[], Any] | None = None, seed: int = 0,
+                 rtol: float = 1e-9, atol: float = 1e-9, expected: Any = None) -> Any:
     """The module `make()` builds (under `seeded(seed)`) gives the output and the
     gradients of the one `reference()` builds under the same seed, on `inputs` (or, with
     `expected`, the stored observation of that reference). The student's module is built
     and run where the student's code lives (`in_kernel`)."""
     observed = in_kernel(observe_built, make, inputs, what, seed)
 
-    def reference_observation():
+    def reference_observation() -> Any:
         if expected is not None:
             return resolve(expected)
         with seeded(seed):
-            built = reference()
+            built = reference()  # type: ignore[misc]  # given when `expected` is not
         return module_observation(built, inputs, "the reference")
 
     params = {"what": what, "rtol": rtol, "atol": atol}
     return settle("tensors", observed, reference_observation, params)
 
 
-def with_bias(layer, value):
+def with_bias(layer: Any, value: float) -> Any:
     """`layer` with its linear map's bias set to `value` everywhere (many ReLUs active)."""
     remote = _remote(layer)
     if remote is not None:
@@ -164,7 +169,7 @@ def with_bias(layer, value):
     return layer
 
 
-def with_moved_norms(block, seed):
+def with_moved_norms(block: Any, seed: int) -> Any:
     """`block` with its two norm gains moved away from 1 (so that norm1 and norm2 cannot
     stand in for each other), the same way for every block made with the same seed."""
     remote = _remote(block)

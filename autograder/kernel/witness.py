@@ -12,7 +12,7 @@ into plain data, see `compare`) and then calls `settle`:
   code runs only in the grader, so it is not in this package.
 """
 
-from typing import Any
+from typing import Any, Callable  # noqa: UP035 (a kernel module imports typing only)
 
 __all__ = ["CheckFailed", "NotAnswered", "Expected", "expected", "failure", "settle",
            "RECORDER"]
@@ -28,11 +28,13 @@ class CheckFailed(AssertionError):
     In a notebook it shows as that one line: the checks' own frames say nothing a
     student needs (IPython asks an exception for `_render_traceback_`)."""
 
-    def _render_traceback_(self):
+    from_check: bool  # set on a check's own verdict (`failure`)
+
+    def _render_traceback_(self) -> list[str]:
         return [f"{type(self).__name__}: {self}"]
 
 
-def failure(message):
+def failure(message: str) -> CheckFailed:
     """The CheckFailed a check raises, marked as a check's verdict (its message already
     names a known mistake when there is one, see `diagnosis`)."""
     exc = CheckFailed(message)
@@ -51,26 +53,27 @@ class Expected:
 
     __slots__ = ("compute",)
 
-    def __init__(self, compute):
+    def __init__(self, compute: Callable[[], Any]) -> None:
         self.compute = compute
 
 
-def expected(compute):
+def expected(compute: Callable[[], Any]) -> Expected:
     """`compute()` as an expected value, evaluated only where something compares with it."""
     return Expected(compute)
 
 
-def resolve(value):
+def resolve(value: Any) -> Any:
     """The expected value itself (an `Expected` is computed now)."""
     return value.compute() if isinstance(value, Expected) else value
 
 
 # the names of the checks whose latest run in this kernel passed: what tells apart two
 # known mistakes that fail one check alike (`diagnosis`); messages only
-_PASSED = set()
+_PASSED: set[str] = set()
 
 
-def settle(kind, observed, make_expected, params, result=None):
+def settle(kind: str, observed: Any, make_expected: Callable[[], Any], params: dict[str, Any],
+           result: Any = None) -> Any:
     """Compare one observation with the expected one; returns `result` (what the check
     returns to the test cell) unless the check fails. At grading time the grader's
     `RECORDER` takes it instead.

@@ -70,7 +70,9 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import IO, Any
 
 from . import cgroups, seccomp
 from .limits import Limits, SandboxError, size_words  # noqa: F401 (Limits: what start reads)
@@ -99,19 +101,19 @@ class Level:
 
     kind: str
     message: str
-    cgroup: str = None
-    parents: object = None
+    cgroup: str | None = None
+    parents: Any = None
 
     @property
-    def root(self):
+    def root(self) -> bool:
         return self.kind == "root"
 
     @property
-    def usable(self):
+    def usable(self) -> bool:
         return self.kind != "none"
 
     @property
-    def sandboxed(self):
+    def sandboxed(self) -> bool:
         """A sandbox around the kernel (not the level "limits", which has none)."""
         return self.kind in ("root", "userns")
 
@@ -151,13 +153,13 @@ LIMITS_MESSAGE = (
     "environment and a throwaway HOME and working folder")
 
 
-def limits_level(why):
+def limits_level(why: str) -> Level:
     """The level "limits": no sandbox, only what prlimit and a clean environment give
     (see the module's docstring); `why` says why, in the sentence for the log."""
     return Level("limits", LIMITS_MESSAGE.format(why=why))
 
 
-def cpu_quota(level):
+def cpu_quota(level: Level) -> bool:
     """Whether kernels at `level` get the CPU quota of their `Limits.cpus` (a cpu cgroup)."""
     if level.cgroup == "v1":
         return "cpu" in level.parents
@@ -167,11 +169,11 @@ def cpu_quota(level):
     return False
 
 
-def _bwrap():
+def _bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-def _userns_works(as_uid=None):
+def _userns_works(as_uid: int | None = None) -> tuple[bool, str]:
     """Whether bwrap can make its namespaces unprivileged (as `as_uid` when root)."""
     argv = [_bwrap(), "--unshare-all", "--unshare-user", "--disable-userns",
             "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
@@ -181,13 +183,14 @@ def _userns_works(as_uid=None):
         argv = ["setpriv", f"--reuid={as_uid}", f"--regid={as_uid}", "--clear-groups",
                 "--", *argv]
     try:
-        run = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        run = subprocess.run(argv, capture_output=True, text=True,  # type: ignore[arg-type]
+                             timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, str(exc)
     return run.returncode == 0, (run.stderr.strip().splitlines() or ["no output"])[-1]
 
 
-def probe():
+def probe() -> Level:
     """The `Level` this machine allows, with its sentence for the log."""
     if not sys.platform.startswith("linux"):
         return Level("none", "no sandbox: bubblewrap needs Linux")
@@ -233,14 +236,14 @@ class SandboxSpec:
 
     argv: tuple
     writable: Path
-    site_packages: Path = None
-    library: Path = None
-    python_prefix: Path = None
+    site_packages: Path | None = None
+    library: Path | None = None
+    python_prefix: Path | None = None
     env: dict = dataclasses.field(default_factory=dict)
     workdir: str = "/tmp"
     hide: tuple = ()
 
-    def python(self):
+    def python(self) -> tuple[Path, str]:
         """(prefix, "X.Y") of the Python installation bound at /opt/python."""
         if self.python_prefix is not None:
             prefix = Path(self.python_prefix)
@@ -251,7 +254,7 @@ class SandboxSpec:
         return Path(sys.base_prefix), sysconfig.get_python_version()
 
 
-def python_binds(spec):
+def python_binds(spec: SandboxSpec) -> tuple[list[tuple[Path, str]], str]:
     """[(source on the host, destination inside)] read-only binds of the Python side."""
     prefix, version = spec.python()
     binary = prefix / "bin" / f"python{version}"
@@ -272,14 +275,14 @@ def python_binds(spec):
     return binds, version
 
 
-def venv_config(spec):
+def venv_config(spec: SandboxSpec) -> str:
     """The pyvenv.cfg of the virtual environment at /opt/venv."""
     _, version = spec.python()
     return (f"home = {PYTHON_HOME}/bin\ninclude-system-site-packages = false\n"
             f"version = {version}\n")
 
 
-def environment(spec):
+def environment(spec: SandboxSpec) -> dict[str, str]:
     env = {
         "PATH": f"{VENV}/bin:{PYTHON_HOME}/bin:/usr/bin:/bin",
         "HOME": "/tmp",
@@ -305,16 +308,16 @@ class Resources:
     as (None: the grading user itself), the seccomp filter's fd, the cgroup.procs files
     the wrapper joins, the stage folder (None: binds by their own paths)."""
 
-    seccomp_fd: int
-    venv_cfg_fd: int = None  # a file holding `venv_config(spec)`, for --ro-bind-data
-    uid: int = None
+    seccomp_fd: int | None
+    venv_cfg_fd: int | None = None  # a file holding `venv_config(spec)`, for --ro-bind-data
+    uid: int | None = None
     cgroup_procs: tuple = ()
-    stage: Path = None
-    parent: int = None  # the starting process: the kernel must not outlive it (see command)
-    lifeline_fd: int = None  # the reading end of the grader's lifeline (`LIFELINE_VARIABLE`)
+    stage: Path | None = None
+    parent: int | None = None  # the starting process: the kernel must not outlive it (see command)
+    lifeline_fd: int | None = None  # the reading end of the grader's lifeline
 
 
-def _rlimits(limits, level):
+def _rlimits(limits: Limits, level: Level) -> list[str]:
     pairs = [("nofile", limits.open_files), ("fsize", limits.file_size),
              ("core", 0)]
     if limits.cpu_seconds:
@@ -324,7 +327,7 @@ def _rlimits(limits, level):
     return [f"--{name}={value}:{value}" for name, value in pairs]
 
 
-def _root_links():
+def _root_links() -> list[str]:
     """bwrap's arguments for /bin, /lib ... as this host has them (symlinks into /usr on
     a merged-/usr system, read-only binds otherwise)."""
     args = []
@@ -337,7 +340,7 @@ def _root_links():
     return args
 
 
-def _limits_and_uid(limits, level, resources):
+def _limits_and_uid(limits: Limits, level: Level, resources: Resources) -> list[str]:
     """The head of every launch chain: prlimit's rlimits, then setpriv for the kernel's
     uid and the parent's death signal, then a check that the parent is still there."""
     head = ["prlimit", *_rlimits(limits, level), "--"]
@@ -360,7 +363,7 @@ def _limits_and_uid(limits, level, resources):
     return head
 
 
-def _on_host(spec, path):
+def _on_host(spec: SandboxSpec, path: str) -> str:
     """`path` as the sandbox names it (its Python, writable folder, /tmp, library), as
     the host names it: what the level "limits" runs with. Other paths stay."""
     folder = str(spec.writable)
@@ -373,7 +376,7 @@ def _on_host(spec, path):
     return path
 
 
-def kernel_paths(spec, level):
+def kernel_paths(spec: SandboxSpec, level: Level) -> tuple[str, str]:
     """(the kernel's Python, its writable folder) as the kernel sees them: inside the
     sandbox, the fixed paths; at the level "limits", this Python and the host's folder."""
     if level.sandboxed:
@@ -381,7 +384,7 @@ def kernel_paths(spec, level):
     return _on_host(spec, PYTHON), _on_host(spec, RUN)
 
 
-def host_environment(spec):
+def host_environment(spec: SandboxSpec) -> dict[str, str]:
     """The kernel's environment at the level "limits": `environment`'s, with the
     sandbox's fixed paths made host paths under the writable folder."""
     env = {key: _on_host(spec, value) for key, value in environment(spec).items()}
@@ -397,13 +400,14 @@ def host_environment(spec):
 LIFELINE_VARIABLE = "RESIDUAL_PACK_LIFELINE"
 
 
-def _with_lifeline(env, resources):
+def _with_lifeline(env: dict[str, str], resources: Resources) -> dict[str, str]:
     if resources.lifeline_fd is None:
         return env
     return {**env, LIFELINE_VARIABLE: str(resources.lifeline_fd)}
 
 
-def _limits_command(spec, limits, level, resources):
+def _limits_command(spec: SandboxSpec, limits: Limits, level: Level,
+                    resources: Resources) -> list[str]:
     """The level "limits": prlimit, setpriv for the parent's death (and a uid, with
     `run_as`), a clean environment, the kernel with host paths."""
     env = [f"{key}={value}" for key, value in
@@ -417,7 +421,8 @@ def _limits_command(spec, limits, level, resources):
             _on_host(spec, spec.workdir), *env, *argv]
 
 
-def command(spec, limits, level, resources):
+def command(spec: SandboxSpec, limits: Limits, level: Level,
+            resources: Resources) -> list[str]:
     """The argument list that runs `spec` in the sandbox (see the module's docstring).
     Pure: `start` opens what `resources` names and runs it."""
     if not level.usable:
@@ -459,7 +464,7 @@ def command(spec, limits, level, resources):
         return tail
     if resources.stage is not None:
         lines = ["set -e"]
-        for source, mount_point in zip(sources, staged):
+        for source, mount_point in zip(sources, staged):  # type: ignore[assignment]
             lines.append(shlex.join(["mount", "--bind", str(source), mount_point]))
         lines.append("exec " + shlex.join(tail))
         tail = ["unshare", "--mount", "--propagation", "private", "--",
@@ -473,7 +478,7 @@ def command(spec, limits, level, resources):
 # ------------------------------------------------------------------ uids
 
 
-def _uid_range():
+def _uid_range() -> tuple[int, int]:
     text = os.environ.get(UID_RANGE_VARIABLE, "")
     if not text:
         return DEFAULT_UIDS
@@ -481,7 +486,7 @@ def _uid_range():
     return int(lo), int(hi or lo)
 
 
-def _uids_in_use():
+def _uids_in_use() -> set[int]:
     found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -490,7 +495,7 @@ def _uids_in_use():
     return found
 
 
-def acquire_uid(attempts=1000):
+def acquire_uid(attempts: int = 1000) -> tuple[int, IO[str]]:
     """(uid, lock file): a uid from the range that no process runs as and no other
     kernel holds, chosen at random so that a uid is rarely seen twice; held while the lock
     file is open."""
@@ -514,7 +519,7 @@ def acquire_uid(attempts=1000):
     raise SandboxError(f"no free sandbox uid in {lo}-{hi}")
 
 
-def release_uid(lock):
+def release_uid(lock: IO[str]) -> None:
     """Give a uid back: its lock file removed while still held, so the folder does not
     grow with every uid ever used (a waiter that opened it meanwhile sees the inode
     change and tries another)."""
@@ -533,8 +538,8 @@ class Outcome:
 
     kind: str
     message: str
-    returncode: int = None
-    report: dict = None
+    returncode: int | None = None
+    report: dict | None = None
 
 
 class SandboxProcess(subprocess.Popen):
@@ -542,17 +547,17 @@ class SandboxProcess(subprocess.Popen):
     `outcome()` says how it ended and `cleanup()` removes its cgroups and stage and gives
     its uid back. Use `start` to make one."""
 
-    sandbox_uid = None
-    _lock = None
-    cgroups = None
-    stage = None
-    limits = None
-    level = None
-    run_mount = None
+    sandbox_uid: int | None = None
+    _lock: Any = None
+    cgroups: Any = None
+    stage: Path | None = None
+    limits: Any = None
+    level: Any = None
+    run_mount: Any = None
     _killed = False
-    _lifeline = None  # this end of the kernel's lifeline, closed by cleanup()
+    _lifeline: int | None = None  # this end of the kernel's lifeline, closed by cleanup()
 
-    def kill(self):
+    def kill(self) -> None:
         """SIGKILL the whole sandbox: the launch chain's process group (bwrap: its pid-1
         child dies with it, and with that pid 1 every process of the pid namespace), then
         whatever is still in the cgroups."""
@@ -566,7 +571,7 @@ class SandboxProcess(subprocess.Popen):
 
     terminate = kill
 
-    def outcome(self):
+    def outcome(self) -> Outcome:
         code = self.poll()
         report = self.cgroups.report() if self.cgroups is not None else {}
         memory = size_words(self.limits.memory) if self.limits else "?"
@@ -592,7 +597,7 @@ class SandboxProcess(subprocess.Popen):
             return Outcome("signal", f"the kernel was ended by {name}", code, report)
         return Outcome("exited", f"the kernel exited with status {code}", code, report)
 
-    def cleanup(self):
+    def cleanup(self) -> None:
         """After the kernel has ended (or is killed here): cgroups removed, stage folder
         removed, the writable folder's tmpfs unmounted (read it before), uid released."""
         if self.poll() is None:
@@ -619,7 +624,7 @@ RUN_MOUNT = "microgpt-sandbox-run-"  # + the grader's pid: the source name of it
 STAGE = "microgpt-sandbox-stage-"  # + the grader's pid + "-": its stage folders
 
 
-def _alive(pid):
+def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -629,7 +634,7 @@ def _alive(pid):
     return True
 
 
-def remove_stale(level):
+def remove_stale(level: Level) -> list[str]:
     """What graders that were killed before their cleanup left: empty cgroups, the tmpfs
     on writable folders and stage folders whose grader pid is gone, uid lock files no one
     holds. A list of what was removed. Call it when a grading run starts."""
@@ -659,7 +664,7 @@ def remove_stale(level):
     return removed
 
 
-def _make_stage(sources):
+def _make_stage(sources: Sequence[str | os.PathLike[str]]) -> Path:
     stage = Path(tempfile.mkdtemp(prefix=f"{STAGE}{os.getpid()}-"))
     os.chmod(stage, 0o755)
     for i, source in enumerate(sources):
@@ -671,7 +676,7 @@ def _make_stage(sources):
     return stage
 
 
-def _mount_writable(folder, uid, size):
+def _mount_writable(folder: Path, uid: int, size: int) -> None:
     """A tmpfs of `size` bytes, owned by `uid`, on `folder` (the host's view: the caller
     reads it), with the regular files the caller put there before (the connection file)
     copied in: what the kernel writes there is bounded, and counted by its memory cgroup,
@@ -687,7 +692,8 @@ def _mount_writable(folder, uid, size):
         os.chown(folder / name, uid, uid)
 
 
-def start(spec, limits, level, *, run_as=None, **popen):
+def start(spec: SandboxSpec, limits: Limits, level: Level, *, run_as: int | None = None,
+          **popen: Any) -> SandboxProcess:
     """Start `spec` in the sandbox; a `SandboxProcess`. As root at the level "root", the
     kernel gets a fresh uid, its own cgroups and a tmpfs of `limits.run_space` bytes on the
     writable folder (read it before `cleanup()`, which unmounts it). `run_as` (root
@@ -717,7 +723,7 @@ def start(spec, limits, level, *, run_as=None, **popen):
         if not level.sandboxed:  # its HOME and temporary folders, on the host
             (writable / "tmp").mkdir(mode=0o700, exist_ok=True)
         if level.root and run_as is None:
-            _mount_writable(writable, uid, limits.run_space)
+            _mount_writable(writable, uid, limits.run_space)  # type: ignore[arg-type]
             run_mount = writable
         if uid is not None:
             os.chown(writable, uid, uid)
@@ -728,7 +734,7 @@ def start(spec, limits, level, *, run_as=None, **popen):
             stage = _make_stage([src for src, _ in binds] + [writable])
         effective = level if kernel_cgroups is not None else \
             dataclasses.replace(level, cgroup=None)
-        fds = ()
+        fds: tuple[int, ...] = ()
         if level.sandboxed:
             seccomp_file = seccomp.bpf_file(deny_uncounted_memory=kernel_cgroups is None)
             venv_file = tempfile.TemporaryFile()  # noqa: SIM115 (closed below)
@@ -774,7 +780,8 @@ def start(spec, limits, level, *, run_as=None, **popen):
     return process
 
 
-def run(spec, limits, level, timeout=60, **kwargs):
+def run(spec: SandboxSpec, limits: Limits, level: Level, timeout: int = 60,
+        **kwargs: Any) -> tuple[Outcome, str, str]:
     """Run `spec` to its end (killed after `timeout` seconds); (outcome, stdout, stderr)
     as text. Cleans up."""
     process = start(spec, limits, level, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

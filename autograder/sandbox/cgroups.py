@@ -25,11 +25,12 @@ import signal
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path("/sys/fs/cgroup")
 
 
-def _own_paths(text=None):
+def _own_paths(text: str | None = None) -> dict[str, str]:
     """{controller or "" (v2): path of this process's cgroup in that hierarchy}."""
     if text is None:
         text = Path("/proc/self/cgroup").read_text()
@@ -41,7 +42,7 @@ def _own_paths(text=None):
     return found
 
 
-def _v2_mount():
+def _v2_mount() -> Path | None:
     """Where cgroup2 is mounted (/sys/fs/cgroup on a pure v2 machine, /sys/fs/cgroup/unified
     on a hybrid one), or None."""
     with contextlib.suppress(OSError):
@@ -52,11 +53,11 @@ def _v2_mount():
     return None
 
 
-def _writable_dir(path):
+def _writable_dir(path: Path) -> bool:
     return path.is_dir() and os.access(path, os.W_OK)
 
 
-def detect():
+def detect() -> tuple[str | None, Any]:
     """("v1", {controller: parent folder}) or ("v2", parent folder) where this process may
     make a kernel's cgroups with memory and pids limits, else (None, why not)."""
     own = _own_paths()
@@ -89,7 +90,7 @@ def detect():
 PREFIX = "microgpt-sandbox-"
 
 
-def _owner_alive(name):
+def _owner_alive(name: str) -> bool:
     """Whether the grader named in a kernel cgroup's name (PREFIX + pid + "-" + id) lives;
     False for a name without a pid (older names: removed once empty, as before)."""
     pid = name.removeprefix(PREFIX).split("-")[0]
@@ -104,7 +105,7 @@ def _owner_alive(name):
     return True
 
 
-def remove_stale(version, parents):
+def remove_stale(version: str, parents: Any) -> list[str]:
     """Remove the kernels' cgroups that no process is in any more and whose grader is gone
     (left by a grader that was killed before its cleanup); the names of those removed. A
     live grader's cgroup is empty for a moment before its kernel joins it: left alone."""
@@ -125,11 +126,12 @@ class KernelCgroups:
     """The cgroups of one kernel. `procs_files` are what the launch wrapper writes its pid
     to; `report()` says how the limits were met; `kill()` and `remove()` clean up."""
 
-    def __init__(self, version, parents, memory_bytes, processes, cpus=None, name=None):
+    def __init__(self, version: str, parents: Any, memory_bytes: int, processes: int,
+                 cpus: float | None = None, name: str | None = None) -> None:
         self.version = version
         # the grader's pid in the name: `remove_stale` leaves a live grader's cgroups alone
         self.name = name or f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        self.folders = {}
+        self.folders: dict[str, Path] = {}
         if version == "v2":
             folder = Path(parents) / self.name
             folder.mkdir()
@@ -164,22 +166,22 @@ class KernelCgroups:
             raise
 
     @staticmethod
-    def _write(path, value):
+    def _write(path: Path, value: object) -> None:
         path.write_text(f"{value}\n")
 
     @property
-    def procs_files(self):
+    def procs_files(self) -> list[str]:
         return [str(folder / "cgroup.procs") for folder in self.folders.values()]
 
-    def _memory_folder(self):
+    def _memory_folder(self) -> Path | None:
         return self.folders.get("memory") or self.folders.get("")
 
-    def _pids_folder(self):
+    def _pids_folder(self) -> Path | None:
         return self.folders.get("pids") or self.folders.get("")
 
     @staticmethod
-    def _fields(path):
-        found = {}
+    def _fields(path: Path) -> dict[str, int]:
+        found: dict[str, int] = {}
         with contextlib.suppress(OSError):
             for line in path.read_text().splitlines():
                 key, _, value = line.partition(" ")
@@ -188,17 +190,17 @@ class KernelCgroups:
         return found
 
     @staticmethod
-    def _number(path):
+    def _number(path: Path) -> int:
         try:
             return int(path.read_text().strip())
         except (OSError, ValueError):
             return 0
 
-    def report(self):
+    def report(self) -> dict[str, int]:
         """{"oom_kills", "memory_failures", "pids_refused", "peak_memory"}: how often the
         kernel met its limits (0 where this layout cannot tell)."""
-        memory = self._memory_folder()
-        pids = self._pids_folder()
+        memory: Any = self._memory_folder()  # both set for a kernel that has cgroups
+        pids: Any = self._pids_folder()
         if self.version == "v2":
             events = self._fields(memory / "memory.events")
             return {"oom_kills": events.get("oom_kill", 0),
@@ -214,14 +216,14 @@ class KernelCgroups:
                 "pids_refused": self._fields(pids / "pids.events").get("max", 0),
                 "peak_memory": peak}
 
-    def pids(self):
-        found = set()
+    def pids(self) -> set[int]:
+        found: set[int] = set()
         for folder in self.folders.values():
             with contextlib.suppress(OSError):
                 found.update(int(p) for p in (folder / "cgroup.procs").read_text().split())
         return found
 
-    def kill(self, timeout=10.0):
+    def kill(self, timeout: float = 10.0) -> bool:
         """SIGKILL every process in the cgroups until none is left (or `timeout`)."""
         deadline = time.monotonic() + timeout
         while True:
@@ -233,7 +235,7 @@ class KernelCgroups:
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.02)
 
-    def remove(self):
+    def remove(self) -> bool:
         """Kill what is left and remove the folders (a v1 memory cgroup may stay busy for a
         moment after its last process)."""
         self.kill()

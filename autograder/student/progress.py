@@ -20,15 +20,22 @@ same as at an earlier run is not run again: its result is kept in the user's cac
 (`cache_folder()`, keyed by a digest of all of that; `--fresh` runs everything).
 """
 
+from __future__ import annotations
+
 import functools
 import hashlib
 import importlib.util
 import json
 import os
 import re
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 import nbformat
 
@@ -70,11 +77,11 @@ class TaskStatus:
     message: str = ""
 
 
-def _is_test(cell):
+def _is_test(cell: Any) -> bool:
     return is_autograded_test(cell)
 
 
-def _status(cell):
+def _status(cell: Any) -> tuple[str, str]:
     if cell.get("execution_count") is None:
         return NOT_RUN, ""
     for out in cell.get("outputs", []):
@@ -88,7 +95,7 @@ def _status(cell):
     return PASSED, ""
 
 
-def _short(text):
+def _short(text: str) -> str:
     """A failure in a line: the check's message cut to 300 characters, then the known
     mistake it looks like when the diagnosis named one (what a student most needs, and it
     comes last)."""
@@ -101,22 +108,22 @@ def _short(text):
     return short
 
 
-def unanswered(source):
+def unanswered(source: str) -> bool:
     """Is a written answer's cell still as released: its lead, if any, and the placeholder?"""
     return ANSWER_LEAD.sub("", source, count=1).strip() in ("", TEXT_STUB)
 
 
-def _is_written(cell):
+def _is_written(cell: Any) -> bool:
     """An answer graded by hand (nbgrader: a solution cell that is graded)."""
     return is_solution(cell) and is_grade(cell) and not _is_test(cell)
 
 
-def _needs_torch(nb):
+def _needs_torch(nb: Any) -> bool:
     return any(c.cell_type == "code" and IMPORTS_TORCH.search(c.source) for c in nb.cells) \
         and importlib.util.find_spec("torch") is None
 
 
-def cache_folder():
+def cache_folder() -> Path:
     """Where results of earlier runs are kept: the user's cache folder (XDG_CACHE_HOME, or
     ~/.cache), never the student's assignment folder (nbgrader submit would hand it in)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -124,7 +131,7 @@ def cache_folder():
 
 
 @functools.cache
-def _code_digest():
+def _code_digest() -> str:
     """A digest of the code a notebook's tests run on: the engine, the kernel-side checks,
     the torch track (when installed) and whether torch is there."""
     digest = hashlib.sha256()
@@ -141,7 +148,7 @@ def _code_digest():
     return digest.hexdigest()
 
 
-def _run_key(cells, folder, timeout):
+def _run_key(cells: Sequence[Any], folder: str | os.PathLike[str], timeout: int) -> str:
     """What a notebook's test results depend on: the cells up to its last visible test,
     the other files beside it (by name, size and time), the code, the cell timeout."""
     files = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
@@ -151,14 +158,14 @@ def _run_key(cells, folder, timeout):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _cached(key):
+def _cached(key: str) -> Any:
     try:
         return json.loads((cache_folder() / f"{key}.json").read_text())
     except (OSError, ValueError):
         return None
 
 
-def _keep(key, tests):
+def _keep(key: str, tests: dict[str, Any]) -> None:
     folder = cache_folder()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -169,7 +176,8 @@ def _keep(key, tests):
         pass
 
 
-def _run_tests(nb, folder, timeout, fresh):
+def _run_tests(nb: Any, folder: str | os.PathLike[str], timeout: int,
+               fresh: bool) -> dict[str, Any]:
     """{grade_id: [status, message]} of the visible tests of `nb`, run up to its last one
     (or taken from the cache). The cells' saved outputs never count: they are cleared
     before the run, so a test the run does not reach is "not run"."""
@@ -205,7 +213,8 @@ def _run_tests(nb, folder, timeout, fresh):
     return tests
 
 
-def notebook_progress(path, assignment, timeout=300, fresh=False):
+def notebook_progress(path: str | os.PathLike[str], assignment: str, timeout: int = 300,
+                      fresh: bool = False) -> list[TaskStatus]:
     """Run one notebook and say how each of its graded cells fared: the visible tests
     (run, up to the last one, or from the cache unless `fresh`), the written answers
     (read)."""
@@ -233,7 +242,7 @@ def notebook_progress(path, assignment, timeout=300, fresh=False):
     return rows
 
 
-def find_notebooks(folder):
+def find_notebooks(folder: str | os.PathLike[str]) -> list[tuple[str, Path]]:
     """[(assignment, notebook path)] under `folder`: its subfolders' notebooks (one
     assignment each), or its own notebooks (named by their file)."""
     folder = Path(folder)
@@ -246,13 +255,15 @@ def find_notebooks(folder):
     return found
 
 
-def progress(folder, assignments=None, timeout=300, say=print, jobs=2, fresh=False):
+def progress(folder: str | os.PathLike[str], assignments: Sequence[str] | None = None,
+             timeout: int = 300, say: Callable[[str], object] = print, jobs: int = 2,
+             fresh: bool = False) -> list[TaskStatus]:
     """The rows of every assignment notebook under `folder` (or of `assignments`), `jobs`
     notebooks at a time, in the order of the folder."""
     chosen = [(a, p) for a, p in find_notebooks(folder)
               if not assignments or a in assignments]
 
-    def one(item):
+    def one(item: tuple[str, Path]) -> list[TaskStatus]:
         assignment, path = item
         say(f"running {path} ...")
         return notebook_progress(path, assignment, timeout, fresh)
@@ -261,7 +272,7 @@ def progress(folder, assignments=None, timeout=300, say=print, jobs=2, fresh=Fal
         return [row for rows in pool.map(one, chosen) for row in rows]
 
 
-def add_arguments(parser, default_folder=None):
+def add_arguments(parser: argparse.ArgumentParser, default_folder: str | None = None) -> None:
     """The `progress` command's arguments, for the instructor's `residual-pack` and the
     student release's alike."""
     parser.add_argument("folder", nargs="?", default=default_folder)
@@ -276,10 +287,10 @@ def add_arguments(parser, default_folder=None):
                              "(whose results are otherwise kept in ~/.cache/residual-pack)")
 
 
-def format_table(rows):
+def format_table(rows: Sequence[TaskStatus]) -> str:
     """The progress table as text: one line per graded test cell, then totals."""
     lines = []
-    by_assignment = {}
+    by_assignment: dict[str, list[TaskStatus]] = {}
     for row in rows:
         by_assignment.setdefault(row.assignment, []).append(row)
     width = max([len(r.grade_id) for r in rows] + [10])

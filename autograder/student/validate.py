@@ -49,6 +49,7 @@ import time
 import traceback
 from html import escape
 from pathlib import Path
+from typing import Any
 
 from traitlets import Integer
 from traitlets.config import Configurable
@@ -86,7 +87,7 @@ class StudentValidate(Configurable):
 # ---------------------------------------------------------------- the words
 
 
-def describe_cell(cell) -> str:
+def describe_cell(cell: Any) -> str:
     """A cell as the student knows it: "Task 1.1's test cell", "the cell that runs Task
     1.1" (an experiment), else the cell's first line."""
     source = cell.get("source", "")
@@ -101,13 +102,13 @@ def describe_cell(cell) -> str:
     return f"the cell that starts `{first[:60]}`"
 
 
-def _first_line(cell):
+def _first_line(cell: Any) -> str:
     source = cell.get("source", "")
     source = "".join(source) if isinstance(source, list) else source
     return next((line.strip() for line in source.splitlines() if line.strip()), "")[:90]
 
 
-def _interrupt_lines(cell):
+def _interrupt_lines(cell: Any) -> list[str]:
     """The kernel's own account of where the stopped cell was (`crash.interrupted_lines`),
     without its headline: the test's line and the student's line that was running."""
     for output in cell.get("outputs", []):
@@ -119,9 +120,9 @@ def _interrupt_lines(cell):
     return []
 
 
-def _test_cells_text(cells):
+def _test_cells_text(cells: list[Any]) -> str:
     """"the test cells of Task 1.1 (2) and Task 1.2 (1)"."""
-    counts = {}
+    counts: dict[str, int] = {}
     for cell in cells:
         found = TASK_IN_CELL.search(cell.source)
         name = found.group(1) if found else _first_line(cell)
@@ -131,7 +132,7 @@ def _test_cells_text(cells):
     return f"the test cells of {joined}"
 
 
-def _was_cut(cell):
+def _was_cut(cell: Any) -> bool:
     return any(output.get("output_type") == "stream" and CUT_MARK in output.get("text", "")
                for output in cell.get("outputs", []))
 
@@ -178,7 +179,7 @@ def for_the_dialog(result: dict) -> dict:
 # ---------------------------------------------------------------- in the subprocess
 
 
-def _budgeted_classes():
+def _budgeted_classes() -> type[Any]:
     """nbgrader's Validator and Execute, with a deadline and a first stop (imported here:
     the server loads this module without nbgrader's machinery)."""
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -194,19 +195,20 @@ def _budgeted_classes():
         deadline = None  # time.monotonic() by which everything must be done
         stop = None  # {"index", "why", "seconds"} of the cell that stopped the run
 
-        def __init__(self, *args, **kwargs):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.timeout_func = self._cell_timeout
             self.stop = None
 
-        def _left(self):
+        def _left(self) -> int | None:
             return max(1, int(self.deadline - time.monotonic())) if self.deadline else None
 
-        def _cell_timeout(self, cell):
+        def _cell_timeout(self, cell: Any) -> int:
             left = self._left()
             return self.timeout if left is None else min(self.timeout, left)
 
-        def preprocess_cell(self, cell, resources, cell_index):
+        def preprocess_cell(self, cell: Any, resources: dict[str, Any],
+                            cell_index: int) -> tuple[Any, dict[str, Any]]:
             if cell.cell_type != "code":
                 return cell, resources
             if self.stop is not None:
@@ -252,8 +254,8 @@ def _budgeted_classes():
         stop = None
 
         # nbgrader's private method: registered in autograder/compat.py
-        def _preprocess(self, nb):
-            resources = {}
+        def _preprocess(self, nb: Any) -> Any:
+            resources: dict[str, Any] = {}
             with utils.setenv(NBGRADER_VALIDATING="1", NBGRADER_EXECUTION="validate"):
                 for preprocessor in self.preprocessors:
                     pp = preprocessor(parent=self)
@@ -268,7 +270,7 @@ def _budgeted_classes():
     return BudgetedValidator
 
 
-def _load_config():
+def _load_config() -> Any:
     """nbgrader's config as its own validate handler loads it: the server's working
     folder (the course's nbgrader_config.py), then Jupyter's config folders."""
     from jupyter_core.paths import jupyter_config_path
@@ -282,7 +284,8 @@ def _load_config():
     return app.config
 
 
-def _runaway_report(result, nb, stop, budgets):
+def _runaway_report(result: dict[str, Any], nb: Any, stop: dict[str, Any] | None,
+                    budgets: dict[str, Any]) -> dict[str, Any]:
     """nbgrader's result, with the cell that stopped the run first, said in the student's
     terms, and a cut output named in the failing cell it happened in."""
     cells = nb.cells
@@ -365,7 +368,7 @@ def validate_notebook(path: str, cell_timeout: int = 0, total_timeout: int = 600
     return {"success": True, "value": for_the_dialog(result)}
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m autograder.student.validate",
@@ -386,7 +389,8 @@ def main(argv=None) -> int:
 # ---------------------------------------------------------------- in the server
 
 
-async def run_validation(path: str, cell_timeout: int, total_timeout: int, log=None) -> dict:
+async def run_validation(path: str, cell_timeout: int, total_timeout: int,
+                         log: Any = None) -> dict:
     """Run `main` in a subprocess of its own process group, without blocking the event
     loop; past the total budget and `MARGIN_S`, stop it (SIGTERM, then SIGKILL)."""
     proc = await asyncio.create_subprocess_exec(
@@ -423,7 +427,7 @@ async def run_validation(path: str, cell_timeout: int, total_timeout: int, log=N
             + " / ".join(tail))}
 
 
-def _handlers():
+def _handlers() -> list[tuple[str, Any]]:
     from jupyter_server.base.handlers import JupyterHandler
     from nbgrader.server_extensions.validate_assignment.handlers import NbGraderVersionHandler
     from tornado import web
@@ -432,7 +436,7 @@ def _handlers():
         """POST /assignments/validate, as nbgrader's, but awaited off the event loop."""
 
         @web.authenticated
-        async def post(self):
+        async def post(self) -> None:
             try:
                 path = self.get_argument("path")
             except web.MissingArgumentError:
@@ -454,11 +458,11 @@ def _handlers():
             (r"/nbgrader_version", NbGraderVersionHandler)]
 
 
-def _jupyter_server_extension_points():
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
     return [{"module": "autograder.student.validate"}]
 
 
-def _load_jupyter_server_extension(serverapp):
+def _load_jupyter_server_extension(serverapp: Any) -> None:
     """Register the handlers (in place of nbgrader's validate_assignment extension, which
     the student's config switches off)."""
     from jupyter_server.utils import url_path_join

@@ -15,7 +15,9 @@ shows the student (`tests/integration/test_slips.py` runs them in a kernel and c
 """
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import ModuleType
 
 
 @dataclass(frozen=True)
@@ -30,13 +32,13 @@ class Mutant:
     hint: str = ""
 
 
-def module_name(assignment):
+def module_name(assignment: str) -> str:
     """The module holding `assignment`'s mutants: the assignment's name without its
     course-order prefix (`01_residual_stack` -> `autograder.answers.mutants.residual_stack`)."""
     return f"{__name__}.{re.sub(r'^[0-9]+_', '', assignment).replace('-', '_')}"
 
 
-def _module(assignment):
+def _module(assignment: str) -> ModuleType | None:
     """The module of `assignment`'s wrong answers (None when it has none)."""
     import importlib
 
@@ -49,7 +51,7 @@ def _module(assignment):
         raise
 
 
-def load(assignment):
+def load(assignment: str) -> list[Mutant]:
     """The registered mutants of `assignment`: its module's `MUTANTS` ([] when it has none)."""
     return list(getattr(_module(assignment), "MUTANTS", []))
 
@@ -73,12 +75,12 @@ class Slip:
 CELL_NUMBER = re.compile(r"In\[@([\w.-]+)\]")
 
 
-def shown_text(text, numbers):
+def shown_text(text: str, numbers: Mapping[str, int]) -> str:
     """`text` of a `Slip.shows` with each "In[@grade_id]" as "In[n]" (`numbers`:
     grade_id -> the cell's execution count in the run)."""
     return CELL_NUMBER.sub(lambda m: f"In[{numbers[m.group(1)]}]", text)
 
 
-def load_slips(assignment):
+def load_slips(assignment: str) -> list[Slip]:
     """The registered slips of `assignment`: its module's `SLIPS` ([] when it has none)."""
     return list(getattr(_module(assignment), "SLIPS", []))

@@ -14,15 +14,15 @@ ALL_LAYER_TESTS = (VALUES_TEST, GRADIENTS_TEST, TRAINING_TEST)
 ALL_FORWARD_TESTS = (LOGITS_TEST, TRAINING_TEST)
 
 
-def _layer(body):
+def _layer(body: str) -> str:
     return "def plain_layer(h, W):\n" + body
 
 
-def _forward(body):
+def _forward(body: str) -> str:
     return "def mlp_logits(net, x, layer):\n" + body
 
 
-def _norms(body):
+def _norms(body: str) -> str:
     return "def layer_gradient_norms(net, loss):\n" + body
 
 
@@ -387,7 +387,7 @@ MUTANTS.append(Mutant(
 # ---- slips: answers that raise or do not run, and what each test they fail shows ----
 
 
-def _engine_line(text):
+def _engine_line(text: str) -> int:
     """The number of the line of microgpt/engine.py that holds `text` (a crash report
     shows it; it moves when the engine does)."""
     from microgpt import engine

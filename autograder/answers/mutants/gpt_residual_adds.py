@@ -14,20 +14,20 @@ POST_TEST = "task5_2_test"
 NONE_TEST = "task5_3_test"
 
 
-def _block(name, body):
+def _block(name: str, body: str) -> str:
     """The whole source of a block cell: `name(model, x, layer, cache)` with `body`."""
     return f"def {name}(model, x, layer, cache):\n" + body
 
 
-def _pre(body):
+def _pre(body: str) -> str:
     return _block("pre_norm_block", body)
 
 
-def _post(body):
+def _post(body: str) -> str:
     return _block("post_norm_block", body)
 
 
-def _none(body):
+def _none(body: str) -> str:
     return _block("no_residual_block", body)
 
 
@@ -389,7 +389,7 @@ MUTANTS.append(Mutant(
 
 # ---- slips: answers that raise, and what each test they fail shows ----
 
-def _engine_line(text):
+def _engine_line(text: str) -> int:
     """The number of the line of microgpt/engine.py that holds `text` (a crash report
     shows it; it moves when the engine does)."""
     from microgpt import engine

@@ -15,15 +15,16 @@ READING_TEST = "task3_4_test_mean_gate"
 ALL_LAYER_TESTS = (VALUES_TEST, GRADIENTS_TEST, TRAINING_TEST)
 
 
-def _gate(body):
+def _gate(body: str) -> str:
     return "def highway_gate(h, W_gate, b_gate):\n" + body
 
 
-def _layer(body):
+def _layer(body: str) -> str:
     return "def highway_layer(h, W, W_gate, b_gate):\n" + body
 
 
-def _params(bias="Value(-2.0) for _ in range(width)]", first="W", second="W_gate"):
+def _params(bias: str = "Value(-2.0) for _ in range(width)]", first: str = "W",
+            second: str = "W_gate") -> str:
     return (
         "def highway_params(width, rng):\n"
         "    std = layer_std(width)\n"
@@ -34,7 +35,7 @@ def _params(bias="Value(-2.0) for _ in range(width)]", first="W", second="W_gate
     )
 
 
-def _reading(loop_body, result="[total / len(X) for total in totals]"):
+def _reading(loop_body: str, result: str = "[total / len(X) for total in totals]") -> str:
     return (
         "def mean_gate_per_layer(net, X, gate, layer):\n"
         "    totals = [0.0] * len(net.layers)\n"

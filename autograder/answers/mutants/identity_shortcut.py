@@ -12,11 +12,11 @@ RATIO_TEST = "task4_2_test_first_last_ratio"
 ALL_LAYER_TESTS = (VALUES_TEST, GRADIENTS_TEST, TRAINING_TEST)
 
 
-def _layer(body):
+def _layer(body: str) -> str:
     return "def residual_layer(h, W):\n" + body
 
 
-def _ratio(body):
+def _ratio(body: str) -> str:
     return "def first_last_ratio(net, X, Y, layer):\n" + body
 
 

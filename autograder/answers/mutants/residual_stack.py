@@ -18,12 +18,12 @@ CONSTANT = ("the output is a constant number, not a Value built from x by the la
             "depths get the same number.")
 
 
-def _stack(body):
+def _stack(body: str) -> str:
     """The whole source of the Task 1.1 cell with `body` as the function's body."""
     return "def residual_stack(x, depth=20):\n" + body
 
 
-def _gradient(body):
+def _gradient(body: str) -> str:
     """The whole source of the Task 1.2 cell with `body` as the function's body."""
     return "def input_gradient(stack, x, depth):\n" + body
 
@@ -272,7 +272,7 @@ _TEST_GRADIENT_LINE = (
     "----> 7     grad = check_gradient(lambda x: residual_stack(x, depth=20), 1.0, what=what)")
 
 
-def _both_tests(text_after_the_test_line, headline):
+def _both_tests(text_after_the_test_line: str, headline: str) -> tuple[tuple[str, str], ...]:
     """The same text in both Task 1.1 tests, after each one's own line."""
     return tuple((gid, f"{headline}\n{line}\n{text_after_the_test_line}")
                  for gid, line in ((OUTPUT_TEST, _TEST_OUTPUT_LINE),

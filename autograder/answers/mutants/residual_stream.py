@@ -37,28 +37,29 @@ _SAME_GPT = (
 )
 
 
-def _states(body):
+def _states(body: str) -> str:
     """The whole source of the Task 6.1 cell with `body` as the function's body."""
     return "def stream_states(model, tokens):\n" + body
 
 
-def _rms(body):
+def _rms(body: str) -> str:
     """The Task 6.2 cell with a wrong `rms` (this body) and the right `cosine`."""
     return "def rms(x):\n" + body + "\n\n" + RIGHT_COSINE
 
 
-def _cosine(body):
+def _cosine(body: str) -> str:
     """The Task 6.2 cell with the right `rms` and a wrong `cosine` (this body)."""
     return RIGHT_RMS + "\n\ndef cosine(u, v):\n" + body
 
 
-def _lens(body):
+def _lens(body: str) -> str:
     """The whole source of the Task 6.3 cell with `body` as the function's body."""
     return "def logit_lens(model, states, tokens):\n" + body
 
 
-def _lens_loop(score, n="min(len(states), len(tokens) - 1)", mean="Value.sum(terms) * (1 / n)",
-               depths="range(len(states[0]))"):
+def _lens_loop(score: str, n: str = "min(len(states), len(tokens) - 1)",
+               mean: str = "Value.sum(terms) * (1 / n)",
+               depths: str = "range(len(states[0]))") -> str:
     """A lens that scores state k at position p with `score` (an expression)."""
     return _lens(
         f"    n = {n}\n"
@@ -70,9 +71,10 @@ def _lens_loop(score, n="min(len(states), len(tokens) - 1)", mean="Value.sum(ter
     )
 
 
-def _states_loop(first="x = model.embed(tok, pos)\n        states = [x]", cache_line="",
-                 store="states.append(x)", cut="tokens[: model.config.block_size]",
-                 before="", inner_cache="cache[layer]"):
+def _states_loop(first: str = "x = model.embed(tok, pos)\n        states = [x]",
+                 cache_line: str = "",
+                 store: str = "states.append(x)", cut: str = "tokens[: model.config.block_size]",
+                 before: str = "", inner_cache: str = "cache[layer]") -> str:
     return _states(
         "    cache = model.new_cache()\n"
         "    out = []\n"

@@ -9,14 +9,14 @@ HIGHWAY_LAYER_TEST = "task8_2_test_layer"
 HIGHWAY_TESTS = (HIGHWAY_LAYER_TEST, "task8_2_test_training")
 
 
-def _residual(body):
+def _residual(body: str) -> str:
     return (
         "class ResidualLayer(PlainLayer):\n"
         "    def forward(self, h):\n" + body
     )
 
 
-def _highway(body):
+def _highway(body: str) -> str:
     return (
         "class HighwayLayer(PlainLayer):\n"
         "    def __init__(self, width, gate_bias=-2.0):\n"

@@ -20,15 +20,15 @@ _POST = (
 _NONE = "    return block.ffn(block.norm2(block.attn(block.norm1(x))))\n"
 
 
-def _block(body):
+def _block(body: str) -> str:
     return "def block_forward(block, x):\n" + body
 
 
-def _lens(body):
+def _lens(body: str) -> str:
     return "def logit_lens(model, idx, targets):\n" + body
 
 
-def _lens_of(decode, states="stream_states(model, idx)"):
+def _lens_of(decode: str, states: str = "stream_states(model, idx)") -> str:
     return _lens(
         "    out = []\n"
         f"    for x in {states}:\n"

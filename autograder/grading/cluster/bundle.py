@@ -5,14 +5,21 @@ Made on the coordinator (`make_bundle`), opened on a worker (`unpack_bundle`); b
 compute `pack_fingerprint` and refuse to grade for another pack (`PackMismatch`).
 """
 
+from __future__ import annotations
+
 import hashlib
 import io
 import json
+import os
 import re
 import tarfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from autograder.grading.course import CONFIG_FILE, SOURCE
+
+if TYPE_CHECKING:
+    from autograder.grading.plan import Sandbox
 
 __all__ = ["BUNDLE_KEY", "SAFE_NAME", "PackMismatch", "pack_fingerprint", "make_bundle",
            "unpack_bundle", "read_about"]
@@ -28,7 +35,7 @@ class PackMismatch(RuntimeError):
     """A worker runs another version of the pack than the coordinator."""
 
 
-def pack_fingerprint():
+def pack_fingerprint() -> str:
     """The pack's version and a digest of its code (every .py file of its packages): what
     a worker must share with the coordinator to grade for it."""
     import importlib.metadata
@@ -52,7 +59,7 @@ def pack_fingerprint():
     return f"{version}+{digest.hexdigest()[:16]}"
 
 
-def _add(tar, name, data):
+def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     info = tarfile.TarInfo(name)
     info.size = len(data)
     info.mode = 0o644
@@ -60,7 +67,8 @@ def _add(tar, name, data):
     tar.addfile(info, io.BytesIO(data))
 
 
-def make_bundle(course, assignment, sandbox):
+def make_bundle(course: str | os.PathLike[str], assignment: str,
+                sandbox: Sandbox | None) -> tuple[bytes, str]:
     """(bytes, sha256) of what a worker needs to grade `assignment`: the course config,
     every assignment's source (intake names another assignment's notebook by its cells),
     the reference records the coordinator judges with (`sandbox.references`), and the
@@ -89,7 +97,7 @@ def make_bundle(course, assignment, sandbox):
     return data, hashlib.sha256(data).hexdigest()
 
 
-def unpack_bundle(data, folder):
+def unpack_bundle(data: bytes, folder: str | os.PathLike[str]) -> None:
     """Extract the bundle `data` into `folder`, refusing any entry that is not a plain
     file inside it."""
     with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
@@ -102,7 +110,7 @@ def unpack_bundle(data, folder):
             tar.extractall(folder)
 
 
-def read_about(folder):
+def read_about(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """The description of the bundle unpacked in `folder`, refused when it was made by
     another pack than this process runs."""
     about = json.loads((Path(folder) / ABOUT).read_text())

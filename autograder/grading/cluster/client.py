@@ -6,21 +6,29 @@ The function it sends, `worker.grade_task`, runs in the workers; the bundle it l
 the scheduler is `bundle.make_bundle`'s.
 """
 
+from __future__ import annotations
+
 import contextlib
 import hashlib
 import logging
 import shutil
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from autograder.grading.cluster.bundle import BUNDLE_KEY, SAFE_NAME, make_bundle, pack_fingerprint
 from autograder.grading.cluster.worker import grade_task
 from autograder.grading.course import CourseError
 from autograder.grading.student import StudentResult
 
+if TYPE_CHECKING:
+    from autograder.grading.course import WorkCourse
+    from autograder.grading.student import Grader
+
 __all__ = ["have_dask", "connect", "check_workers", "task_key", "grade_on_cluster",
            "apply_outcome", "write_gradebook", "LostWorkers"]
 
 
-def have_dask():
+def have_dask() -> bool:
     try:
         import distributed  # noqa: F401
     except ImportError:
@@ -29,7 +37,7 @@ def have_dask():
 
 
 
-def apply_outcome(grader, outcome):
+def apply_outcome(grader: Grader, outcome: dict[str, Any]) -> StudentResult:
     """Write what a worker returned into the course: the repaired, autograded and feedback
     files, and the submission's rows in the gradebook (this process is its only writer).
     Returns the StudentResult, its feedback paths on this machine."""
@@ -55,7 +63,8 @@ def apply_outcome(grader, outcome):
     return result
 
 
-def write_gradebook(work, assignment, student, rows):
+def write_gradebook(work: WorkCourse, assignment: str, student: str,
+                    rows: dict[str, Any] | None) -> None:
     """Put `student` in the gradebook and, if graded, their submission with `rows` (what
     the worker's nbgrader autograde wrote), replacing an earlier one."""
     from nbgrader.api import MissingEntry
@@ -86,7 +95,7 @@ def write_gradebook(work, assignment, student, rows):
         gb.db.commit()
 
 
-def due(work, grader, student):
+def due(work: WorkCourse, grader: Grader, student: str) -> dict[str, Any]:
     """What a worker needs to judge lateness as nbgrader does here: when the student
     handed in (nbgrader's timestamp.txt, or None), the assignment's due date in this
     gradebook and the student's extension there (ISO text and seconds, or None)."""
@@ -106,14 +115,14 @@ def due(work, grader, student):
     return found
 
 
-def task_key(assignment, student, digest, bundle):
+def task_key(assignment: str, student: str, digest: str, bundle: str) -> str:
     """The Dask key of a student's task: the same inputs, the same key."""
     name = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return f"residual-pack-grade-{assignment}-{name}-{digest[:12]}-{bundle[:12]}"
 
 
 @contextlib.contextmanager
-def connect(cluster, jobs=1):
+def connect(cluster: str, jobs: int = 1) -> Iterator[Any]:
     """A Dask client: `cluster` "local" starts a LocalCluster of `jobs` worker processes
     (one thread each) on the loopback address; else it is a scheduler's address."""
     if not have_dask():
@@ -138,7 +147,7 @@ def connect(cluster, jobs=1):
                 yield client
 
 
-def check_workers(client, timeout=60):
+def check_workers(client: Any, timeout: int = 60) -> int:
     """Wait for a worker; fail when one runs another pack than this process."""
     try:
         client.wait_for_workers(1, timeout=timeout)
@@ -161,12 +170,13 @@ class LostWorkers:
 
     TOPIC = "all"
 
-    def __init__(self, client):
+    def __init__(self, client: Any) -> None:
         self.client = client
-        self.lost = []  # (worker address, [task keys it held], stimulus id)
+        # (worker address, [task keys it held], stimulus id)
+        self.lost: list[tuple[str, list[str], str]] = []
         client.subscribe_topic(self.TOPIC, self._heard)
 
-    def _heard(self, event):
+    def _heard(self, event: tuple[Any, Any]) -> None:
         _, msg = event
         if isinstance(msg, dict) and msg.get("action") == "remove-worker" \
                 and not msg.get("expected"):
@@ -174,15 +184,15 @@ class LostWorkers:
                               [str(k) for k in msg.get("processing-tasks") or ()],
                               str(msg.get("stimulus_id", ""))))
 
-    def close(self):
+    def close(self) -> None:
         with contextlib.suppress(Exception):
             self.client.unsubscribe_topic(self.TOPIC)
 
-    def running(self, key):
+    def running(self, key: str) -> list[str]:
         """The lost workers that held the task `key` (running or queued on them)."""
         return [worker for worker, keys, _ in self.lost if key in keys]
 
-    def lines(self, students_by_key):
+    def lines(self, students_by_key: dict[str, str]) -> list[str]:
         """The class report's lines: each lost worker, and whose tasks it held (running
         or queued on it)."""
         found = []
@@ -195,8 +205,11 @@ class LostWorkers:
         return found
 
 
-def grade_on_cluster(grader, students, cluster, feedback=True, jobs=1, done=None, say=None,
-                     lost=None):
+def grade_on_cluster(grader: Grader, students: Sequence[str], cluster: str,
+                     feedback: bool = True, jobs: int = 1,
+                     done: Callable[[str, StudentResult], object] | None = None,
+                     say: Callable[[str], object] | None = None,
+                     lost: list[str] | None = None) -> None:
     """Grade `students` (already handed in to `grader`'s work course) as Dask tasks on
     `cluster` ("local" or a scheduler address); `done(student, result)` is called here as
     each result has been written to the gradebook. Workers lost on the way are said, noted
@@ -223,7 +236,9 @@ def grade_on_cluster(grader, students, cluster, feedback=True, jobs=1, done=None
                 lost.append(line)
 
 
-def _grade_tasks(client, grader, students, digest, pack, feedback, done, watch):
+def _grade_tasks(client: Any, grader: Grader, students: Sequence[str], digest: str, pack: str,
+                 feedback: bool, done: Callable[[str, StudentResult], object] | None,
+                 watch: LostWorkers) -> dict[str, str]:
     """Submit a task per student, write each result as it comes; {task key: student}."""
     from distributed import as_completed
 

@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from autograder.grading.cluster.bundle import (
     BUNDLE_KEY,
@@ -32,7 +33,7 @@ from autograder.grading.student import HANDED_IN, StudentResult
 __all__ = ["grade_task", "WorkerCourse", "remove_stale_folders"]
 
 FOLDER_PREFIX = "residual-pack-worker-"
-_STATE = {}  # bundle hash -> WorkerCourse, the most recently used last
+_STATE: dict[str, Any] = {}  # bundle hash -> WorkerCourse, the most recently used last
 # how many bundles' scratch courses a worker process keeps (each holds a sandbox and its
 # library): the least recently used one is closed beyond that
 KEEP_BUNDLES_VARIABLE = "RESIDUAL_PACK_WORKER_BUNDLES"
@@ -45,7 +46,7 @@ class WorkerCourse:
     session in it (a work course with its own SQLite gradebook, nobody else's, a sandbox,
     and a Grader), kept across tasks."""
 
-    def __init__(self, data, digest):
+    def __init__(self, data: bytes, digest: str) -> None:
         import atexit
         import multiprocessing.util
 
@@ -65,7 +66,7 @@ class WorkerCourse:
         # a worker process started by a nanny ends through multiprocessing, not atexit
         multiprocessing.util.Finalize(self, self.close, exitpriority=10)
 
-    def _setup(self, data):
+    def _setup(self, data: bytes) -> None:
         from autograder.grading.session import grading_session
         from autograder.sandbox.limits import Limits
 
@@ -91,7 +92,7 @@ class WorkerCourse:
             sandbox.references[self.assignment] = json.loads(references.read_text())
         self.grader = session.grader(self.assignment)
 
-    def grade(self, task):
+    def grade(self, task: dict[str, Any]) -> dict[str, Any]:
         grader = self.grader
         student = task["student"]
         work = grader.work
@@ -128,7 +129,7 @@ class WorkerCourse:
             gb.remove_submission(self.assignment, student)
         return outcome
 
-    def _due(self, work, student, task):
+    def _due(self, work: Any, student: str, task: dict[str, Any]) -> None:
         """When `task`'s student handed in (nbgrader's timestamp.txt beside the notebooks),
         and the coordinator's due date and extension in this scratch gradebook, so that
         nbgrader's autograde here gives the late penalty the course's gradebook would."""
@@ -150,25 +151,25 @@ class WorkerCourse:
                     self.assignment, student,
                     extension=datetime.timedelta(seconds=task["extension"]))
 
-    def close(self):
+    def close(self) -> None:
         """Close the session (its sandbox first of all) and remove the scratch course."""
         self._env.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def remove_stale_folders():
+def remove_stale_folders() -> None:
     """Remove the scratch courses of worker processes that are gone (killed ones)."""
     for folder in abandoned(Path(tempfile.gettempdir()).glob(FOLDER_PREFIX + "*")):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _where():
+def _where() -> str:
     import socket
 
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def gradebook_rows(work, assignment, student):
+def gradebook_rows(work: Any, assignment: str, student: str) -> dict[str, Any]:
     """The submission's rows in a worker's gradebook, as plain data for the coordinator
     (`client.write_gradebook` writes them back)."""
     with work.api().gradebook as gb:
@@ -187,7 +188,7 @@ def gradebook_rows(work, assignment, student):
         }
 
 
-def _fetch_bundle(digest):
+def _fetch_bundle(digest: str) -> bytes:
     from distributed import get_client
 
     data = get_client().get_metadata([BUNDLE_KEY, digest], None)
@@ -198,7 +199,7 @@ def _fetch_bundle(digest):
     return data
 
 
-def grade_task(task):
+def grade_task(task: dict[str, Any]) -> dict[str, Any]:
     """Grade one student on a worker (a Dask task): `task` holds `student`, `files`
     ({notebook file name: bytes}), `assignment`, `bundle` (the hash), `pack` and
     `feedback`. Returns the outcome that `client.apply_outcome` writes on the coordinator."""
@@ -218,7 +219,7 @@ def grade_task(task):
         return state.grade(task)
 
 
-def _forget_old_bundles():
+def _forget_old_bundles() -> None:
     """Close the scratch courses of the least recently used bundles beyond what a worker
     keeps (`RESIDUAL_PACK_WORKER_BUNDLES`, default 2): a long-lived worker that grades
     many courses or assignments holds a few sandboxes, not one per bundle it ever saw."""
