@@ -221,6 +221,10 @@ def _budgeted_classes() -> type[Any]:
                 return cell, resources
             timeout = self._cell_timeout(cell)
             total_ran_out = self.deadline is not None and timeout < self.timeout
+            # how long the output may lag behind the cell's reply, as grading waits: an
+            # interrupted loop's traceback can take longer than nbclient's 4 s on a busy
+            # machine, and a lag past it reads as a flood of output
+            self.iopub_timeout = max(4, timeout)
             started = time.monotonic()
             try:
                 cell, resources = super().preprocess_cell(cell, resources, cell_index)

@@ -225,3 +225,23 @@ def test_an_interrupt_through_the_gpt_checks_shows_no_handed_in_or_library_frame
     assert "Cell In[7], line 5, in logit_lens, where your code was running:" in text
     for ours in ("handed-in", "gptchecks", "microgpt/", "model.py", "nn.py", "File "):
         assert ours not in text, text
+
+
+def test_validate_waits_for_a_cells_output_as_long_as_the_cell_may_run(monkeypatch):
+    """After the reply of a cell (an interrupted loop's, say), Validate waits for its
+    output as grading does, up to the cell's time, not nbclient's 4 s: on a busy machine
+    the interrupted loop's traceback came later than that and Validate said the cell had
+    printed too much (a browser test in CI on 7c8fc5e)."""
+    from nbgrader.preprocessors import Execute
+
+    execute_class = validate._budgeted_classes().preprocessors[-1]
+    waits = []
+
+    def ran(self, cell, resources, index):
+        waits.append(self.iopub_timeout)
+        return cell, resources
+
+    monkeypatch.setattr(Execute, "preprocess_cell", ran)
+    execute = execute_class(timeout=15)
+    execute.preprocess_cell(nbformat.v4.new_code_cell("x = 1"), {}, 0)
+    assert waits == [15]
