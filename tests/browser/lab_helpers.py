@@ -522,14 +522,25 @@ class NotebookPage:
     def run_all(self):
         """Run > Run All Cells, from the menu bar; returns the cells when it is done."""
         first_code = next(i for i, c in enumerate(self.cells()) if c["kind"] == "code")
-        before = self.cells()[first_code]["prompt"]
+        before = self.cells_up_to(first_code)[first_code]["prompt"]
         self.page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).first.click()
         self.page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
         return self._wait_run_finished(first_code, before, RUN_ALL_S)
 
+    def cells_up_to(self, index, timeout_s=30):
+        """The cells, once the notebook shows cell `index`: right after a notebook opens or
+        a kernel restarts, JupyterLab may still be rendering the later ones (a browser test
+        in CI once read 4 of them)."""
+        deadline = time.monotonic() + timeout_s
+        cells = self.cells()
+        while len(cells) <= index and time.monotonic() < deadline:
+            self.page.wait_for_timeout(200)
+            cells = self.cells()
+        return cells
+
     def run_cell(self, index):
         """Select cell `index` and run it with Ctrl+Enter (run, do not advance)."""
-        before = self.cells()[index]["prompt"]
+        before = self.cells_up_to(index)[index]["prompt"]
         prompt = self.cell(index).locator(".jp-InputPrompt")
         prompt.scroll_into_view_if_needed(timeout=30_000)
         prompt.click()
