@@ -184,7 +184,7 @@ class GraderPeer(Peer):
     def _container(self, obj: Any, name: str, depth: int) -> Any:
         if isinstance(obj, (list, dict)):
             items = obj if isinstance(obj, list) else list(obj.values())
-            snapshot = tuple(obj) if isinstance(obj, list) else (tuple(obj), tuple(items))
+            snapshot = _snapshot(obj)
             before = self.sent.get(name)
             if before is not None and _same_snapshot(before, snapshot) \
                     and self.sync_items(items):
