@@ -238,6 +238,10 @@ class _Op(Value):
     __slots__ = ("_a", "_b", "_da", "_db", "_op")
     # `_op` names the operation (see `Value._op`); for `**`, whose node has one child,
     # `_db` holds the exponent, so the node says all it was made from
+    _a: Value
+    _b: Any  # a Value, or None for a node of one child
+    _da: Any
+    _db: Any
 
     @property
     def _children(self) -> tuple:  # type: ignore[override]

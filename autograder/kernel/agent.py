@@ -250,6 +250,8 @@ class KernelPeer(Peer):
             cls_name, public = body
             cls = _resolve(cls_name)
             name = data.get("m")
+            if not isinstance(name, str):
+                raise WireError("an object sent without a name")
             obj = self.objects.get(name)
             if obj is None or type(obj) is not cls:
                 obj = cls.__new__(cls)
@@ -446,8 +448,8 @@ def _error(exc: BaseException) -> dict:
         lines = crash.render(exc, frames, hints=[crash.slip_hint(exc, frames)])
     except Exception:  # noqa: BLE001
         lines = []
-    error = {"type": type(exc).__name__, "message": _text(exc), "lines": [str(x)[:2000]
-                                                                         for x in lines[:200]]}
+    error: dict[str, Any] = {"type": type(exc).__name__, "message": _text(exc),
+                             "lines": [str(x)[:2000] for x in lines[:200]]}
     for attr in ("name", "not_yet_released"):
         value = getattr(exc, attr, None)
         if isinstance(value, (str, bool)):

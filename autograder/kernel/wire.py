@@ -451,7 +451,7 @@ class Peer:
         container goes again). The graded training checks pass a model's parameters on
         every call, so this loop runs for each of them each time: one pass over the items,
         and `_sync_leaf` only for a leaf not yet synced in this message."""
-        values = []
+        values: list[Value] = []
         for x in items:
             cls = type(x)
             if cls is Value or cls is _Op or cls is _Fused:
@@ -463,12 +463,12 @@ class Peer:
             elif isinstance(x, (list, dict, tuple)) or _is_instance(x):
                 return False
         names, objects, leaves, synced = self.names, self.objects, self.leaves, self._synced
-        for x in values:
-            name = names.get(id(x))
-            if name is None or objects.get(name) is not x:
-                self._value(x)  # a node the other end has not seen
+        for v in values:
+            name = names.get(id(v))
+            if name is None or objects.get(name) is not v:
+                self._value(v)  # a node the other end has not seen
             elif name in leaves and name not in synced:
-                self._sync_leaf(name, x)
+                self._sync_leaf(name, v)
         return True
 
     def _sync_leaf(self, name: str, v: Value) -> None:
@@ -711,7 +711,7 @@ def state(obj: Any) -> dict:
 def _is_instance(obj: Any) -> bool:
     """An object of one of the library's classes that travels by value (a net, a config):
     its class is the library's, and its state is its __dict__."""
-    cls = type(obj)
+    cls: type = type(obj)
     if cls in _PLAIN:
         return False
     return (_travels(cls) and isinstance(getattr(obj, "__dict__", None), dict)
