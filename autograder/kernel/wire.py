@@ -44,7 +44,7 @@ import numbers
 import random
 import socket
 import struct
-from typing import Any
+from typing import Any, cast
 
 from microgpt import nn
 from microgpt.engine import Value, _Fused, _Op, dot
@@ -501,46 +501,44 @@ class Peer:
     def _send_graph(self, root: Value) -> str:
         """Name every node of `root`'s graph that the other end has not seen, children
         first, and queue their descriptions."""
-        names, objects, leaves = self.names, self.objects, self.leaves
-
-        def known(node: Any) -> str | None:
-            name = names.get(id(node))
-            return name if name is not None and objects.get(name) is node else None
-
-        stack = [(root, False)]
+        names, objects, leaves, synced = self.names, self.objects, self.leaves, self._synced
+        get_name, get_object = names.get, objects.get
+        # (node, its description once expanded): a node is described once, and expanded
+        # before its children are named, so on its second visit every child has a name
+        stack: list[tuple[Any, Any]] = [(root, None)]
         while stack:
-            node, expanded = stack.pop()
-            name = known(node)
-            if name is not None:
-                if name in leaves:
-                    self._sync_leaf(name, node)
-                continue
-            op, children, arg = _describe(node)
-            if expanded or not children:
-                kids = []
-                for child in children:
-                    kid = known(child)
-                    if kid is None:  # not a Value of this engine
-                        raise WireError(f"a Value whose child is a {type(child).__name__}")
-                    kids.append(kid)
-                name = self._name(node)
-                data = node.data if _number(node.data) else self.encode(node.data)
-                self._nodes.append([name, op, data, self._plain_grad(node.grad), kids,
-                                    self.encode(arg) if arg is not None else None])
-                if not children:
-                    leaves[name] = (node.data, node.grad)
-                    self.touched.add(name)
-                continue
-            stack.append((node, True))
-            for child in reversed(children):
-                kid = known(child)
-                if kid is None:
-                    if not isinstance(child, Value):
-                        raise WireError(f"a Value whose child is a {type(child).__name__}")
-                    stack.append((child, False))
-                elif kid in leaves and kid not in self._synced:
-                    self._sync_leaf(kid, child)
-        return known(root)  # type: ignore[return-value]
+            node, described = stack.pop()
+            if described is None:
+                name = get_name(id(node))
+                if name is not None and get_object(name) is node:  # named meanwhile
+                    if name in leaves:
+                        self._sync_leaf(name, cast(Value, node))
+                    continue
+                described = _describe(node)
+                children = described[1]
+                if children:
+                    stack.append((node, described))
+                    for child in reversed(children):
+                        kid = get_name(id(child))
+                        if kid is None or get_object(kid) is not child:
+                            if not isinstance(child, Value):
+                                raise WireError(f"a Value whose child is a "
+                                                f"{type(child).__name__}")
+                            stack.append((child, None))
+                        elif kid in leaves and kid not in synced:
+                            self._sync_leaf(kid, cast(Value, child))
+                    continue
+            op, children, arg = described
+            # every child was named above (pushed after its parent, so taken before it)
+            kids = [names[id(child)] for child in children]
+            name = self._name(node)
+            data = node.data if _number(node.data) else self.encode(node.data)
+            self._nodes.append([name, op, data, self._plain_grad(node.grad), kids,
+                                self.encode(arg) if arg is not None else None])
+            if not children:
+                leaves[name] = (node.data, node.grad)
+                self.touched.add(name)
+        return names[id(root)]
 
     # ---- encoding (what this end sends), and decoding (what it receives)
 
