@@ -21,9 +21,10 @@ nbgrader, Canvas and Moodle exports.
 
 Three runs, sharing one environment: nbgrader's SQLite gradebook; a PostgreSQL one made
 by step 4's commands as printed (this host's cluster, the role and database named for
-this run, as test_instructor_doc_postgresql.py does); and, marked `alone` (it installs
-PyTorch into the environment, minutes), SQLite again after the doc's line that adds the
-torch track to the environment. The README's `generate` and self-check read no gradebook
+this run, as test_instructor_doc_postgresql.py does); and, last (it installs PyTorch into
+the environment the first two used: the file's tests run in one process, `--dist loadfile`,
+in the order of the parameters), SQLite again after the doc's line that adds the torch
+track to the environment. The README's `generate` and self-check read no gradebook
 (step 4 comes after them): the first run in an environment (with or without torch) runs
 them, a later one starts from a copy of the course they left (its git history too) and
 takes over what they printed; every step of the doc runs in each run. Needs root, the
@@ -206,8 +207,7 @@ def environment(base):
     return run
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql",
-                                        pytest.param("torch", marks=pytest.mark.alone)])
+@pytest.fixture(scope="module", params=["sqlite", "postgresql", "torch"])
 def followed(request, base, environment):
     folder, env = base
     tag = f"{os.getpid() % 100000}{request.param[0]}"
