@@ -572,9 +572,6 @@ class Peer:
     def container(self, obj: Any, depth: int) -> Any:
         """A list, tuple, dict or library object, by value."""
         if isinstance(obj, list):
-            new = self._new_leaves(obj)
-            if new is not None:
-                return {"L": new}
             return {"L": [self.encode(x, depth + 1) for x in obj]}
         if isinstance(obj, tuple):
             return {"T": [self.encode(x, depth + 1) for x in obj]}
@@ -582,33 +579,6 @@ class Peer:
             return {"D": [[self.encode(k, depth + 1), self.encode(v, depth + 1)]
                           for k, v in obj.items()]}
         return self.handle(obj)
-
-    def _new_leaves(self, items: list) -> list | None:
-        """A list of leaves this end has not sent (a row of a model made anew), named and
-        queued in one pass, as `_send_graph` would one by one; None, with nothing named,
-        when an item is anything else."""
-        names, leaves = self.names, self.leaves
-        for x in items:
-            if type(x) is not Value or type(x._children) is not tuple or x._children \
-                    or type(x.data) is not float or type(x.grad) not in (float, int) \
-                    or id(x) in names or type(x._op) is not str:
-                return None
-        out = []
-        nodes, touched, side = self._nodes, self.touched, self.side
-        for x in items:
-            name = names.get(id(x))
-            if name is not None:  # the same leaf earlier in this list
-                out.append({"V": name})
-                continue
-            self._count += 1
-            name = f"{side}{self._count}"
-            self.objects[name] = x
-            names[id(x)] = name
-            nodes.append([name, x._op, x.data, x.grad, [], None])
-            leaves[name] = (x.data, x.grad)
-            touched.add(name)
-            out.append({"V": name})
-        return out
 
     def generator(self, rng: random.Random) -> Any:
         """A random generator, by its state (the grader's, named, so that the draws the

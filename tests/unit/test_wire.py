@@ -299,31 +299,6 @@ def test_a_list_sent_again_carries_the_graders_changes_of_its_leaves(kernel):
     assert nested(rows) == [[1.0], [7.0]]
 
 
-def test_a_row_of_new_leaves_goes_in_one_pass_and_a_repeated_leaf_stays_one(kernel):
-    """A list of leaves the kernel has not seen (a row of a model made anew) is named in
-    one pass (`Peer._new_leaves`): the kernel gets one Value per leaf, the same one where
-    the row repeats a leaf, so a gradient through both places adds up; a list with any
-    other item (a node) takes the item-by-item path."""
-    session, namespace = kernel
-
-    def square_sum(row):
-        total = Value.sum([a * b for a, b in zip(row, row)])
-        total.backward()
-        return [p.grad for p in row], row[0] is row[-1]
-
-    namespace["square_sum"] = square_sum
-    call = session.get("square_sum")
-    a, b = Value(1.5), Value(-2.0)
-    (grads, same), sent = _sent(session, lambda: call([a, b, a]))
-    assert same and grads == [6.0, -4.0, 6.0]  # d/da of a*a + b*b + a*a is 4a
-    leaves = [n for n in json.loads(sent[0])["n"] if n[4] == []]
-    assert [n[2] for n in leaves] == [1.5, -2.0]  # two leaves named, not three
-    c = Value(0.5)
-    (grads, same), sent = _sent(session, lambda: call([c, Value(0.5) * 3.0]))
-    assert not same and grads == [1.0, 3.0]
-    assert [n[1] for n in json.loads(sent[0])["n"]] == ["", "", "", "*"]  # c, 0.5, 3.0, *
-
-
 def _sent(session, call):
     """The messages the grader sends while `call()` runs, as JSON text."""
     sent, send = [], session._send
