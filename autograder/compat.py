@@ -52,7 +52,7 @@ __all__ = ["skip_rfc3987_syntax", "read_alembic_head_in_process", "check_schemas
 
 WRITTEN_AGAINST = {"nbgrader": "0.9.6", "jsonschema": "4.26.0", "alembic": "1.20.1",
                    "nbclient": "0.11.0", "jupyter_client": "8.10.0", "ipykernel": "7.4.0",
-                   "pytest-xdist": "3.8.0", "ipython": "9.18.1", "sqlalchemy": "2.1.9"}
+                   "pytest-xdist": "3.8.0", "ipython": "9.19.1", "sqlalchemy": "2.1.9"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,7 +198,7 @@ PRIVATE_NAMES = (
         "(nodeid) -> the scope a test is sent with: ours groups by the test's unit",
         "130c825735265ebc", (("xdist.scheduler.loadscope.LoadScopeScheduling.schedule",
                               "self._split_scope("),)),
-    # IPython 9.18: a crash shown the way the pack renders it
+    # IPython 9.19: a crash shown the way the pack renders it
     PrivateName(
         "ipython", "IPython.core.interactiveshell.InteractiveShell", "_render_traceback_",
         "sets", "autograder.kernel.crash, autograder.kernel.runaway (on exceptions)",
