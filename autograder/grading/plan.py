@@ -283,8 +283,9 @@ def _our_packages() -> dict[str, str]:
 
 def end_run(folder: str | os.PathLike[str]) -> None:
     """Remove what a grading run left in its sandbox root `folder` (its kernels die with
-    the process that started them: bwrap's --die-with-parent, setpriv's --pdeathsig; the
-    mounts and cgroups of a killed one go with `bubblewrap.remove_stale`)."""
+    the process that started them: bwrap's --die-with-parent, setpriv's --pdeathsig, the
+    lifeline's watcher; the mounts and cgroups of a killed one go with
+    `bubblewrap.remove_stale`)."""
     shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -2,6 +2,7 @@
 
 Our code only builds an argument list for well-kept tools and runs it:
 
+    /bin/sh -c '(<watch the lifeline>; kill -9 0) & exec "$@"' sh
     /bin/sh -c 'echo $$ > <cgroup.procs>...; exec unshare --mount --propagation private
         -- /bin/sh -c "mount --bind <source> <stage>/<i>...; exec
         prlimit <rlimits> -- setpriv --reuid U --regid U --clear-groups --inh-caps=-all
@@ -33,11 +34,14 @@ Our code only builds an argument list for well-kept tools and runs it:
   /home, /root, /work, no course files, / read-only. All namespaces are new (no network
   but a loopback of its own), the user namespace cannot make another
   (`--disable-userns`, and the seccomp filter), the kernel dies with the grader
-  (`--die-with-parent`), it has no controlling terminal (`--new-session`). bwrap's pid 1
-  asks for that death signal only once it has set the sandbox up, so a grader killed in
-  that instant would leave the kernel waiting for it for ever: the kernel also holds the
-  reading end of a pipe whose only writing end is the grader's (`LIFELINE_VARIABLE`), and
-  exits at its end of file (`autograder.kernel.gradekernel.watch_lifeline`).
+  (`--die-with-parent`), it has no controlling terminal (`--new-session`). bwrap's child
+  asks for that death signal only after its clone, so a grader killed in that instant
+  would leave it waiting for ever. A lifeline covers it: a pipe whose only writing end is
+  the grader's. At its end of file a watcher forked before the chain, outside the sandbox
+  and its cgroups (`_watched`), SIGKILLs the chain's process group, which holds bwrap's
+  child until its --new-session; the kernel holds the reading end too
+  (`LIFELINE_VARIABLE`) and exits at its end of file
+  (`autograder.kernel.gradekernel.watch_lifeline`).
 
 Without root (an instructor's own account where the machine allows unprivileged user
 namespaces) the same bwrap and seccomp filter run as that user, with rlimits for what
@@ -417,8 +421,8 @@ def _limits_command(spec: SandboxSpec, limits: Limits, level: Level,
     # first two are the sandbox's paths
     argv = [_on_host(spec, a) if a == PYTHON or a == RUN or a.startswith(RUN + "/") else a
             for a in spec.argv]
-    return [*_limits_and_uid(limits, level, resources), "env", "-i", "-C",
-            _on_host(spec, spec.workdir), *env, *argv]
+    return _watched([*_limits_and_uid(limits, level, resources), "env", "-i", "-C",
+                     _on_host(spec, spec.workdir), *env, *argv], resources)
 
 
 def command(spec: SandboxSpec, limits: Limits, level: Level,
@@ -461,7 +465,7 @@ def command(spec: SandboxSpec, limits: Limits, level: Level,
               "--", *spec.argv]
     tail = _limits_and_uid(limits, level, resources) + bwrap
     if resources.stage is None and not resources.cgroup_procs:
-        return tail
+        return _watched(tail, resources)
     if resources.stage is not None:
         lines = ["set -e"]
         for source, mount_point in zip(sources, staged):  # type: ignore[assignment]
@@ -472,7 +476,24 @@ def command(spec: SandboxSpec, limits: Limits, level: Level,
     lines = ["set -e"]
     lines += [f"echo $$ > {shlex.quote(procs)}" for procs in resources.cgroup_procs]
     lines.append("exec " + shlex.join(tail))
-    return ["/bin/sh", "-c", "\n".join(lines)]
+    return _watched(["/bin/sh", "-c", "\n".join(lines)], resources)
+
+
+def _watched(argv: list[str], resources: Resources) -> list[str]:
+    """`argv` behind a watcher of the lifeline, outside the sandbox and its cgroups: a
+    shell forked before the launch chain that blocks on the lifeline and, at its end of
+    file (the grader closed it in `cleanup`, or died), SIGKILLs the launch chain's process
+    group. That group holds bwrap, and, until bwrap's --new-session, the child bwrap
+    cloned into the new namespaces: a grader killed between that clone and the child's
+    own parent-death signal left the child waiting for ever on its setup's eventfd, with
+    no kernel yet to read the lifeline (found by a CI run on 2026-12-05)."""
+    if resources.lifeline_fd is None:
+        return argv
+    # dash redirects single-digit descriptors only: cat opens the pipe by its /proc name
+    fd = int(resources.lifeline_fd)
+    watcher = (f'(cat /proc/self/fd/{fd} >/dev/null; kill -9 0) </dev/null >/dev/null 2>&1 &'
+               ' exec "$@"')
+    return ["/bin/sh", "-c", watcher, "sh", *argv]
 
 
 # ------------------------------------------------------------------ uids
