@@ -1,10 +1,11 @@
 """Grading a class: our parallel, sandboxed grading against one `nbgrader autograde` call.
 
     .venv/bin/python benchmarks/grade_class.py [-n 100] [-j JOBS] [--feedback] [--timings]
-        [--baseline course|stock|both] [--keep DIR]
+        [--baseline course|stock|both] [--keep DIR] [--assignment NAME]
 
-A class of N generated submissions of the first assignment (solutions, untouched student
-versions and the registered wrong answers, in turn) is graded twice in the same run:
+A class of N generated submissions of one assignment (the first by default: solutions,
+untouched student versions and the registered wrong answers, in turn) is graded twice in
+the same run:
 
 1. by `residual-pack grade` (a sandboxed kernel per notebook, tests run in the grader,
    JOBS workers), the whole command, from start to report;
@@ -57,7 +58,7 @@ from autograder.grading.course import (  # noqa: E402
 )
 from autograder.sandbox.limits import default_jobs  # noqa: E402
 
-ASSIGNMENT = "01_residual_stack"
+ASSIGNMENT = "01_residual_stack"  # --assignment sets it for the whole run
 
 
 def make_class(folder, n):
@@ -179,7 +180,10 @@ def main(argv=None):
                    help="nbgrader's run with the course config, the stock one, or both "
                         "(default: %(default)s)")
     p.add_argument("--keep", help="work in this folder and keep it")
+    p.add_argument("--assignment", default=ASSIGNMENT,
+                   help="the assignment the class hands in (default: %(default)s)")
     args = p.parse_args(argv)
+    globals()["ASSIGNMENT"] = args.assignment
     with class_folder(args.keep, "grade-class-", args.n) as (folder, submissions, made):
         print(f"{args.n} submissions of {ASSIGNMENT}; {len(set(made.values()))} kinds "
               f"(solution, stub, registered wrong answers); {os.cpu_count()} cores, "
