@@ -517,7 +517,14 @@ class NotebookPage:
                 if not any(c["prompt"] == "[*]:" for c in self.cells()):
                     return self.cells()
             time.sleep(0.2)
-        raise AssertionError(f"the cells did not finish running within {timeout_s} s")
+        # what the page showed at the end, for a run that did finish but whose prompts
+        # did not say so (seen once in CI: the kernel idle, the notebook saved)
+        cells = self.cells()
+        queued = [i for i, c in enumerate(cells) if c["prompt"] == "[*]:"]
+        raise AssertionError(
+            f"the cells did not finish running within {timeout_s} s: cell {changed_index} "
+            f"shows {cells[changed_index]['prompt']!r} (before: {before_prompt!r}), "
+            f"[*] on cells {queued} of the {len(cells)} read")
 
     def run_all(self):
         """Run > Run All Cells, from the menu bar; returns the cells when it is done."""
