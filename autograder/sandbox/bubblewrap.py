@@ -489,9 +489,10 @@ def _watched(argv: list[str], resources: Resources) -> list[str]:
     no kernel yet to read the lifeline (found by a CI run on 2026-12-05)."""
     if resources.lifeline_fd is None:
         return argv
-    # dash redirects single-digit descriptors only: cat opens the pipe by its /proc name
+    # dash redirects single-digit descriptors only: cat opens the pipe by its /proc name;
+    # only its end of file kills (a cat that could not read leaves the kernel be)
     fd = int(resources.lifeline_fd)
-    watcher = (f'(cat /proc/self/fd/{fd} >/dev/null; kill -9 0) </dev/null >/dev/null 2>&1 &'
+    watcher = (f'(cat /proc/self/fd/{fd} >/dev/null && kill -9 0) </dev/null >/dev/null 2>&1 &'
                ' exec "$@"')
     return ["/bin/sh", "-c", watcher, "sh", *argv]
 
