@@ -14,6 +14,12 @@ path a submission's test takes, in a local kernel), and prints the cell's wall t
 grader test thread's CPU, microseconds per call and per node the kernel sent (counted as
 the grader takes them). The kernel's CPU is
 printed for the whole run (the three cells and the kernel's start).
+
+With `--in-process`, `layer`'s calls are taken apart in one process instead, without a
+kernel or a socket: the layer's arithmetic alone, the kernel's end (the layer, then
+`Peer._value` on each output and the message as JSON), and the grader's end (`json.loads`
+alone, then with `Peer.take`), each in microseconds per call: where a node's cost lies,
+and a steadier figure to compare two versions of `wire.py` with.
 """
 
 import argparse
@@ -84,10 +90,72 @@ def notebook(n: int) -> nbformat.NotebookNode:
     return nb
 
 
+def in_process(n: int) -> None:
+    """`layer`'s calls, each end of the wire timed on its own (see the docstring)."""
+    import json
+    import random
+    import socket
+
+    from autograder.kernel.wire import Peer
+    from microgpt.engine import Value
+
+    space: dict = {}
+    exec(ANSWER, space)  # the made-up answers, as the kernel would define them
+    layer = space["layer"]
+    rng = random.Random(0)
+    ends = socket.socketpair()  # two Peers need sockets; nothing is sent on them
+    kernel, grader = Peer(ends[0]), Peer(ends[1])
+    kernel.side, grader.side = "k", "g"
+    W = [[Value(rng.gauss(0, 0.3)) for _ in range(8)] for _ in range(8)]
+    for w in (w for row in W for w in row):  # the weights, as both ends hold them
+        name = grader._name(w)
+        grader.leaves[name] = (w.data, w.grad)
+        copy = Value(w.data)
+        kernel.objects[name], kernel.names[id(copy)] = copy, name
+        kernel.leaves[name] = (copy.data, copy.grad)
+    kW = [[kernel.objects[grader.names[id(w)]] for w in row] for row in W]
+    inputs = [[Value(rng.gauss(0, 1)) for _ in range(8)] for _ in range(n)]
+
+    def per_call(start: float) -> float:
+        return (time.perf_counter() - start) / n * 1e6
+
+    start = time.perf_counter()
+    for h in inputs:
+        layer(h, kW)
+    alone = per_call(start)
+    messages = []
+    start = time.perf_counter()
+    for h in inputs:
+        out = [kernel._value(v) for v in layer(h, kW)]
+        messages.append(json.dumps(kernel.message(v=out), separators=(",", ":")))
+    sent = per_call(start)
+    start = time.perf_counter()
+    for m in messages:
+        json.loads(m)
+    loads = per_call(start)
+    start = time.perf_counter()
+    for m in messages:
+        grader.take(json.loads(m))
+    taken = per_call(start)
+    nodes = sum(len(json.loads(m)["n"]) for m in messages) / n
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"{n} calls of layer in one process, {nodes:.0f} nodes and "
+          f"{sum(map(len, messages)) / n:.0f} bytes a call; load {load}")
+    print(f"  the layer's arithmetic alone            {alone:6.0f} us per call")
+    print(f"  kernel: the layer, _value, json.dumps   {sent:6.0f} us per call")
+    print(f"  grader: json.loads alone                {loads:6.0f} us per call")
+    print(f"  grader: json.loads and Peer.take        {taken:6.0f} us per call")
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("-n", type=int, default=2000, help="calls per cell (default: %(default)s)")
+    p.add_argument("--in-process", action="store_true",
+                   help="take `layer`'s calls apart in this process (no kernel)")
     args = p.parse_args(argv)
+    if args.in_process:
+        in_process(args.n)
+        return
 
     from autograder.grading import remote
     from autograder.grading.reference_run import run_reference
