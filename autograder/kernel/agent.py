@@ -32,7 +32,16 @@ import sys
 from typing import Any
 
 from autograder.kernel import crash
-from autograder.kernel.wire import Peer, Whole, WireError, receive, send, state, whole_leaves
+from autograder.kernel.wire import (
+    Peer,
+    Whole,
+    WireError,
+    collector_paused,
+    receive,
+    send,
+    state,
+    whole_leaves,
+)
 from microgpt.engine import Value
 
 __all__ = ["serve", "KernelPeer", "Stub"]
@@ -484,7 +493,8 @@ def serve(header: dict, namespace: dict) -> None:
     connection.settimeout(None)
     peer = KernelPeer(connection, namespace)
     try:
-        peer.serve()
+        with collector_paused():
+            peer.serve()
     finally:
         connection.close()
         del peer
