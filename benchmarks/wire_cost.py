@@ -7,7 +7,7 @@ functions of one made-up assignment (written to a temporary folder, never to the
 - `layer`: h + relu(W h) at width 8 on Values, as a student writes it with `sum` (some 150
   new nodes per call, the size of a depth assignment's layer call).
 
-    .venv/bin/python benchmarks/wire_cost.py [-n 2000]
+    .venv/bin/python benchmarks/wire_cost.py [-n 2000] [--in-process [--collector-on]]
 
 Each runs as one graded test cell of a reference run (`grading.reference_run`: the same
 path a submission's test takes, in a local kernel), and prints the cell's wall time, the
@@ -19,7 +19,9 @@ With `--in-process`, `layer`'s calls are taken apart in one process instead, wit
 kernel or a socket: the layer's arithmetic alone, the kernel's end (the layer, then
 `Peer._value` on each output and the message as JSON), and the grader's end (`json.loads`
 alone, then with `Peer.take`), each in microseconds per call: where a node's cost lies,
-and a steadier figure to compare two versions of `wire.py` with.
+and a steadier figure to compare two versions of `wire.py` with. The garbage collector is
+paused there, as a graded test pauses it (`wire.collector_paused`); `--collector-on`
+leaves it on.
 """
 
 import argparse
@@ -90,13 +92,14 @@ def notebook(n: int) -> nbformat.NotebookNode:
     return nb
 
 
-def in_process(n: int) -> None:
+def in_process(n: int, collector: bool) -> None:
     """`layer`'s calls, each end of the wire timed on its own (see the docstring)."""
+    import contextlib
     import json
     import random
     import socket
 
-    from autograder.kernel.wire import Peer
+    from autograder.kernel.wire import Peer, collector_paused
     from microgpt.engine import Value
 
     space: dict = {}
@@ -119,28 +122,33 @@ def in_process(n: int) -> None:
     def per_call(start: float) -> float:
         return (time.perf_counter() - start) / n * 1e6
 
-    start = time.perf_counter()
-    for h in inputs:
-        layer(h, kW)
-    alone = per_call(start)
-    messages = []
-    start = time.perf_counter()
-    for h in inputs:
-        out = [kernel._value(v) for v in layer(h, kW)]
-        messages.append(json.dumps(kernel.message(v=out), separators=(",", ":")))
-    sent = per_call(start)
-    start = time.perf_counter()
-    for m in messages:
-        json.loads(m)
-    loads = per_call(start)
-    start = time.perf_counter()
-    for m in messages:
-        grader.take(json.loads(m))
-    taken = per_call(start)
+    # the collector as a graded test has it on each end (paused: `wire.collector_paused`),
+    # or on as everywhere else (`collector=True`)
+    pause = contextlib.nullcontext() if collector else collector_paused()
+    with pause:
+        start = time.perf_counter()
+        for h in inputs:
+            layer(h, kW)
+        alone = per_call(start)
+        messages = []
+        start = time.perf_counter()
+        for h in inputs:
+            out = [kernel._value(v) for v in layer(h, kW)]
+            messages.append(json.dumps(kernel.message(v=out), separators=(",", ":")))
+        sent = per_call(start)
+        start = time.perf_counter()
+        for m in messages:
+            json.loads(m)
+        loads = per_call(start)
+        start = time.perf_counter()
+        for m in messages:
+            grader.take(json.loads(m))
+        taken = per_call(start)
     nodes = sum(len(json.loads(m)["n"]) for m in messages) / n
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"{n} calls of layer in one process, {nodes:.0f} nodes and "
-          f"{sum(map(len, messages)) / n:.0f} bytes a call; load {load}")
+          f"{sum(map(len, messages)) / n:.0f} bytes a call, the garbage collector "
+          f"{'on' if collector else 'paused'}; load {load}")
     print(f"  the layer's arithmetic alone            {alone:6.0f} us per call")
     print(f"  kernel: the layer, _value, json.dumps   {sent:6.0f} us per call")
     print(f"  grader: json.loads alone                {loads:6.0f} us per call")
@@ -152,9 +160,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("-n", type=int, default=2000, help="calls per cell (default: %(default)s)")
     p.add_argument("--in-process", action="store_true",
                    help="take `layer`'s calls apart in this process (no kernel)")
+    p.add_argument("--collector-on", action="store_true",
+                   help="with --in-process: leave the garbage collector on, where a graded "
+                        "test pauses it")
     args = p.parse_args(argv)
     if args.in_process:
-        in_process(args.n)
+        in_process(args.n, args.collector_on)
         return
 
     from autograder.grading import remote
