@@ -89,8 +89,9 @@ def collector_paused() -> Iterator[None]:
     Both ends keep every node of the test (`Peer.objects`), and the engine's graphs hold no
     cycles (reference counting frees them, as `microgpt.train`, which pauses the collector
     for a whole run, relies on), so each collection only walks the same growing set of
-    nodes again: with it on, the two ends of a layer call took about a fifth longer
-    (`benchmarks/wire_cost.py --in-process`). What the student's code makes in cycles
+    nodes again: with it on, the kernel's end of a layer call took a quarter longer and the
+    grader's nearly a third (`benchmarks/wire_cost.py --in-process [--collector-on]`,
+    `results/benchmarks/wire-cost-2026-12-05.txt`). What the student's code makes in cycles
     meanwhile waits for the collector's next run after the test, within the kernel's
     memory limit."""
     was = gc.isenabled()
