@@ -421,14 +421,21 @@ def _limits_command(spec: SandboxSpec, limits: Limits, level: Level,
     # first two are the sandbox's paths
     argv = [_on_host(spec, a) if a == PYTHON or a == RUN or a.startswith(RUN + "/") else a
             for a in spec.argv]
-    return _watched([*_limits_and_uid(limits, level, resources), "env", "-i", "-C",
-                     _on_host(spec, spec.workdir), *env, *argv], resources)
+    return [*_limits_and_uid(limits, level, resources), "env", "-i", "-C",
+            _on_host(spec, spec.workdir), *env, *argv]
 
 
 def command(spec: SandboxSpec, limits: Limits, level: Level,
             resources: Resources) -> list[str]:
-    """The argument list that runs `spec` in the sandbox (see the module's docstring).
-    Pure: `start` opens what `resources` names and runs it."""
+    """The argument list that runs `spec` in the sandbox (see the module's docstring):
+    the launch chain behind the lifeline's watcher. Pure: `start` opens what `resources`
+    names and runs it."""
+    return _watched(_chain(spec, limits, level, resources), resources)
+
+
+def _chain(spec: SandboxSpec, limits: Limits, level: Level,
+           resources: Resources) -> list[str]:
+    """The launch chain of `command`, at the level "limits" or in bubblewrap."""
     if not level.usable:
         raise SandboxError(level.message)
     if not level.sandboxed:
@@ -465,7 +472,7 @@ def command(spec: SandboxSpec, limits: Limits, level: Level,
               "--", *spec.argv]
     tail = _limits_and_uid(limits, level, resources) + bwrap
     if resources.stage is None and not resources.cgroup_procs:
-        return _watched(tail, resources)
+        return tail
     if resources.stage is not None:
         lines = ["set -e"]
         for source, mount_point in zip(sources, staged):  # type: ignore[assignment]
@@ -476,7 +483,7 @@ def command(spec: SandboxSpec, limits: Limits, level: Level,
     lines = ["set -e"]
     lines += [f"echo $$ > {shlex.quote(procs)}" for procs in resources.cgroup_procs]
     lines.append("exec " + shlex.join(tail))
-    return _watched(["/bin/sh", "-c", "\n".join(lines)], resources)
+    return ["/bin/sh", "-c", "\n".join(lines)]
 
 
 def _watched(argv: list[str], resources: Resources) -> list[str]:
