@@ -318,7 +318,7 @@ class KernelPeer(Peer):
         try:
             return self.answer(request)
         except Exception as exc:  # noqa: BLE001 (what came back cannot be sent)
-            self._nodes, self._sync, self._synced = [], [], set()
+            self.drop_queued()
             return {"n": [], "s": [], "w": [], "error": {
                 "type": type(exc).__name__, "message": str(exc)[:2000], "lines": []}}
 

@@ -11,9 +11,13 @@ What a message can hold (`Peer.encode`, `Peer.decode`):
 
 - numbers, strings, None and booleans as themselves; lists, tuples and dicts by value;
 - a `microgpt` `Value` as a node of a graph. A node that the other end has not seen goes
-  once, with the operation that made it (`Value._op`), its data and grad, its children and
-  what else the operation took (`_Fused._arg`, a power's exponent). The receiving end makes
-  the node again with its own engine (`replay`), from its own copies of the children, and
+  once, with the operation that made it (`Value._op`), its data, its children and, when
+  not 0 and None, its grad and what else the operation took (`_Fused._arg`, a power's
+  exponent). Its name is a number, the next of the end that sends it (the kernel's count
+  up from 1, the grader's down from -1): a message gives its first new node's ("f") and
+  the others follow in order, so the receiving end checks one number, not each node's
+  name. The receiving end makes the node again with its own engine (`replay`), from its
+  own copies of the children (`+` and `*`, most nodes, on a short path of their own), and
   the grader refuses a node whose data is not what its operation gives, or that no
   operation of the engine made. So a `Value` the grader gets back is the grader's own,
   and its gradients are the grader's `backward()`, not the kernel's word;
@@ -60,6 +64,7 @@ LIBRARY = ("microgpt", "autograder.kernel", "torchtrack")  # what both ends hold
 MAX_MESSAGE = 256 << 20  # bytes in one message
 MAX_DEPTH = 100  # nesting of lists, dicts and objects in one message
 _FRAME = struct.Struct("!Q")
+Name = str | int  # of a Value, a number; of anything else, a string (`Peer.objects`)
 _UNARY = ("log", "exp", "relu", "tanh", "sigmoid")
 
 
@@ -285,7 +290,7 @@ class Whole:
 
     __slots__ = ("names", "leaves", "data", "grads", "shells")
 
-    def __init__(self, names: list[str], leaves: list[Value], shells: Any) -> None:
+    def __init__(self, names: list[int], leaves: list[Value], shells: Any) -> None:
         self.names, self.leaves, self.shells = names, leaves, shells
         self.data = [v.data for v in leaves]
         self.grads = [v.grad for v in leaves]
@@ -308,7 +313,7 @@ def whole_leaves(peer: "Peer", root: Any, shell: Any) -> Whole | None:
     and bound methods of them) that both ends hold, its data and grad plain numbers.
     `shell(obj, name)` is told of every list, dict and object on the way, and returns False
     to give up (then None): what this end can watch is its own business."""
-    names: list[str] = []
+    names: list[int] = []
     leaves: list[Value] = []
     seen: set[int] = set()
     stack = [root]
@@ -358,16 +363,21 @@ class Peer:
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.objects: dict[str, Any] = {}  # name -> object, both ends' things
-        self.names: dict[int, str] = {}  # id(object) -> name (the object is in `objects`)
-        self.leaves: dict[str, tuple] = {}  # a shared leaf's name -> (data, grad) last sent
+        # name -> object, both ends' things: a Value's name is a number (the kernel's
+        # positive, the grader's negative, each end's counted up from 1 in the order it
+        # sends them), everything else's a string ("k12", "g3"); so a number names a Value
+        self.objects: dict[Name, Any] = {}
+        self.names: dict[int, Name] = {}  # id(object) -> name (the object is in `objects`)
+        self.leaves: dict[int, tuple] = {}  # a shared leaf's name -> (data, grad) last sent
         self.mirrors: dict[str, tuple] = {}  # the kernel: a sent list, dict or object ->
         # its shallow contents as received
-        self.touched: set[str] = set()  # the leaves the current call was given
-        self._count = 0
+        self.touched: set[int] = set()  # the leaves the current call was given
+        self._count = 0  # the things this end named, Values apart
+        self._values = 0  # the Values this end named
+        self._theirs = 0  # the other end's Values this end took (the last one's number)
         self._nodes: list[list] = []  # nodes for the next message
         self._sync: list[list] = []  # leaves for the next message
-        self._synced: set[str] = set()  # their names
+        self._synced: set[int] = set()  # their names
         self._replayed: dict = {}
 
     # ---- names
@@ -379,17 +389,23 @@ class Peer:
         self.names[id(obj)] = name
         return name
 
-    def _known(self, obj: Any) -> str | None:
+    def _known(self, obj: Any) -> Any:  # Name | None: an int for a Value, else a str
         name = self.names.get(id(obj))
         return name if name is not None and self.objects.get(name) is obj else None
 
     # ---- messages
 
     def message(self, **fields: Any) -> dict:
-        """A message of `fields` (already encoded) with the nodes and leaves they need."""
-        out = {"n": self._nodes, "s": self._sync, **fields}
-        self._nodes, self._sync, self._synced = [], [], set()
+        """A message of `fields` (already encoded) with the nodes and leaves they need. The
+        nodes are the ones this end named last, in order: "f" is the first one's number."""
+        out = {"n": self._nodes, "f": self._values - len(self._nodes) + 1, "s": self._sync,
+               **fields}
+        self.drop_queued()
         return out
+
+    def drop_queued(self) -> None:
+        """Forget the nodes and leaves queued for the next message (it will not go)."""
+        self._nodes, self._sync, self._synced = [], [], set()
 
     def take(self, message: Any) -> dict:
         """Read the nodes and leaves of a received message; returns the message."""
@@ -400,55 +416,83 @@ class Peer:
             if not (isinstance(entry, list) and len(entry) == 3):
                 raise WireError("a leaf's update that is not [name, data, grad]")
             name, data, grad = entry
-            leaf = self.objects.get(name) if isinstance(name, str) else None
+            leaf = self.objects.get(name) if type(name) is int else None
             if not isinstance(leaf, Value) or name not in self.leaves:
                 raise WireError(f"an update of {name!r}, which is not a leaf both ends hold")
             leaf.data = self._leaf_data(data)
             leaf.grad = self._grad(grad)
             self.leaves[name] = (leaf.data, leaf.grad)
             self.touched.add(name)
-        for node in _list(message.get("n", [])):
-            self._take_node(node)
+        nodes = _list(message.get("n", []))
+        if nodes:
+            first = message.get("f")
+            if type(first) is not int or first <= self._theirs:
+                raise WireError(f"nodes numbered from {first!r}, not after the last one taken "
+                                f"({self._theirs})")
+            self._take_nodes(nodes, first)
         return message
 
-    def _take_node(self, node: Any) -> None:
-        if not (isinstance(node, list) and len(node) == 6):
-            raise WireError("a node that is not [name, op, data, grad, children, arg]")
-        name, op, data, grad, kids, arg = node
-        if not isinstance(name, str) or name[:1] == self.side or name in self.objects:
-            raise WireError(f"a node named {name!r}, which is not a new node of the other end")
-        if not isinstance(kids, list) or not isinstance(op, str):
-            raise WireError("a node whose operation or children are malformed")
-        if not kids:
-            value = Value(self._leaf_data(data))
-            value.grad = self._grad(grad)
-            self.objects[name] = value
-            self.names[id(value)] = name
-            self.leaves[name] = (value.data, value.grad)
-            self.touched.add(name)
-            return
+    def _take_nodes(self, nodes: list, first: int) -> None:
+        """Make again, with this end's engine, the nodes of a message, in order: each is
+        [operation, data, children] and, when not 0 and None, its grad and its arg; the
+        children are names of Values this end holds (nodes of the same message among
+        them), and the node takes the next number of the other end."""
+        objects, names, leaves, touched = self.objects, self.names, self.leaves, self.touched
+        get = objects.get
+        sign = -1 if self.side == "k" else 1  # the other end's
+        count = first
+        for node in nodes:
+            if type(node) is not list or not 3 <= len(node) <= 5:
+                raise WireError("a node that is not [op, data, children(, grad(, arg))]")
+            op, data, kids = node[0], node[1], node[2]
+            if type(kids) is not list or type(op) is not str:
+                raise WireError("a node whose operation or children are malformed")
+            if type(data) is not float and not _number(data):
+                data = self.decode(data)  # an array, say: as the student's code made it
+            if not kids:
+                value = Value(data)
+            elif (op == "+" or op == "*") and len(kids) == 2 and len(node) < 5:
+                ka, kb = kids  # most nodes: made here without `replay`'s checks
+                a = get(ka) if type(ka) is int else None  # a number names a Value
+                b = get(kb) if type(kb) is int else None
+                if a is None or b is None:
+                    raise WireError(f"a node whose child {ka if a is None else kb!r} is not a "
+                                    f"Value this end holds")
+                value = a + b if op == "+" else a * b
+            else:
+                value = self._replay(op, kids, node[4] if len(node) == 5 else None)
+            d = value.data
+            if kids and (type(d) is not float or type(data) is not float or d != data) \
+                    and not _same(d, data):
+                raise UnverifiedValue(f"a node of operation {op!r} that says {data!r}, where "
+                                      f"its children give {value.data!r}")
+            if len(node) > 3:
+                value.grad = self._grad(node[3])
+            name = sign * count
+            objects[name] = value
+            names[id(value)] = name
+            if not kids:
+                leaves[name] = (value.data, value.grad)
+                touched.add(name)
+            count += 1
+        self._theirs = count - 1
+
+    def _replay(self, op: str, kids: list, arg: Any) -> Value:
+        get = self.objects.get
         children = []
         for kid in kids:
-            child = self.objects.get(kid) if isinstance(kid, str) else None
-            if not isinstance(child, Value):
+            child = get(kid) if type(kid) is int else None
+            if child is None:
                 raise WireError(f"a node whose child {kid!r} is not a Value this end holds")
             children.append(child)
-        if not _number(data):  # an array, say: as the student's code made it
-            data = self.decode(data)
         try:
-            value = replay(op, children, self.decode(arg) if arg is not None else None,
-                           self._replayed)
+            return replay(op, children, self.decode(arg) if arg is not None else None,
+                          self._replayed)
         except UnverifiedValue:
             raise
         except Exception as exc:  # noqa: BLE001 (the engine refused: log(0), ...)
             raise UnverifiedValue(f"a node of operation {op!r} that the engine cannot make of "
-                              f"its children: {type(exc).__name__}: {exc}") from None
-        if not _same(value.data, data):
-            raise UnverifiedValue(f"a node of operation {op!r} that says {data!r}, where its "
-                              f"children give {value.data!r}")
-        value.grad = self._grad(grad)
-        self.objects[name] = value
-        self.names[id(value)] = name
+                                  f"its children: {type(exc).__name__}: {exc}") from None
 
     def _leaf_data(self, data: Any) -> Any:
         return data if _number(data) else self.decode(data)
@@ -496,18 +540,20 @@ class Peer:
                 self._sync_leaf(name, v)
         return True
 
-    def _sync_leaf(self, name: str, v: Value) -> None:
+    def _sync_leaf(self, name: int, v: Value) -> None:
         if name in self._synced:  # once per message
             return
         self._synced.add(name)
         self.touched.add(name)
         state = (v.data, v.grad)
         last = self.leaves.get(name)
-        if last is not None and (
-                (type(state[0]) is float and type(state[1]) is float  # the usual leaf
-                 and last[0] == state[0] and last[1] == state[1])
-                or (_same(last[0], state[0]) and _same(last[1], state[1]))):
-            return
+        if last is not None:
+            try:
+                unchanged = last == state  # numbers, the usual leaf
+            except (ValueError, TypeError):  # arrays
+                unchanged = False
+            if unchanged or (_same(last[0], state[0]) and _same(last[1], state[1])):
+                return
         self.leaves[name] = state
         self._sync.append([name, self._plain_data(v.data), self._plain_grad(v.grad)])
 
@@ -523,47 +569,62 @@ class Peer:
         except (TypeError, ValueError, OverflowError):
             return float("nan")
 
-    def _send_graph(self, root: Value) -> str:
+    def _send_graph(self, root: Value) -> int:
         """Name every node of `root`'s graph that the other end has not seen, children
-        first, and queue their descriptions."""
+        first, and queue their descriptions (`_take_nodes` reads them)."""
         names, objects, leaves, synced = self.names, self.objects, self.leaves, self._synced
-        get_name, get_object = names.get, objects.get
-        # (node, its description once expanded): a node is described once, and expanded
-        # before its children are named, so on its second visit every child has a name
-        stack: list[tuple[Any, Any]] = [(root, None)]
+        get_name, get_object, queue = names.get, objects.get, self._nodes.append
+        sign = 1 if self.side == "k" else -1
+        count = self._values
+        # a node stays on the stack until every child has a name: its children go on top
+        # of it, and when it comes up again they are named
+        stack: list[Any] = [root]
         while stack:
-            node, described = stack.pop()
-            if described is None:
-                name = get_name(id(node))
-                if name is not None and get_object(name) is node:  # named meanwhile
-                    if name in leaves:
-                        self._sync_leaf(name, cast(Value, node))
-                    continue
-                described = _describe(node)
-                children = described[1]
-                if children:
-                    stack.append((node, described))
-                    for child in reversed(children):
-                        kid = get_name(id(child))
-                        if kid is None or get_object(kid) is not child:
-                            if not isinstance(child, Value):
-                                raise WireError(f"a Value whose child is a "
-                                                f"{type(child).__name__}")
-                            stack.append((child, None))
-                        elif kid in leaves and kid not in synced:
-                            self._sync_leaf(kid, cast(Value, child))
-                    continue
-            op, children, arg = described
-            # every child was named above (pushed after its parent, so taken before it)
-            kids = [names[id(child)] for child in children]
-            name = self._name(node)
-            data = node.data if _number(node.data) else self.encode(node.data)
-            self._nodes.append([name, op, data, self._plain_grad(node.grad), kids,
-                                self.encode(arg) if arg is not None else None])
+            node = stack[-1]
+            name = get_name(id(node))
+            if name is not None and get_object(name) is node:  # named meanwhile
+                stack.pop()
+                if name in leaves:
+                    self._sync_leaf(name, cast(Value, node))
+                continue
+            if type(node) is _Op:  # most nodes: their parts read straight from the slots
+                op, b = node._op, node._b
+                children: tuple = (node._a,) if b is None else (node._a, b)
+                arg = node._db if op == "**" else None
+                if type(op) is not str:
+                    op = "?"
+            else:
+                op, children, arg = _describe(node)
+            waiting = False
+            for child in children:
+                kid = get_name(id(child))
+                if kid is None or get_object(kid) is not child:
+                    if not isinstance(child, Value):
+                        raise WireError(f"a Value whose child is a {type(child).__name__}")
+                    stack.append(child)
+                    waiting = True
+                elif kid in leaves and kid not in synced:
+                    self._sync_leaf(kid, cast(Value, child))
+            if waiting:
+                continue
+            stack.pop()
+            count += 1
+            name = sign * count
+            objects[name] = node
+            names[id(node)] = name
+            data, grad = node.data, node.grad
+            entry = [op, data if type(data) is float or _number(data) else self.encode(data),
+                     [names[id(child)] for child in children]]
+            if arg is not None:
+                entry += [self._plain_grad(grad), self.encode(arg)]
+            elif type(grad) is not int or grad:  # a new node's grad is 0: left out
+                entry.append(self._plain_grad(grad))
+            queue(entry)
             if not children:
-                leaves[name] = (node.data, node.grad)
+                leaves[name] = (data, grad)
                 self.touched.add(name)
-        return names[id(root)]
+        self._values = count
+        return cast(int, names[id(root)])
 
     # ---- encoding (what this end sends), and decoding (what it receives)
 
@@ -628,7 +689,7 @@ class Peer:
         tag = next(iter(data))
         body = data[tag]
         if tag == "V":
-            value = self.objects.get(body) if isinstance(body, str) else None
+            value = self.objects.get(body) if type(body) is int else None
             if not isinstance(value, Value):
                 raise WireError(f"a Value named {body!r}, which this end does not hold")
             if body in self.leaves:

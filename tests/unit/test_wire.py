@@ -84,6 +84,38 @@ def test_a_node_whose_data_is_not_what_its_operation_gives_is_refused(kernel):
         session.get("f")(Value(1.0))
 
 
+@pytest.mark.parametrize("forge", ["sum's data", "product relabelled a sum", "exponent"])
+def test_a_node_of_plus_times_or_power_whose_parts_were_rewritten_is_refused(kernel, forge):
+    """`+` and `*` are made again on a path of their own (most nodes are theirs)."""
+    session, namespace = kernel
+
+    def f(x):
+        if forge == "sum's data":
+            out = x + 1.0
+            out.data = 6.7275
+        elif forge == "product relabelled a sum":
+            out = x * 2.0
+            out._op = "+"  # 5.0 by the grader's engine, 6.0 in the node
+        else:
+            out = x ** 2
+            out._db = 3  # the exponent the grader makes the node with: 27.0, not 9.0
+        return out
+
+    namespace["f"] = f
+    with pytest.raises(UnverifiedValue, match="children give"):
+        session.get("f")(Value(3.0))
+
+
+def test_nodes_numbered_again_are_refused():
+    """A node takes the next number of its end; a message that numbers nodes from one
+    already taken would make a name stand for two Values."""
+    node = {"n": [["", 1.0, []]], "f": 1, "ok": {"V": 1}}
+    session = _raw_kernel([json.dumps(node).encode()] * 2)
+    assert session.request("get", name="f").data == 1.0
+    with pytest.raises(WireError, match="not after the last one taken"):
+        session.request("get", name="g")
+
+
 def test_local_gradients_written_into_a_node_do_not_count(kernel):
     session, namespace = kernel
 
@@ -226,9 +258,21 @@ def _raw_kernel(replies):
 @pytest.mark.parametrize("reply", [
     b"not json", b"[1, 2]", b'{"ok": [1, 2]}', b'{"ok": {"V": "k404"}}',
     b'{"ok": {"F": "os:system"}}', b'{"ok": {"TM": "gASV"}}', b'{"ok": {"M": "k1"}}',
-    json.dumps({"n": [["k1", "+", 1.0, 0, ["k9", "k9"], None]], "ok": None}).encode(),
+    b'{"ok": {"V": 404}}', b'{"ok": {"V": true}}',
+    json.dumps({"n": [["+", 1.0, [9, 9]]], "f": 1, "ok": None}).encode(),
+    json.dumps({"n": [["", 1.0, []], ["+", 2.0, ["k1", 1]]], "f": 1, "ok": None}).encode(),
+    json.dumps({"n": [["", 1.0, []], ["+", 2.0, [[1], 1]]], "f": 1, "ok": None}).encode(),
+    json.dumps({"n": [["", 1.0, []], ["+", 2.0, [1.0, 1]]], "f": 1, "ok": None}).encode(),
+    json.dumps({"n": [["", 1.0, []], ["sum", 2.0, [1, {}]]], "f": 1, "ok": None}).encode(),
+    json.dumps({"n": [["+", 1.0]], "f": 1, "ok": None}).encode(),
+    json.dumps({"n": [["", 1.0, [], 0, None, 7]], "f": 1, "ok": None}).encode(),
+    json.dumps({"n": [[1.0, "", []]], "f": 1, "ok": None}).encode(),
+    json.dumps({"s": [[-1, 1.0, 0.0]], "ok": None}).encode(),
     json.dumps({"s": [["g1", 1.0, 0.0]], "ok": None}).encode(),
-    json.dumps({"n": [["g1", "", 1.0, 0, [], None]], "ok": None}).encode(),
+    json.dumps({"n": [["", 1.0, []]], "ok": None}).encode(),  # nodes with no first number
+    json.dumps({"n": [["", 1.0, []]], "f": 0, "ok": None}).encode(),
+    json.dumps({"n": [["", 1.0, []]], "f": -1, "ok": None}).encode(),
+    json.dumps({"n": [["", 1.0, []]], "f": "1", "ok": None}).encode(),
 ])
 def test_a_malformed_answer_is_an_error_of_the_call_never_code_run_here(reply):
     session = _raw_kernel([reply])
