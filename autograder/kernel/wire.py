@@ -66,6 +66,7 @@ MAX_DEPTH = 100  # nesting of lists, dicts and objects in one message
 _FRAME = struct.Struct("!Q")
 Name = str | int  # of a Value, a number; of anything else, a string (`Peer.objects`)
 _UNARY = ("log", "exp", "relu", "tanh", "sigmoid")
+_INT_LIMIT = 2**63  # the largest integer a node's data may be on the grader's side
 
 
 # the grader's connection while a graded test runs in the grader (`autograder.grading.
@@ -168,6 +169,8 @@ def replay(op: str, kids: list[Value], arg: Any, cache: dict | None = None) -> V
     if op == "**":
         if n != 1 or not _number(arg):
             raise UnverifiedValue("'**' without one child and a number for its exponent")
+        if type(kids[0].data) is int and type(arg) is int and abs(arg) > 64:
+            raise WireError(f"an integer to the power {arg}: more than this end computes")
         return kids[0] ** arg
     if op in _UNARY:
         if n != 1 or arg is not None:
@@ -219,8 +222,10 @@ def _same(a: Any, b: Any) -> bool:
             import numpy as np
 
             return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
-        except (TypeError, ValueError):
+        except Exception:  # noqa: BLE001 (a tensor, or what else cannot be compared)
             return False
+    except Exception:  # noqa: BLE001 (a tensor's truth, say)
+        return False
 
 
 def _describe(node: Value) -> tuple[str, tuple, Any]:
@@ -447,10 +452,8 @@ class Peer:
             op, data, kids = node[0], node[1], node[2]
             if type(kids) is not list or type(op) is not str:
                 raise WireError("a node whose operation or children are malformed")
-            if type(data) is not float and not _number(data):
-                data = self.decode(data)  # an array, say: as the student's code made it
             if not kids:
-                value = Value(data)
+                value = Value(self._leaf_data(data))
             elif (op == "+" or op == "*") and len(kids) == 2 and len(node) < 5:
                 ka, kb = kids  # most nodes: made here without `replay`'s checks
                 a = get(ka) if type(ka) is int else None  # a number names a Value
@@ -458,10 +461,21 @@ class Peer:
                 if a is None or b is None:
                     raise WireError(f"a node whose child {ka if a is None else kb!r} is not a "
                                     f"Value this end holds")
-                value = a + b if op == "+" else a * b
+                try:
+                    value = a + b if op == "+" else a * b
+                except Exception as exc:  # noqa: BLE001 (as `_replay`: the engine refused)
+                    raise UnverifiedValue(f"a node of operation {op!r} that the engine cannot "
+                                          f"make of its children: {type(exc).__name__}: "
+                                          f"{exc}") from None
             else:
                 value = self._replay(op, kids, node[4] if len(node) == 5 else None)
             d = value.data
+            if type(d) is int and kids and not -_INT_LIMIT <= d <= _INT_LIMIT:
+                # the grader's own integer leaves, squared node by node
+                raise WireError(f"a node of operation {op!r} whose data is an integer of "
+                                f"more than 64 bits")
+            if kids and type(data) is not float and not _number(data):
+                data = self.decode(data)  # an array, say: as the student's code made it
             if kids and (type(d) is not float or type(data) is not float or d != data) \
                     and not _same(d, data):
                 raise UnverifiedValue(f"a node of operation {op!r} that says {data!r}, where "
@@ -474,8 +488,10 @@ class Peer:
             if not kids:
                 leaves[name] = (value.data, value.grad)
                 touched.add(name)
+            # used up at once: when a later node of the message is refused, the next message
+            # cannot number a node with it again (and so take over a checked node's name)
+            self._theirs = count
             count += 1
-        self._theirs = count - 1
 
     def _replay(self, op: str, kids: list, arg: Any) -> Value:
         get = self.objects.get
@@ -488,19 +504,31 @@ class Peer:
         try:
             return replay(op, children, self.decode(arg) if arg is not None else None,
                           self._replayed)
-        except UnverifiedValue:
+        except WireError:  # refused, or malformed
             raise
         except Exception as exc:  # noqa: BLE001 (the engine refused: log(0), ...)
             raise UnverifiedValue(f"a node of operation {op!r} that the engine cannot make of "
                                   f"its children: {type(exc).__name__}: {exc}") from None
 
     def _leaf_data(self, data: Any) -> Any:
-        return data if _number(data) else self.decode(data)
+        """A leaf's data as received. The grader takes only a number from the kernel, and an
+        integer only within 64 bits: the grader's engine makes every node again from its
+        leaves, so a string or a list there would be repeated by `*`, and a huge integer
+        squared node by node, in the grader's memory."""
+        if _number(data):
+            if type(data) is int and not -_INT_LIMIT <= data <= _INT_LIMIT:
+                raise WireError("a leaf whose data is an integer of more than 64 bits")
+            return data
+        if self.side == "g":
+            raise WireError(f"a leaf whose data is a {type(data).__name__}, not a number")
+        return self.decode(data)
 
     @staticmethod
     def _grad(grad: Any) -> Any:
         if not _number(grad):
             raise WireError("a grad that is not a number")
+        if type(grad) is int and not -_INT_LIMIT <= grad <= _INT_LIMIT:
+            raise WireError("a grad that is an integer of more than 64 bits")
         return grad
 
     # ---- Values
@@ -752,7 +780,10 @@ def _tensor(obj: Any) -> Any:
 
 
 def _from_tensor(body: Any) -> Any:
-    import torch
+    try:
+        import torch
+    except ImportError:
+        raise WireError("a tensor, where this end has no torch to hold it") from None
 
     if not (isinstance(body, list) and len(body) == 3 and body[0] in _TENSOR_TYPES
             and isinstance(body[1], list) and isinstance(body[2], list)

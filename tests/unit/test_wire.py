@@ -106,6 +106,50 @@ def test_a_node_of_plus_times_or_power_whose_parts_were_rewritten_is_refused(ker
         session.get("f")(Value(3.0))
 
 
+def test_the_numbers_of_a_refused_messages_first_nodes_stay_taken():
+    """A message refused at its third node (an unknown child) has named two leaves; a later
+    message that numbers its nodes from 1 again would take over their names, and with a
+    leaf's update ("s") rewrite a checked node's data (found in review, 2026-12-06)."""
+    refused = {"n": [["", 1.0, []], ["", 2.0, []], ["+", 3.0, [1, 99]]], "f": 1, "ok": None}
+    again = {"n": [["+", 3.0, [1, 2]]], "f": 1, "ok": {"V": 1}}
+    session = _raw_kernel([json.dumps(refused).encode(), json.dumps(again).encode()])
+    with pytest.raises(WireError, match="child 99"):
+        session.request("get", name="f")
+    with pytest.raises(WireError, match="not after the last one taken"):
+        session.request("get", name="g")
+
+
+@pytest.mark.parametrize("reply", [
+    {"n": [["", 1.0, []], ["+", {"X": ["float64", [2], [1.0, 2.0]]}, [1, 1]]], "f": 1,
+     "ok": None},  # a tensor as a node's claimed data: its truth cannot be told
+    {"n": [["", 2.0, [], 10 ** 400], ["*", 4.0, [1, 1]]], "f": 1, "ok": None},  # a grad
+])
+def test_claimed_data_and_grads_that_break_a_comparison_or_a_backward_are_refused(reply):
+    session = _raw_kernel([json.dumps(reply).encode()])
+    with pytest.raises(WireError):
+        session.request("get", name="f")
+
+
+@pytest.mark.parametrize("nodes, refusal", [
+    # a string leaf: `*` would repeat it in the grader's memory ("ab" * 3 here)
+    ([["", "ab", []], ["", 3, []], ["*", "ababab", [1, 2]]], "is a str, not a number"),
+    ([["", {"L": [1.0]}, []]], "is a dict, not a number"),  # a tagged list
+    ([["", {"A": ["float64", [2], [1.0, 2.0]]}, []]], "is a dict, not a number"),  # a tagged array
+    ([["", 2 ** 70, []]], "integer of more than 64 bits"),
+    # an integer within 64 bits squared: each node's data is bounded, not only the leaves'
+    ([["", 2 ** 40, []], ["*", 2 ** 80, [1, 1]]], "integer of more than 64 bits"),
+    ([["", 3, []], ["**", 0, [1], 0, 10 ** 6]], "more than this end computes"),
+])
+def test_what_the_grader_would_compute_without_bound_is_refused(nodes, refusal):
+    """The grader makes every node again from its leaves: a kernel's leaf is a number, and
+    no node's integer grows past 64 bits, so no message makes the grader compute without
+    bound."""
+    reply = {"n": nodes, "f": 1, "ok": {"V": len(nodes)}}
+    session = _raw_kernel([json.dumps(reply).encode()])
+    with pytest.raises(WireError, match=refusal):
+        session.request("get", name="f")
+
+
 def test_nodes_numbered_again_are_refused():
     """A node takes the next number of its end; a message that numbers nodes from one
     already taken would make a name stand for two Values."""
