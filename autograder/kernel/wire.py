@@ -66,7 +66,7 @@ MAX_DEPTH = 100  # nesting of lists, dicts and objects in one message
 _FRAME = struct.Struct("!Q")
 Name = str | int  # of a Value, a number; of anything else, a string (`Peer.objects`)
 _UNARY = ("log", "exp", "relu", "tanh", "sigmoid")
-_INT_LIMIT = 2**63  # the largest integer a node's data may be on the grader's side
+_INT_LIMIT = 2**63  # the largest integer the grader takes as a node's data or a grad
 
 
 # the grader's connection while a graded test runs in the grader (`autograder.grading.
@@ -211,6 +211,10 @@ def replay(op: str, kids: list[Value], arg: Any, cache: dict | None = None) -> V
     raise UnverifiedValue(f"a node of operation {op!r}, which the engine does not have" if op
                       else "a node made by hand (Value(data, children, local_grads)), not "
                            "by an operation of the engine")
+
+
+def _beyond_64_bits(n: int) -> bool:
+    return not -_INT_LIMIT <= n <= _INT_LIMIT
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -469,17 +473,18 @@ class Peer:
                                           f"{exc}") from None
             else:
                 value = self._replay(op, kids, node[4] if len(node) == 5 else None)
-            d = value.data
-            if type(d) is int and kids and not -_INT_LIMIT <= d <= _INT_LIMIT:
-                # the grader's own integer leaves, squared node by node
-                raise WireError(f"a node of operation {op!r} whose data is an integer of "
-                                f"more than 64 bits")
-            if kids and type(data) is not float and not _number(data):
-                data = self.decode(data)  # an array, say: as the student's code made it
-            if kids and (type(d) is not float or type(data) is not float or d != data) \
-                    and not _same(d, data):
-                raise UnverifiedValue(f"a node of operation {op!r} that says {data!r}, where "
-                                      f"its children give {value.data!r}")
+            if kids:  # what the node says against what its children give here
+                d = value.data
+                if type(d) is int and _beyond_64_bits(d):
+                    # the grader's own integer leaves, squared node by node
+                    raise WireError(f"a node of operation {op!r} whose data is an integer "
+                                    f"of more than 64 bits")
+                if type(data) is not float and not _number(data):
+                    data = self.decode(data)  # an array, say: as the student's code made it
+                if (type(d) is not float or type(data) is not float or d != data) \
+                        and not _same(d, data):
+                    raise UnverifiedValue(f"a node of operation {op!r} that says {data!r}, "
+                                          f"where its children give {d!r}")
             if len(node) > 3:
                 value.grad = self._grad(node[3])
             name = sign * count
@@ -516,7 +521,7 @@ class Peer:
         leaves, so a string or a list there would be repeated by `*`, and a huge integer
         squared node by node, in the grader's memory."""
         if _number(data):
-            if type(data) is int and not -_INT_LIMIT <= data <= _INT_LIMIT:
+            if type(data) is int and _beyond_64_bits(data):
                 raise WireError("a leaf whose data is an integer of more than 64 bits")
             return data
         if self.side == "g":
@@ -527,7 +532,7 @@ class Peer:
     def _grad(grad: Any) -> Any:
         if not _number(grad):
             raise WireError("a grad that is not a number")
-        if type(grad) is int and not -_INT_LIMIT <= grad <= _INT_LIMIT:
+        if type(grad) is int and _beyond_64_bits(grad):
             raise WireError("a grad that is an integer of more than 64 bits")
         return grad
 
