@@ -1,0 +1,186 @@
+"""How far the pure-Python training checks' runs (Tasks 2.2, 3.1-3.3 and 4.1) move when only
+rounding changes, against how far the registered wrong answers move them; at the
+configurations the test cells use and at smaller ones that cost fewer calls.
+
+A training check compares a student's short seeded run with the reference run at
+rtol 1e-6. Graded, every call of the student's layer crosses to their kernel and back, so
+the check's cost is its number of layer calls: steps x batch x depth for training, then
+points x depth for the final loss. A smaller configuration is only as good as its margin
+on both sides, which this command measures, for each check and each configuration, on
+seeds 0-9 (the seed of the test cell among them):
+
+- **the same maths, other rounding**: the model answers with each layer's output scaled
+  by 3 and back (`v * 3 * (1 / 3)`, which can round differently from `v`), so every
+  step of training runs on numbers a last-bit away: its largest relative distance from the
+  reference's loss over the seeds;
+- **every registered wrong answer that must lose the check** (`loses` names its training
+  test): its smallest relative distance over the seeds. A wrong answer 0 away on a seed
+  runs the reference's maths there; it must lose the cell by another of its checks (the
+  gate biases of 3.3), and the self-check is what shows that.
+
+The criterion for taking a smaller configuration, written before its first run: on every
+one of the ten seeds, the same maths at most 1e-8 away (100 times inside the rtol) and
+every wrong answer 0 or at least 1e-4 away (100 times outside it); a 0 counted only where
+the cell's other check separates it. The self-check (every mutant loses its cells) is
+then the judge on the graded path.
+
+    python -m experiments.training_margin > results/grading/training-margin.txt
+"""
+
+import contextlib
+import io
+import json
+import math
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from autograder.answers.mutants import load
+from microgpt.provenance import describe, record
+from microgpt.studies import Config, Variant, run
+
+__all__ = ["main"]
+
+ROOT = Path(__file__).resolve().parents[1]
+SEEDS = range(10)
+SAME_MATHS_LIMIT = 1e-8
+WRONG_LIMIT = 1e-4
+
+
+def _cells(assignment: str) -> list[tuple[str, str]]:
+    """(grade_id, source) of the code cells a training check's namespace needs: the imports,
+    the notebook's own plain layer, and the solution cells."""
+    nb = json.loads((ROOT / "source" / assignment / f"{assignment}.ipynb").read_text())
+    out = []
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        grade_id = meta.get("grade_id", "")
+        if cell["cell_type"] == "code" and (meta.get("solution") or grade_id in ("imports",
+                                                                                 "plain_layer")):
+            out.append((grade_id, "".join(cell["source"])))
+    return out
+
+
+def namespace(assignment: str, replace: dict[str, str] | None = None) -> dict[str, Any]:
+    """The names a solved notebook defines, with the cells in `replace` swapped in."""
+    space: dict[str, Any] = {}
+    with contextlib.redirect_stdout(io.StringIO()):  # what the cells print is not a result
+        for grade_id, source in _cells(assignment):
+            exec((replace or {}).get(grade_id, source), space)  # noqa: S102 - our own cells
+    return space
+
+
+def _rounded(layer: Callable) -> Callable:
+    """`layer` with each output v as v * 3 * (1/3): the same maths, rounded otherwise."""
+    def other(*args: Any, **kw: Any) -> list:
+        return [v * 3 * (1 / 3) for v in layer(*args, **kw)]
+    return other
+
+
+def _residual(space: dict, depth: int, rounded: bool) -> Variant:
+    layer = space["residual_layer"]
+    return Variant(_rounded(layer) if rounded else layer, depth)
+
+
+def _highway(space: dict, depth: int, rounded: bool) -> Variant:
+    layer = space["highway_layer"]
+    return Variant(_rounded(layer) if rounded else layer, depth,
+                   layer_params=space["highway_params"])
+
+
+def _plain(space: dict, depth: int, rounded: bool) -> Variant:
+    layer, logits = space["plain_layer"], space["mlp_logits"]
+
+    def yours(net: Any, x: Any, layer: Any) -> Any:
+        return logits(net, x, layer)
+    return Variant(_rounded(layer) if rounded else layer, depth, forward=yours)
+
+
+# (assignment, training test, variant maker, [(label, depth, seed in the cell, config)]);
+# each check at the configuration its cell uses now and at the smaller one proposed
+CHECKS = [
+    ("02_degradation", "task2_2_test_training", _plain, [
+        ("visible, now", 3, 0, Config(n=64, steps=40, lr=0.02)),
+        ("visible, smaller", 3, 0, Config(n=16, steps=10, lr=0.02)),
+        ("hidden, now", 5, 7, Config(width=6, n=48, steps=30, lr=0.01, batch=6)),
+        ("hidden, smaller", 5, 7, Config(width=6, n=12, steps=8, lr=0.01, batch=6)),
+    ]),
+    ("03_highway", "task3_test_training", _highway, [
+        ("visible, now", 5, 0, Config(n=64, steps=30, lr=0.02)),
+        ("visible, smaller", 5, 0, Config(n=16, steps=10, lr=0.02)),
+        ("hidden, now", 7, 5, Config(width=6, n=48, steps=20, lr=0.01, batch=6)),
+        ("hidden, smaller", 7, 5, Config(width=6, n=12, steps=8, lr=0.01, batch=6)),
+    ]),
+    ("04_identity_shortcut", "task4_1_test_training", _residual, [
+        ("visible, now", 6, 0, Config(n=64, steps=40, lr=0.02)),
+        ("visible, smaller", 6, 0, Config(n=16, steps=10, lr=0.02)),
+        ("hidden, now", 8, 3, Config(width=6, n=48, steps=25, lr=0.01, batch=6)),
+        ("hidden, smaller", 8, 3, Config(width=6, n=12, steps=8, lr=0.01, batch=6)),
+    ]),
+]
+
+
+def calls(depth: int, config: Config) -> int:
+    """The layer calls of one training check's run: training, then the loss on all points."""
+    return config.steps * config.batch * depth + config.n * depth
+
+
+def _rel(a: float, b: float) -> float:
+    return abs(a - b) / abs(b) if b else abs(a)
+
+
+def _biases(r: Any) -> list[float]:
+    return [b.data for params in r.net.layers for b in params.get("b_gate", [])]
+
+
+def main(argv: list[str] | None = None) -> int:
+    start = time.perf_counter()
+    print("# the pure-Python training checks: relative distance of each run's final loss from "
+          f"the reference run's, seeds {SEEDS.start}-{SEEDS.stop - 1}")
+    print(f"# criterion (written before the first run): same maths <= {SAME_MATHS_LIMIT:.0e} "
+          f"on every seed; every wrong answer 0 or >= {WRONG_LIMIT:.0e} on every seed")
+    verdicts = []
+    for assignment, test, variant, configs in CHECKS:
+        solved = namespace(assignment)
+        wrong = [(m.name, namespace(assignment, {m.cell: m.source}))
+                 for m in load(assignment) if test in m.loses]
+        print(f"\n{assignment} {test}: {len(wrong)} registered wrong answers must lose it")
+        for label, depth, cell_seed, config in configs:
+            same_worst, near, zeros = 0.0, math.inf, []
+            for seed in SEEDS:
+                ref = run(variant(solved, depth, False), seed, config)
+                again = run(variant(solved, depth, True), seed, config)
+                same_worst = max(same_worst, _rel(again.loss, ref.loss))
+                for name, space in wrong:
+                    try:
+                        mine = run(variant(space, depth, False), seed, config)
+                        gap = _rel(mine.loss, ref.loss)
+                        if gap == 0 and _biases(mine) != _biases(ref):
+                            gap = math.inf  # the gate biases' check separates it
+                    except Exception as exc:  # noqa: BLE001 - a wrong answer may raise
+                        gap = math.inf
+                        name = f"{name} (raises {type(exc).__name__})"
+                    if gap == 0:
+                        zeros.append((seed, name))
+                    near = min(near, gap) if gap > 0 else near
+            ok = same_worst <= SAME_MATHS_LIMIT and near >= WRONG_LIMIT and not zeros
+            verdicts.append((assignment, label, ok))
+            print(f"  {label}: depth {depth}, seed {cell_seed} in the cell, n={config.n}, "
+                  f"steps={config.steps}, batch={config.batch}, width={config.width}, "
+                  f"lr={config.lr}; {calls(depth, config)} layer calls a run")
+            print(f"    same maths, other rounding: at most {same_worst:.1e} away")
+            print(f"    nearest wrong answer: {near:.1e} away"
+                  + (f"; 0 away and not separated: {zeros}" if zeros else ""))
+            print(f"    criterion met: {'yes' if ok else 'NO'}")
+    print("\n" + "\n".join(f"# {a} {label}: {'met' if ok else 'not met'}"
+                           for a, label, ok in verdicts))
+    prov = record(command="python -m experiments.training_margin",
+                  wall_seconds=time.perf_counter() - start)
+    print("# " + describe(prov))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
