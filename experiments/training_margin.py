@@ -161,7 +161,7 @@ def _gaps(variant: Callable, solved: dict, wrong: list, depth: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    start = time.perf_counter()
+    start, at_start = time.perf_counter(), record()
     print("# the pure-Python training checks: relative distance of each run's final loss from "
           f"the reference run's, seeds {SEEDS.start}-{SEEDS.stop - 1}")
     print(f"# criterion (written before the first run): same maths <= {SAME_MATHS_LIMIT:.0e} "
@@ -200,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
                            for a, label, ok in verdicts))
     prov = record(command="python -m experiments.training_margin",
                   wall_seconds=time.perf_counter() - start)
+    # the code measured is the commit at the start (a commit made while it ran is not it)
+    prov.update({k: at_start[k] for k in ("commit", "uncommitted_changes")})
     print("# " + describe(prov))
     return 0
 

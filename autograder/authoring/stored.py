@@ -51,7 +51,7 @@ TRAINING_RTOL = 1e-8
 def _short() -> Any:
     from microgpt.studies import Config
 
-    return Config(n=64, steps=40, lr=0.02)
+    return Config(n=16, steps=10, lr=0.02)
 
 
 def _gradients(args: Sequence[Any], names: Sequence[str], fn: Callable[..., Any],
@@ -110,7 +110,7 @@ def _gate_gradients() -> list[float]:
 def _highway_training() -> Any:
     from microgpt.studies import Config
 
-    return Config(n=64, steps=30, lr=0.02)
+    return Config(n=16, steps=10, lr=0.02)
 
 
 def _mean_gates() -> list[float]:
