@@ -5,7 +5,7 @@ import math
 import random
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from microgpt import (
@@ -36,9 +36,10 @@ def scalar(x, grad=False):
     return torch.tensor(float(x), dtype=torch.float64, requires_grad=grad)
 
 
-def assert_all_close(ours, theirs, what):
-    """Every entry within TOL of torch's, relative to the largest of them (and to 1)."""
-    scale = max([1.0, *(abs(t) for t in theirs)])
+def assert_all_close(ours, theirs, what, scale=1.0):
+    """Every entry within TOL of torch's, relative to the largest of them (and to 1, or to
+    `scale` when larger)."""
+    scale = max([1.0, scale, *(abs(t) for t in theirs)])
     bad = [(i, a, b) for i, (a, b) in enumerate(zip(ours, theirs)) if not abs(a - b) <= TOL * scale]
     assert len(ours) == len(theirs) and not bad, f"{what}: {len(bad)} differ, e.g. {bad[:3]}"
 
@@ -205,6 +206,7 @@ OPS = [
 
 
 @given(seed=st.integers(0, 2**32 - 1), n_leaves=st.integers(1, 5), n_ops=st.integers(5, 60))
+@example(seed=38803360, n_leaves=1, n_ops=26)  # contributions of 1e4 that cancel to 0.71
 def test_random_graphs_agree_with_torch(seed, n_leaves, n_ops):
     g = RandomGraph(random.Random(seed), n_leaves)
     for _ in range(n_ops):
@@ -212,10 +214,19 @@ def test_random_graphs_agree_with_torch(seed, n_leaves, n_ops):
     assert_all_close([v.data for v, _ in g.nodes], [t.item() for _, t in g.nodes], "values")
     out_v, out_t = g.output()
     assert_all_close([out_v.data], [out_t.item()], "output")
+    for _, t in g.nodes:
+        if t.requires_grad and not t.is_leaf:
+            t.retain_grad()
     out_v.backward()
     out_t.backward()
     theirs = [0.0 if t.grad is None else t.grad.item() for _, t in g.leaves]
-    assert_all_close([v.grad for v, _ in g.leaves], theirs, "leaf gradients")
+    # A leaf's gradient sums what reaches it along every path; the two engines add those
+    # contributions in different orders, so where large ones cancel, their size (not the
+    # sum's) bounds the rounding: the largest gradient of any node in the graph joins the
+    # scale. The tolerance stays 1e-9 of it.
+    inner = [abs(t.grad.item()) for _, t in g.nodes if t.grad is not None]
+    assert_all_close([v.grad for v, _ in g.leaves], theirs, "leaf gradients",
+                     scale=max(inner, default=0.0))
 
 
 def test_every_op_appears_in_random_graphs():
