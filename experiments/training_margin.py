@@ -1,6 +1,6 @@
 """How far the pure-Python training checks' runs (Tasks 2.2, 3.1-3.3 and 4.1) move when only
 rounding changes, against how far the registered wrong answers move them; at the
-configurations the test cells use and at smaller ones that cost fewer calls.
+configurations the test cells used before and at the smaller ones they use since 473b29b.
 
 A training check compares a student's short seeded run with the reference run at
 rtol 1e-6. Graded, every call of the student's layer crosses to their kernel and back, so
