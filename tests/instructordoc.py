@@ -1,6 +1,7 @@
 """docs/instructors.md's commands, and the script that follows them
-(tests/integration/test_instructor_doc.py): every command the doc's list of steps prints is
-either in SCRIPT, in the doc's order, or in NOT_RUN with the reason, so doc and test cannot
+(tests/integration/test_instructor_literal_wheel.py): every command the doc's list of steps
+prints is either in SCRIPT, in the doc's order, or in NOT_RUN with the reason (the test's
+fixtures run some of those as printed, where the run needs them), so doc and test cannot
 drift apart (tests/unit/test_instructor_doc_commands.py checks it in the fast tier)."""
 
 import re
@@ -8,14 +9,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "instructors.md"
-ASSIGNMENT = NOTEBOOK = "01_residual_stack"
+ASSIGNMENT = "01_residual_stack"  # the doc's example
 EXCHANGE = "/srv/nbgrader/exchange"  # the doc's (nbgrader's default is another)
 OPTION = f"--Exchange.root={EXCHANGE}"
-FULL_MARKS, MANUAL = 6.0, 2.0
 
 # step 4's PostgreSQL gradebook from nothing on Debian, run only in the PostgreSQL run
-# (tests/integration/test_instructor_doc_postgresql.py: this host's cluster, the role and
-# database names made unique per run, PASSWORD a new one)
+# (tests/systempostgres.py: this host's cluster, the role and database names made unique
+# per run, PASSWORD a new one)
 POSTGRES_CONFIG = ("echo 'c.CourseDirectory.db_url = "
                    "\"postgresql+psycopg2://grader@localhost:5432/gradebook\"' "
                    ">> nbgrader_config.py")
@@ -62,7 +62,9 @@ SCRIPT = [
     (INSTRUCTOR, "nbgrader export --exporter=autograder.grading.lms_export.MoodleExport "
                  "--to moodle.csv"),
 ]
-# what the doc prints and this test does not run, and why
+# what the doc prints and SCRIPT does not hold, and why; the literal test's fixtures run
+# some of them as printed (the install line, the PostgreSQL extra, the torch line, the
+# due date), where its run needs them
 NOT_RUN = {
     "residual-pack fingerprints [ASSIGNMENT]": "authoring (steps 1-3): a fresh clone has "
         "them done; tests/integration/test_cli.py and check-drift cover them",
@@ -73,16 +75,14 @@ NOT_RUN = {
     "residual-pack selfcheck [ASSIGNMENT]": "authoring",
     "/usr/bin/python3 -m venv /opt/residuals && /opt/residuals/bin/pip install "
     "PATH-OF-THIS-CHECKOUT":
-        "the environment running this test stands in for /opt/residuals (making one would "
-        "install from the network)",
+        "the literal test's `environment` fixture runs it as printed, once for its three "
+        "runs (under a name of the run's own in /opt)",
     "/opt/residuals/bin/pip install 'PATH-OF-THIS-CHECKOUT[postgres]'":
-        "the environment running this test stands in for /opt/residuals, and installing "
-        "the checkout into it would replace its editable install: the PostgreSQL run "
-        "requires the driver there, and tests/unit/test_instructor_doc_commands.py that "
-        "the line names the extra that has it",
-    "/opt/residuals/bin/pip install torch==2.13.0": "the torch track in the course's "
-        "environment: tests/integration/test_instructor_literal_wheel.py's torch run runs "
-        "it on the installed wheel (this test's environment stands in for /opt/residuals)",
+        "the literal test's PostgreSQL run runs it as printed before step 4's PostgreSQL "
+        "lines; tests/unit/test_instructor_doc_commands.py checks that it names the extra "
+        "that has the driver",
+    "/opt/residuals/bin/pip install torch==2.13.0": "the literal test's torch run runs it "
+        "as printed, then the README's generate and self-check",
     "apt-get update": "reads Debian's package lists from the network; the PostgreSQL run "
         "requires the package (scripts/install-postgres, which CI runs), and runs the "
         "doc's apt-get install",
@@ -90,8 +90,9 @@ NOT_RUN = {
         "(step 10's is run in the course)",
     "nbgrader collect": "prose: names the command step 5 runs",
     "nbgrader autograde": "prose: names the command step 6 runs",
-    "nbgrader db assignment add ASSIGNMENT --duedate=...": "step 8's late hand-ins "
-        "(tests/integration/test_late_submissions.py)",
+    "nbgrader db assignment add ASSIGNMENT --duedate=...": "step 8's late hand-ins: the "
+        "literal test runs it with the due date set to now, before the late student's "
+        "hand-in (and tests/integration/test_late_submissions.py)",
     "nbgrader export --exporter=...": "prose: names the exports step 10 runs",
     "nbgrader db student add ID --lms-user-id=...": "prose: step 10's Canvas user ids, "
         "where the logins differ (tests/unit/test_lms_export.py exports an lms_user_id)",

@@ -3,34 +3,44 @@ against the pack as instructors install it (issue 40): the doc's own install lin
 literally (`/usr/bin/python3 -m venv /opt/residuals && /opt/residuals/bin/pip install
 PATH-OF-THIS-CHECKOUT`, under a name of this run's own in /opt, from a copy of the tracked
 files), and every later command run with that environment activated, as the README's
-first line says, never with this test's own (test_instructor_doc.py runs the same
-commands with the test's editable install, which hides what a wheel leaves out).
+first line says, never with this test's own. Every command the doc's list of steps prints
+is either run here (SCRIPT, in the doc's order; the install, PostgreSQL-extra, torch and
+due-date lines where their run needs them) or named in NOT_RUN with the reason
+(tests/instructordoc.py; tests/unit/test_instructor_doc_commands.py fails when the doc
+and the list drift apart).
 
 The instructor is a unix user of their own, not root (made with the doc's `useradd
 --create-home`), working in a course folder that holds no code (the course files of a
 clone: the config, source/, exercises/, solutions/); root runs only what the doc gives
 root: the environment, PostgreSQL's server, the students' accounts, check-exchange and
-the exchange folder. Two students, made with the doc's useradd, fetch, solve and submit
+the exchange folder. Three students, made with the doc's useradd, fetch and submit
 assignments 01 and 05 through the exchange at the doc's /srv/nbgrader/exchange (a
-temporary folder bound there in a private mount namespace per command, as in
-test_instructor_doc.py); the due date is set with the doc's `nbgrader db assignment add
-... --duedate` between their hand-ins, so the second is late and scores zero. Then
-autograde, formgrader (started as printed, opened in headless Chromium: both students
-of both assignments), the batch command, feedback fetched by each student, and the
-nbgrader, Canvas and Moodle exports.
+temporary folder bound there in a private mount namespace per command):
+
+- `on_time` hands in the solution of both;
+- `odd` hands in 01 solved with a cell of its own pasted from the source notebook (its
+  score is withheld for review, for a person in formgrader) and 05 as fetched;
+- `late` hands in the solution of both after the due date, which is set with the doc's
+  `nbgrader db assignment add ... --duedate` just before, so it scores zero.
+
+Then autograde, formgrader (started as printed, opened in headless Chromium: every
+student of both assignments, and the withheld submission's page with its comment), the
+batch command (with PostgreSQL, into a second database named by $RESIDUAL_PACK_DB_URL, as
+the doc offers), feedback fetched by each student, and the nbgrader, Canvas and Moodle
+exports.
 
 Three runs, sharing one environment: nbgrader's SQLite gradebook; a PostgreSQL one made
 by step 4's commands as printed (this host's cluster, the role and database named for
-this run, as test_instructor_doc_postgresql.py does); and, last (it installs PyTorch into
-the environment the first two used: the file's tests run in one process, `--dist loadfile`,
-in the order of the runs), the doc's line that adds the torch track to the environment,
-then the README's `generate` and self-check with torch: the doc's later steps grade 01
-and 05, which import no torch, so the torch run stops there (the SQLite run followed them
-in the same environment). The README's `generate` and self-check read no gradebook
-(step 4 comes after them): the first run in an environment (with or without torch) runs
-them, a later one starts from a copy of the course they left (its git history too) and
-takes over what they printed; every step of the doc runs in the first two runs. Needs root, the
-namespace sandbox, useradd and unshare: skipped otherwise, failed instead when
+this run: tests/systempostgres.py); and, last (it installs PyTorch into the environment
+the first two used: the file's tests run in one process, `--dist loadfile`, in the order
+of the runs), the doc's line that adds the torch track to the environment, then the
+README's `generate` and self-check with torch: the doc's later steps grade 01 and 05,
+which import no torch, so the torch run stops there (the SQLite run followed them in the
+same environment). The README's `generate` and self-check read no gradebook (step 4 comes
+after them): the first run in an environment (with or without torch) runs them, a later
+one starts from a copy of the course they left (its git history too) and takes over what
+they printed; every step of the doc runs in the first two runs. Needs root, the namespace
+sandbox, useradd and unshare: skipped otherwise, failed instead when
 EXCHANGE_TEST_REQUIRED is set.
 """
 
@@ -51,7 +61,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from exchangeparts import require_exchange
+from exchangeparts import require_exchange, scores
+from hostile import insert_after
 from instructordoc import (
     FOR_EACH_STUDENT,
     FORMGRADER,
@@ -68,6 +79,7 @@ from instructordoc import (
     doc_commands,
     readme_commands,
 )
+from systempostgres import SystemPostgres
 
 from autograder.authoring.madeup import filled_in
 from autograder.grading.course import read_notebook
@@ -86,6 +98,17 @@ EXCHANGE = "/srv/nbgrader/exchange"
 # what root runs (the doc says so, or only root can); the instructor runs the rest
 ROOT_PREFIXES = ("useradd", "runuser -u", f"{ENV}/bin/", "mkdir -p /srv", "apt-get",
                  "pg_ctlcluster", "/usr/bin/python3")
+CHECK_EXCHANGE = f"{ENV}/bin/residual-pack check-exchange"
+AS_STUDENT = next(c for _, c in SCRIPT if c.startswith("runuser -u STUDENT"))
+AUTOGRADE = "nbgrader autograde ASSIGNMENT"
+BATCH = "residual-pack grade ASSIGNMENT SUBMISSIONS --out DIR"
+STUDENT_LIST = "cd DIR && nbgrader db student list"
+# the third student's 01: the solution and a cell of its own that carries the source
+# notebook's markers (pasted from a copy of the instructor's source): held back for a person
+WITHHELD = ASSIGNMENTS[0]
+PEEK = ('# pasted from a copy of the course\'s source notebook\n### BEGIN SOLUTION\n'
+        'seen = True\n### END SOLUTION')
+MANUAL_01 = 2.0  # 01's points for a person (its written answer)
 
 
 def test_the_doc_prints_the_commands_this_test_runs():
@@ -112,6 +135,32 @@ class Run:
     transcript: list = field(default_factory=list)
     done: dict = field(default_factory=dict)
     pg: object = None
+    # what the instructor's commands get in their environment besides the activation
+    # ($RESIDUAL_PACK_DB_URL for step 8 in the PostgreSQL run)
+    instructor_env: dict = field(default_factory=dict)
+
+    @property
+    def on_time(self):
+        """Hands in the solution of both assignments before the due date."""
+        return self.students[0]
+
+    @property
+    def odd(self):
+        """Hands in 01 with a pasted cell of the source (withheld for review) and 05 as
+        fetched (untouched), before the due date."""
+        return self.students[1]
+
+    @property
+    def late(self):
+        """Hands in the solution of both assignments after the due date."""
+        return self.students[2]
+
+    @property
+    def gradebook_url(self):
+        """The course's gradebook, as the doc's steps made it."""
+        if self.pg is not None:
+            return self.pg.url(self.pg.database)
+        return f"sqlite:///{self.course / 'gradebook.db'}"
 
     def filled(self, printed, assignment=None, student=None):
         text = printed.replace(ENV, str(self.env)).replace(CHECKOUT, str(self.base / "checkout"))
@@ -139,6 +188,8 @@ class Run:
         if user:  # `source /opt/residuals/bin/activate`, as the README's first line
             command = ["bash", "-c", f"source {self.env}/bin/activate && {text}"]
             env.update(USER=user, LOGNAME=user)
+            if user == self.instructor:
+                env.update(self.instructor_env)
             command = [shutil.which("runuser"), "-u", user, "--", "env", "-i",
                        *[f"{k}={v}" for k, v in env.items()], *command]
         if EXCHANGE in text:
@@ -221,11 +272,10 @@ runs_with_steps = pytest.mark.parametrize("followed", STEPS_FOLLOWED, indirect=T
 def followed(request, base, environment):
     folder, env = base
     tag = f"{os.getpid() % 100000}{request.param[0]}"
-    run = Run(folder, env, request.param, f"rplwi{tag}", [f"rplwa{tag}", f"rplwb{tag}"])
+    run = Run(folder, env, request.param, f"rplwi{tag}",
+              [f"rplwa{tag}", f"rplwc{tag}", f"rplwb{tag}"])
     run.transcript += environment.transcript
     if request.param == "postgresql":
-        from test_instructor_doc_postgresql import SystemPostgres
-
         run.pg = SystemPostgres()
         run.pg.require()
     users = [run.instructor, *run.students]
@@ -239,7 +289,7 @@ def followed(request, base, environment):
         for user in users:
             subprocess.run(["userdel", "-r", user], capture_output=True)
         if run.pg is not None:
-            run.pg.stop(run)
+            run.pg.stop()
         shutil.rmtree(folder / "exchange" / "residuals", ignore_errors=True)
 
 
@@ -319,7 +369,7 @@ def _follow(run):
                 for student in run.students:
                     if printed.startswith("nbgrader submit"):
                         _work(run, student, assignment)
-                        if student == run.students[1]:  # the due date before the 2nd
+                        if student == run.late:  # the due date before the last one
                             _due_now(run, assignment)
                     run.shell(student, printed, assignment=assignment)
 
@@ -338,15 +388,24 @@ def _postgres(run, printed):
         raise AssertionError(f"{printed} failed:\n{said.replace(run.pg.password, 'PASSWORD')}")
     if printed == POSTGRES_START and not was_online:
         run.pg.started = True
+    if printed == POSTGRES_CONFIG:  # step 8's own gradebook, as the doc offers
+        run.instructor_env["RESIDUAL_PACK_DB_URL"] = run.pg.make_batch_database()
 
 
 def _work(run, student, assignment):
-    """The student's answers: every task as the source solves it."""
+    """The student's answers: every task as the source solves it; the odd student's 01
+    with a cell pasted from the source notebook after Task 1.2, and its 05 as fetched."""
+    if student == run.odd and assignment != WITHHELD:
+        run.transcript.append(f"[student] hands in {assignment} as fetched  {student}")
+        return
     home = Path(pwd.getpwnam(student).pw_dir)
     fetched = home / assignment / f"{assignment}.ipynb"
     source = read_notebook(run.course / "source" / assignment / f"{assignment}.ipynb")
     draft = run.base / f"{student}-{assignment}.ipynb"
-    draft.write_text(json.dumps(filled_in(read_notebook(fetched), source)), encoding="utf-8")
+    work = filled_in(read_notebook(fetched), source)
+    if student == run.odd:
+        work = insert_after(work, "task1_2_input_gradient", PEEK)
+    draft.write_text(json.dumps(work), encoding="utf-8")
     os.chmod(draft, 0o644)
     run.shell(student, f"cp {draft} {fetched}", text=f"cp '{draft}' '{fetched}'")
 
@@ -360,19 +419,26 @@ def _due_now(run, assignment):
     time.sleep(1.5)
 
 
-# formgrader's list of a notebook's submissions, read from the page as rendered
+# formgrader's list of a notebook's submissions, and a submission's comments and the
+# grades that wait for a person, read from the pages as rendered
 SUBMISSIONS_JS = """() => Array.from(document.querySelectorAll('#main-table tr')).map(r => {
   const a = r.querySelector('.name a.name-shown');
   return a && {student: a.textContent, href: a.href,
-               score: (r.querySelector('.score') || {}).textContent};
+               score: (r.querySelector('.score') || {}).textContent,
+               manual: !!r.querySelector('.needs-manual-grade .glyphicon')};
 }).filter(r => r)"""
+SUBMISSION_JS = """() => ({
+  comments: Object.fromEntries(Array.from(document.querySelectorAll('textarea.comment'))
+    .map(t => [t.id, t.placeholder])),
+  manual: Array.from(document.querySelectorAll('input.score.needs_manual_grade')).map(i => i.id)
+})"""
 
 
 def _formgrader(run, printed):
     """Step 7 as printed, as the instructor: the address it prints, with /formgrader in
-    place of /lab, in headless Chromium; each assignment's submissions, and one
-    submission's page. `run.formgrader`: what the pages showed, {"missing": why} without
-    a browser, or {"error": ...}."""
+    place of /lab, in headless Chromium; each assignment's submissions, and the page of
+    the submission withheld for review. `run.formgrader`: what the pages showed,
+    {"missing": why} without a browser, or {"error": ...}."""
     sys.path.insert(0, str(REPO / "tests" / "browser"))
     import lab_helpers as lh
 
@@ -411,8 +477,17 @@ def _formgrader(run, printed):
                         f"() => ({SUBMISSIONS_JS})().length >= {len(run.students)}")
                     rows = page.evaluate(SUBMISSIONS_JS)
                     run.formgrader[assignment] = rows
-                page.goto(rows[0]["href"])
-                page.wait_for_selector("input.score")
+                withheld = next(r for r in run.formgrader[WITHHELD]
+                                if r["student"] == run.odd)
+                page.goto(withheld["href"])
+                page.wait_for_function(  # formgrader loads the comments after the page
+                    "() => Array.from(document.querySelectorAll('textarea.comment'))"
+                    ".some(t => t.placeholder.includes('residual-pack'))")
+                # ... and the grades apart from them: a slow machine read the page between
+                page.wait_for_function(
+                    "() => document.querySelectorAll('input.score.needs_manual_grade')"
+                    ".length > 0", timeout=60000)
+                run.formgrader["withheld"] = page.evaluate(SUBMISSION_JS)
                 run.formgrader["submission page"] = page.title()
             finally:
                 browser.close()
@@ -478,22 +553,55 @@ def test_the_readmes_generate_and_selfcheck_pass_and_change_nothing(followed):
 
 
 @runs_with_steps
+def test_the_check_and_each_student_agree_the_environment_is_reachable(followed):
+    """Step 2: check-exchange says the students' accounts can reach the environment, and
+    each student, made with the doc's useradd, runs its Python (issue 40, trap 8)."""
+    run = followed
+    assert "the students' accounts can reach" in run.done[(CHECK_EXCHANGE, None, None)].stdout
+    for student in run.students:
+        assert run.done[(AS_STUDENT, None, student)].returncode == 0
+
+
+@runs_with_steps
 def test_autograde_gives_the_late_student_the_penalty(followed):
     """nbgrader's own grades.csv (`nbgrader export` as printed): the student who handed
     in before the due date has the solution's full points, the late one zero with the
-    penalty equal to the raw score, from the gradebook the doc named."""
+    penalty equal to the raw score, from the gradebook the doc named; the odd student's
+    05, handed in as fetched, scores nothing. The doc's generate_assignment (with
+    --force) put each assignment in a new gradebook, without which autograde fails for
+    every student (issue 28, trap 1); nbgrader's "checksum has changed" warnings no
+    longer bury the lines that matter (trap 4)."""
     run = followed
-    on_time, late = run.students
     rows = {(r["assignment"], r["student_id"]): r for r in _csv(run.course / "grades.csv")}
     for assignment in ASSIGNMENTS:
-        assert float(rows[(assignment, on_time)]["score"]) == FULL[assignment]
-        row = rows[(assignment, late)]
+        assert float(rows[(assignment, run.on_time)]["score"]) == FULL[assignment]
+        row = rows[(assignment, run.late)]
         assert float(row["raw_score"]) == FULL[assignment]
         assert float(row["late_submission_penalty"]) == FULL[assignment]
         assert float(row["score"]) == 0.0
-        log = run.done[("nbgrader autograde ASSIGNMENT", assignment, None)].stderr
+        assert float(rows[(assignment, run.odd)]["score"]) == 0.0
+        log = run.done[(AUTOGRADE, assignment, None)].stderr
         assert "Using late submission penalty method: zero" in log
+        assert "residual-pack: student kernels run in the sandbox" in log
+        assert "Attribute 'checksum'" not in log
     assert (run.course / "gradebook.db").exists() == (run.pg is None)
+
+
+@runs_with_steps
+def test_a_score_withheld_for_review_is_in_the_gradebook_for_a_person(followed):
+    """The odd student's 01 carries the source notebook's markers: nbgrader's log says
+    what was held back, and the gradebook the doc named has its test cells at 0, marked
+    as needing a manual grade; the on-time student's are not."""
+    run = followed
+    log = run.done[(AUTOGRADE, WITHHELD, None)].stderr
+    assert f"{run.odd}/{WITHHELD}: autograded score ({FULL[WITHHELD]:g}) withheld for " \
+        "review" in log
+    cells = scores(run.gradebook_url, WITHHELD)
+    assert set(cells) == set(run.students)
+    tests = {k: v for k, v in cells[run.odd].items() if "_test_" in k}
+    assert tests and all(v == (0.0, True) for v in tests.values()), tests
+    honest = {k: v for k, v in cells[run.on_time].items() if "_test_" in k}
+    assert honest.keys() == tests.keys() and not any(m for _, m in honest.values())
 
 
 @runs_with_steps
@@ -506,9 +614,19 @@ def test_each_student_fetched_a_feedback_page_per_assignment(followed):
             assert len(pages) == 1, f"{student} {assignment}: {pages}"
 
 
+def _score(text):
+    got, top = text.split("/")
+    return float(got), float(top)
+
+
 @pytest.mark.browser
 @runs_with_steps
-def test_formgrader_shows_both_students_of_both_assignments(followed):
+def test_formgrader_shows_every_student_and_what_was_withheld(followed):
+    """Step 7: formgrader, started as printed, reads the gradebook the doc's steps wrote
+    (SQLite or PostgreSQL): every student of both assignments, the on-time student's full
+    points, the withheld 01 at 0 marked as needing a manual grade with the reason as the
+    answers' comment; the 05 handed in as fetched needs no person (its written answer is
+    the release's)."""
     run = followed
     seen = run.formgrader
     if "missing" in seen:
@@ -517,38 +635,65 @@ def test_formgrader_shows_both_students_of_both_assignments(followed):
         pytest.skip(seen["missing"])
     assert "error" not in seen, seen.get("error")
     for assignment in ASSIGNMENTS:
-        assert {r["student"] for r in seen[assignment]} == set(run.students)
-    assert seen["submission page"] == ASSIGNMENTS[-1]
+        rows = {r["student"]: r for r in seen[assignment]}
+        assert set(rows) == set(run.students)
+        assert _score(rows[run.on_time]["score"])[0] == FULL[assignment]
+        assert _score(rows[run.odd]["score"])[0] == 0.0
+    rows = {r["student"]: r for r in seen[WITHHELD]}
+    assert _score(rows[run.odd]["score"]) == (0.0, FULL[WITHHELD] + MANUAL_01)
+    assert rows[run.odd]["manual"]
+    assert not {r["student"]: r for r in seen[ASSIGNMENTS[1]]}[run.odd]["manual"]
+    assert seen["submission page"] == WITHHELD
+    comments = seen["withheld"]["comments"]
+    assert "task1_1_residual_stack-comment" in comments
+    for comment in comments.values():
+        assert "residual-pack: score withheld for review" in comment
+        assert "carries the instructor's markers" in comment
+    assert {"task1_1_test_output", "task1_1_test_gradient",
+            "task1_2_test_input_gradient"} <= set(seen["withheld"]["manual"])
 
 
 @runs_with_steps
 def test_the_batch_command_writes_feedback_and_the_late_penalty(followed):
+    """Step 8 as printed, on what `nbgrader collect` gathered: autograde's scores, the
+    late penalty, the withheld 01 in the report, and `cd DIR && nbgrader db student list`
+    sees the class in the gradebook the run wrote: SQLite in DIR, or the PostgreSQL one
+    $RESIDUAL_PACK_DB_URL names, which DIR/nbgrader_config.py then names without its
+    password (issue 28, trap 3)."""
     run = followed
-    on_time, late = run.students
     for assignment in ASSIGNMENTS:
         out = run.course / f"batch-{assignment}"
         for student in run.students:
             assert (out / "feedback" / student / assignment / f"{assignment}.html").is_file()
         grades = {r["student_id"]: float(r["score"]) for r in _csv(out / "grades.csv")}
-        assert grades == {on_time: FULL[assignment], late: 0.0}
+        assert grades == {run.on_time: FULL[assignment], run.odd: 0.0, run.late: 0.0}
         report = (out / "report.txt").read_text(encoding="utf-8")
-        assert f"{late}: handed in at " in report and "late penalty" in report
-        printed = run.done[("residual-pack grade ASSIGNMENT SUBMISSIONS --out DIR",
-                            assignment, None)].stdout
+        assert f"{run.late}: handed in at " in report and "late penalty" in report
+        if assignment == WITHHELD:
+            assert f"{run.odd}: " in report and "withheld" in report
+        printed = run.done[(BATCH, assignment, None)].stdout
         assert f"due date of {assignment}: " in printed and "from the course's gradebook" \
             in printed
+        listed = run.done[(STUDENT_LIST, assignment, None)].stdout
+        assert "There are 3 students in the database" in listed
+        assert all(s in listed for s in run.students)
+        assert (out / "gradebook.db").exists() == (run.pg is None)
+        if run.pg is not None:
+            config = (out / "nbgrader_config.py").read_text()
+            assert f"/{run.pg.batch}'" in config and run.pg.password not in config
+            assert set(scores(run.pg.url(run.pg.batch), assignment)) == set(run.students)
 
 
 @runs_with_steps
-def test_the_lms_exports_have_both_students(followed):
+def test_the_lms_exports_have_every_student(followed):
     run = followed
-    on_time, late = run.students
     canvas = {r["SIS Login ID"]: r for r in _csv(run.course / "canvas.csv")
               if r["Student"] != "Points Possible"}
     moodle = {r["Username"]: r for r in _csv(run.course / "moodle.csv")}
     for rows in (canvas, moodle):
-        assert set(rows) == {on_time, late}
+        assert set(rows) == set(run.students)
         for assignment in ASSIGNMENTS:
-            assert float(rows[on_time][assignment]) == FULL[assignment]
-            assert float(rows[late][assignment]) == 0.0
+            assert float(rows[run.on_time][assignment]) == FULL[assignment]
+            assert float(rows[run.late][assignment]) == 0.0
+            assert float(rows[run.odd][assignment]) == 0.0
     assert {r["Section"] for r in canvas.values()} == {"Lecture A"}

@@ -1,5 +1,6 @@
-"""docs/instructors.md and tests/integration/test_instructor_doc.py cannot drift apart: every
-command the doc's steps print is run by that test in the doc's order, or said why not."""
+"""docs/instructors.md and tests/integration/test_instructor_literal_wheel.py cannot drift
+apart: every command the doc's steps print is run by that test in the doc's order, or said
+why not."""
 
 from instructordoc import (
     POSTGRES_COMMANDS,
