@@ -42,6 +42,19 @@ KERNEL_S = 180
 RUN_ALL_S = 300
 VALIDATE_S = 300
 
+# The experiments' sizes where a browser test runs a notebook's studies (the Lite site's
+# notebooks, 04 and 06 on a student's own earlier answers): the smaller ones that grading
+# runs (NBGRADER_EXECUTION set in the kernel, which `microgpt.studies.grading()` and 05's
+# and 06's FAST read: the same cells and code, shorter loops), unless BROWSER_FULL_SIZE=1,
+# which runs them at a student's sizes (docs/testing.md: what each costs)
+FULL_SIZE = os.environ.get("BROWSER_FULL_SIZE") == "1"
+
+
+def at_test_sizes(env):
+    """`env` for a Jupyter server whose kernels run the studies at grading's sizes (as it
+    is under BROWSER_FULL_SIZE=1)."""
+    return dict(env) if FULL_SIZE else dict(env, NBGRADER_EXECUTION="validate")
+
 
 def missing_requirements():
     """Why the browser test cannot run here (a sentence), or None when it can."""

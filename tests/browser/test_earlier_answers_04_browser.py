@@ -27,6 +27,10 @@ assignments/04_identity_shortcut:
    to Task 4.1's tests run again: the cell says the released answer is used, not the
    student's, and Task 4.1's three tests pass.
 
+The server's kernels run the studies at grading's sizes (NBGRADER_EXECUTION in their
+environment, `lab_helpers.at_test_sizes`: the same cells and code, shorter loops);
+BROWSER_FULL_SIZE=1 runs them at a student's. `residual-pack progress` sets it itself.
+
 Screenshots of each stage, the server log, the progress tables and a summary go to
 tests/browser/artifacts/earlier-answers-04/ (or $ARTIFACTS_DIR).
 """
@@ -43,7 +47,9 @@ EARLIER = "02_degradation"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
 STDERR = lh.STDERR
 OWN_LOGITS = ("task2_2_mlp_logits",)  # the answer cell of 02 whose function 04's cell takes
-# 04's Run All trains the depth study, 18 nets of 600 steps (about 8 min on two busy cores)
+# 04's Run All trains the depth study, 18 nets of 600 steps (about 8 min on two busy
+# cores) at a student's sizes (BROWSER_FULL_SIZE=1); at grading's, the test's default
+# (`lab_helpers.at_test_sizes`), fewer and shorter
 RUN_ALL_S = 2400
 PROGRESS_S = 900
 
@@ -126,7 +132,7 @@ def test_04_before_and_after_02s_answers_are_released(tmp_path, monkeypatch):
         assert rows["task4_1_test_training"][0] in (WAITS, NOT_STARTED), rows
         stage("progress on the untouched notebook")
 
-        with lh.release_lab(release, env, shots) as (server, page):
+        with lh.release_lab(release, lh.at_test_sizes(env), shots) as (server, page):
             stage(f".venv/bin/jupyter lab serving at {server.url}")
             path = release / "assignments" / ASSIGNMENT / NOTEBOOK
             student = lh.read_nb(path)

@@ -23,6 +23,10 @@ released:
    6.1's test run again: the cell says the released answer is installed and used, not
    the student's, and Task 6.1's test passes.
 
+The server's kernels run the studies at grading's sizes (NBGRADER_EXECUTION in their
+environment, `lab_helpers.at_test_sizes`: the same cells and code, shorter loops);
+BROWSER_FULL_SIZE=1 runs them at a student's.
+
 Screenshots of each stage, the server log and a summary go to
 tests/browser/artifacts/earlier-answers/ (or $ARTIFACTS_DIR).
 """
@@ -39,7 +43,8 @@ STDERR = lh.STDERR
 # the student's own 05 blocks: the answer cells of 05 whose functions 06's cell takes
 OWN_BLOCKS = ("task5_1_pre_norm_block", "task5_2_post_norm_block",
               "task5_3_no_residual_block")
-# 06's Run All trains two GPTs (about 3 min on two busy cores): room for a slow machine
+# 06's Run All trains two GPTs (about 3 min on two busy cores at a student's sizes,
+# BROWSER_FULL_SIZE=1; shorter at grading's, the test's default): room for a slow machine
 RUN_ALL_S = 1200
 
 WAITING = ("The cells that use GPT.block, the transformer block (Tasks 5.1 to 5.3) wait for "
@@ -79,7 +84,7 @@ def test_06_before_and_after_05s_answers_are_released(tmp_path, monkeypatch):
     assert [g for _, g in answers] == ["task6_1_stream_states", "task6_2_probes",
                                        "task6_3_logit_lens"]
     try:
-        with lh.release_lab(release, env, shots) as (server, page):
+        with lh.release_lab(release, lh.at_test_sizes(env), shots) as (server, page):
             stage(f".venv/bin/jupyter lab serving at {server.url}")
             nbp = lh.NotebookPage(page, server, f"assignments/{ASSIGNMENT}/{NOTEBOOK}",
                                   len(student["cells"]), shots)

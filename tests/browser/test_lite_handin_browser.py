@@ -77,7 +77,8 @@ def _from_lab(tmp_path, submissions, shots, report):
     course = tmp_path / "course"
     for name in ASSIGNMENTS:
         lh.prepare_course(course, name, env)
-    with lh.lab_page(course, env, shots) as (server, page):
+    # the studies at grading's sizes: Run All is how the student saves, not what is tested
+    with lh.lab_page(course, lh.at_test_sizes(env), shots) as (server, page):
         for name in ASSIGNMENTS:
             path = course / "exercises" / name / f"{name}.ipynb"
             student = lh.read_nb(path)

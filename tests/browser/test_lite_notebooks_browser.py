@@ -6,8 +6,13 @@ from this machine (`lite_site.py`: the npm registry's `pyodide`, its core only);
 comes from a CDN. For each notebook, headless Chromium opens it in the site's notebook view,
 and the notebook is solved as a student would have it: the start page's `%pip` line in a
 first cell, the solution's answer in every answer cell, and in 03, 04 and 06 the earlier
-assignment's answer pasted where the notebook asks for it. Then Run > Run All Cells, timed,
-and every cell's outputs are read from the notebook:
+assignment's answer pasted where the notebook asks for it. 02 runs at a student's sizes;
+in 03-06 a second cell sets NBGRADER_EXECUTION in the kernel, so that their experiments run
+at the smaller sizes that grading runs (`microgpt.studies.grading()`, 05's and 06's
+`FAST`): the same cells and the same code, shorter loops (at a student's sizes 03 took 12
+minutes in the site). With BROWSER_FULL_SIZE=1 every notebook runs at a student's sizes, as
+the timed run that docs/lite.md quotes did. Then Run > Run All Cells, timed, and every
+cell's outputs are read from the notebook:
 
 - no cell shows an error, and every graded test cell prints its success line;
 - what needs Pyodide's package CDN (numpy, matplotlib) is not run, and the test says
@@ -35,8 +40,8 @@ from autograder.answers import mutants
 from autograder.kernel.diagnosis import LEAD
 from microgpt.provenance import record
 
-# slow: the whole file is one unit of about 15 to 36 minutes (2,145 s at a load of 9 to 16 on
-# 2 cores), which the scheduler then starts first (tests/conftest.py)
+# slow: the whole file is one unit (116 s alone on 2 cores at grading's sizes; 2,145 s at a
+# student's, at a load of 9 to 16), which the scheduler then starts first (tests/conftest.py)
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NOTEBOOKS = ["02_degradation", "03_highway", "04_identity_shortcut",
@@ -49,6 +54,12 @@ FIRST = "01_residual_stack"
 WRONG = "plain stack returned as the residual one"
 RUN_ALL_S = 1800
 LEFT_OUT = "# not run offline: this cell needs {what} (Pyodide's package CDN)"
+# the experiments' sizes: a student's for 02 and grading's for the others (the suite's
+# default), or a student's for all (BROWSER_FULL_SIZE=1, `lab_helpers.FULL_SIZE`)
+FULL_SIZE = {*NOTEBOOKS, FIRST} if lh.FULL_SIZE else {
+    FIRST, "02_degradation"}  # (01 has no experiment)
+SIZES = ('import os\n'
+         'os.environ["NBGRADER_EXECUTION"] = "validate"  # the test: the sizes grading runs')
 
 
 def _source(name):
@@ -104,6 +115,8 @@ def solve(page: "ls.SitePage", name: str) -> dict:
         if text != cell["source"]:
             page.set_source(i, text)
     page.insert_code_cell(0, ls.lite.INSTALL)
+    if name not in FULL_SIZE:
+        page.insert_code_cell(1, SIZES)
     return left
 
 
@@ -158,14 +171,16 @@ def test_a_solved_notebook_runs_in_the_site_offline(site_browser, name):
         ran = sum(1 for c in cells if c["type"] == "code"
                   and not c["source"].startswith("# not run offline"))
         report.append(
-            f"{name}: {ran} code cells run (the %pip cell included) with Run All in "
+            f"{name}: {ran} code cells run (the %pip cell included"
+            f"{'' if name in FULL_SIZE else ' and the one that sets the sizes grading runs'})"
+            f" at {'a student' if name in FULL_SIZE else 'grading'}'s sizes with Run All in "
             f"{seconds:.1f} s, after {opened:.1f} s to open the notebook and start the "
             f"kernel; not run offline (Pyodide's CDN): cells {left['cells']}, import lines "
             f"{left['import lines']}; stderr shown in {[s[0] for s in stderr]}")
         (shots / f"{name}.json").write_text(json.dumps(
             {"seconds": seconds, "open_seconds": opened, "left_out": left,
              "stderr": [(g, t[-600:]) for g, t in stderr], "errors": errors,
-             "install": ls.text_of(outputs[0]),
+             "install": ls.text_of(outputs[0]), "full_size": name in FULL_SIZE,
              # the machine that ran Chromium: the command, commit, load and date
              "provenance": record(
                  command=f"pytest tests/browser/test_lite_notebooks_browser.py -k {name}",
