@@ -54,7 +54,21 @@ class KernelGone(WireError):
 
 class KernelError(Exception):
     """What the grader's code sees for an error of the student's code of a kind that is not
-    Python's own (the kind's name, its message and what the notebook shows for it)."""
+    Python's own (the kind's name, its message and what the notebook shows for it): an
+    instance of a subclass named as the kernel's kind (`kernel_error`), whose message is
+    the kernel's, so that it reads "Kind: message" as in the student's kernel, and the
+    test's `task` fingerprints it as a student's kernel does (`diagnosis.diagnose_raised`
+    hashes the type's name and the message: a known mistake that raises is named in the
+    graded notebook as in JupyterLab)."""
+
+
+def kernel_error(kind: str, message: str) -> KernelError:
+    """A `KernelError` of the kernel's `kind` (a class of that name, made for it: the name
+    is data, never looked up) with the kernel's `message`."""
+    cls = type(kind, (KernelError,), {"__module__": __name__})
+    exc = cls(message)
+    exc.kind = kind  # type: ignore[attr-defined]
+    return exc
 
 
 _PROXY_ATTRIBUTES = ("__globals__", "__dict__", "__module__", "__name__", "__qualname__",
@@ -408,8 +422,7 @@ def _student_error(error: Any) -> BaseException:
             with contextlib.suppress(Exception):
                 exc = cls(message)
         if exc is None:
-            exc = KernelError(f"{kind}: {message}" if message else kind)
-            exc.kind = kind  # type: ignore[attr-defined]
+            exc = kernel_error(kind, message)
     exc.kernel_lines = lines  # type: ignore[attr-defined]
     if isinstance(error.get("name"), str) and isinstance(exc, NameError):
         with contextlib.suppress(AttributeError):

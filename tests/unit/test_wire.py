@@ -221,6 +221,43 @@ def test_an_error_of_the_students_code_comes_back_as_its_kind_with_its_lines(ker
     assert caught.value.kernel_lines[0].startswith("TypeError")
 
 
+def test_an_error_of_a_kind_of_the_kernels_own_reads_and_is_named_as_in_the_kernel(
+        kernel, monkeypatch):
+    """An error whose kind is not Python's own (the library's CheckFailed, NotReleased) is,
+    in the grader, of a class named as the kernel's kind, with the kernel's message: it
+    reads "Kind: message" once (it read "CheckFailed: CheckFailed: ..." before), and the
+    test's `task` fingerprints it as a student's kernel does, so a known mistake that
+    raises it is named in the graded notebook too (05's "calls the model's own block"
+    was not: results/grading/diagnosis-paths-2026-12-06.txt)."""
+    from autograder.kernel import diagnosis
+    from autograder.kernel.checks import task
+    from autograder.kernel.witness import CheckFailed
+
+    session, namespace = kernel
+
+    def f(x):
+        raise CheckFailed("your block called model.block")
+
+    namespace["f"] = f
+    with pytest.raises(Exception) as graded:
+        session.get("f")(Value(1.0))
+    assert type(graded.value).__name__ == "CheckFailed" and graded.value.kind == "CheckFailed"
+    assert f"{type(graded.value).__name__}: {graded.value}" == \
+        "CheckFailed: your block called model.block"
+    key = diagnosis.fingerprint(diagnosis.RAISED, "Task 5.1",
+                                {diagnosis.RAISED: "CheckFailed: your block called model.block"})
+    monkeypatch.setattr(diagnosis, "_KNOWN", {key: ["the library's own block."]})
+    with pytest.raises(Exception) as caught:  # as the graded test cell runs it
+        with task("Task 5.1"):
+            session.get("f")(Value(1.0))
+    assert "This looks like a known mistake: the library's own block." in \
+        " ".join(getattr(caught.value, "__notes__", []))
+    with pytest.raises(CheckFailed) as kernel_side:  # as a student's kernel runs it
+        with task("Task 5.1"):
+            f(Value(1.0))
+    assert "the library's own block." in str(kernel_side.value)
+
+
 def test_what_the_students_code_changes_in_a_list_or_generator_comes_back(kernel):
     session, namespace = kernel
 
