@@ -88,6 +88,7 @@ GRADED_CLASS = (
     "tests/integration/test_pipeline.py::test_selfcheck_passes",
     "tests/integration/test_pipeline.py::test_selfcheck_leaves_out_only_the_courses_cells_that_cannot_change_a_score",
     "tests/hostile/test_hostile_every_assignment.py::test_attacks_on_the_verdict_earn_nothing",
+    "tests/integration/test_diagnosis.py::test_every_mutant_a_visible_test_catches_is_named_when_graded",
 )
 SPREAD = (
     *GRADED_CLASS,

@@ -11,14 +11,24 @@ once per run: the first test process that asks grades it under a lock and keeps 
 the run; the others wait for it and read it. tests/conftest.py puts the tests that read
 it in one scheduling unit per assignment, so that they seldom wait.
 
+While it is graded, the grading processes log the fingerprint of every failing check
+they judge (`diagnosis.RECORD_VARIABLE`, the log `residual-pack fingerprints` reads from a
+student's kernel; in the grader, `judge` compares with the same `compare` and `diagnose`):
+`graded_outcomes` reads the class back as each submission's visible tests would run in a
+student's kernel, with that log, for `test_diagnosis.py`.
+
 Read by `test_pipeline.py` (`test_selfcheck_passes`,
-`test_selfcheck_leaves_out_only_the_courses_cells_that_cannot_change_a_score`) and
-`tests/hostile/test_hostile_every_assignment.py` (`test_attacks_on_the_verdict_earn_nothing`).
+`test_selfcheck_leaves_out_only_the_courses_cells_that_cannot_change_a_score`),
+`tests/hostile/test_hostile_every_assignment.py` (`test_attacks_on_the_verdict_earn_nothing`)
+and `tests/integration/test_diagnosis.py`
+(`test_every_mutant_a_visible_test_catches_is_named_when_graded`).
 """
 
 import fcntl
+import json
 import os
 import pickle
+import re
 import shutil
 from pathlib import Path
 
@@ -28,6 +38,7 @@ from isolation import sandbox_level
 from autograder.authoring.madeup import filled_in
 from autograder.cells import nbgrader_meta
 from autograder.grading.course import EXERCISES, SOURCE, notebook_paths, read_notebook
+from autograder.kernel import diagnosis
 
 COURSE = Path(__file__).resolve().parents[1]
 FIRST = "01_residual_stack"  # tests/hostile's full class covers it
@@ -144,7 +155,134 @@ def graded_class(assignment: str, tmp_path_factory):
                 extra = {assignment: {student: {release_path.stem: attacks[kind]}
                                       for kind, student in HOSTILE.items()}}
             shutil.rmtree(workdir, ignore_errors=True)  # what a failed attempt left
-            [check] = selfcheck(COURSE, [assignment], workdir=workdir, jobs=JOBS, extra=extra)
+            log = _log_path(workdir)
+            log.unlink(missing_ok=True)
+            before = os.environ.get(diagnosis.RECORD_VARIABLE)
+            os.environ[diagnosis.RECORD_VARIABLE] = str(log)  # the grading processes' too
+            try:
+                [check] = selfcheck(COURSE, [assignment], workdir=workdir, jobs=JOBS,
+                                    extra=extra)
+            finally:
+                if before is None:
+                    os.environ.pop(diagnosis.RECORD_VARIABLE, None)
+                else:
+                    os.environ[diagnosis.RECORD_VARIABLE] = before
             kept.write_bytes(pickle.dumps(check))
     _IN_THIS_PROCESS[assignment] = check, workdir
     return _IN_THIS_PROCESS[assignment]
+
+
+def _log_path(workdir: Path) -> Path:
+    """The fingerprint log of the class graded in `workdir` (beside it)."""
+    return workdir.parent / f"{workdir.name}.fingerprints.jsonl"
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _shown(workdir: Path, student: str, notebook: str) -> dict:
+    """{grade_id: ("ename: evalue", the traceback's text) of the test cell's first error}
+    in `student`'s autograded notebook (what the feedback page shows of it: the grader's
+    verdict goes first, `SandboxedExecute._settle_test_cell`)."""
+    found = sorted(workdir.glob(f"**/autograded/{student}/*/{notebook}.ipynb"))
+    if not found:
+        return {}
+    shown = {}
+    for cell in read_notebook(found[0]).cells:
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if grade_id and errors:
+            first = errors[0]
+            shown[grade_id] = (f"{first.get('ename', '')}: {first.get('evalue', '')}",
+                               _ANSI.sub("", "\n".join(first.get("traceback", []))))
+    return shown
+
+
+def needs_a_model_answer(result) -> bool:
+    """Whether a graded submission ran into a model answer that grading runs without (#42,
+    item 4): a library function switched off (`AnswerSwitchedOff`), or an answer cell that
+    imports the grader's reference (`autograder.answers` is not in a grading kernel). In a
+    student's kernel, where `residual-pack fingerprints` runs, such an answer runs the model
+    answer's maths instead."""
+    for notebook_run in result.runs.values():
+        for cell in notebook_run.get("cells", []):
+            if cell.get("ename") == "AnswerSwitchedOff" or (
+                    cell.get("kind") == "answer" and cell.get("ename") == "ModuleNotFoundError"
+                    and "autograder.answers" in cell.get("evalue", "")):
+                return True
+    return False
+
+
+def _tasks_of_test_cells(assignment: str) -> dict:
+    """{grade_id: the task ids its `with task("...")` names} of the source's test cells."""
+    tasks = {}
+    for path in notebook_paths(COURSE / SOURCE / assignment):
+        for cell in read_notebook(path).cells:
+            grade_id = nbgrader_meta(cell).get("grade_id")
+            if grade_id:
+                tasks[grade_id] = set(re.findall(r'task\("([^"]+)"\)', cell.source))
+    return tasks
+
+
+def graded_outcomes(assignment: str, tmp_path_factory) -> tuple:
+    """(the solution's `fingerprints.Run`, [`fingerprints.Outcome`] of the registered wrong
+    answers, the names of those set apart because they `needs_a_model_answer`) of the
+    graded class of `assignment`, each test cell as its visible tests would end in a
+    student's kernel: passed when the grader passed it or failed it at a hidden check (a
+    student's notebook holds none), else failed with the first error its autograded
+    notebook shows ("CheckFailed: " and the verdict, or the error the student's code
+    raised: what the feedback page shows). Each failing cell's
+    fingerprint is the logged record with its error (one log for the class: an error
+    raised in the student's code is matched within the cell's task too, as its
+    fingerprint names the task)."""
+    from autograder.answers import mutants as mutant_registry
+    from autograder.authoring.fingerprints import Outcome, Run
+
+    check, workdir = graded_class(assignment, tmp_path_factory)
+    log = _log_path(workdir)
+    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()
+               if line.strip()] if log.is_file() else []
+    tasks = _tasks_of_test_cells(assignment)
+    registered = {m.name: m for m in mutant_registry.load(assignment)}
+    solution, outcomes, apart = None, [], []
+    for result in check.results:
+        label = check.labels[result.student]
+        run = Run()
+        for notebook, notebook_run in sorted(result.runs.items()):
+            shown = None
+            for cell in notebook_run.get("cells", []):
+                if cell.get("kind") != "test":
+                    continue
+                grade_id = cell["grade_id"]
+                if cell.get("status") == "ok" or cell.get("hidden"):
+                    run.cells[grade_id] = ("passed", "")
+                    continue
+                if shown is None:
+                    shown = _shown(workdir, result.student, notebook)
+                message, text = shown.get(grade_id, ("", ""))
+                run.cells[grade_id] = ("failed", message)
+                run.shown[grade_id] = text
+        if result.student == "solution":
+            solution = run
+        if not label.startswith("mutant: "):
+            continue
+        mutant = registered[label[len("mutant: "):]]
+        if needs_a_model_answer(result):
+            apart.append(mutant.name)
+            continue
+        outcome = Outcome(mutant, run)
+        for grade_id, message in outcome.failing.items():
+            record = next((r for r in records if r.get("error") == message and (
+                r.get("kind") != diagnosis.RAISED or r.get("what") in tasks.get(grade_id, ()))),
+                None)
+            if record is None:
+                outcome.unnamed[grade_id] = message
+                continue
+            run.records.append(record)  # the table's `fails` reads each failing check's
+            if record.get("exact", True) is False:
+                outcome.training[grade_id] = message
+            else:
+                outcome.keys[grade_id] = record["key"]
+                outcome.fine[grade_id] = record.get("fine")
+        outcomes.append(outcome)
+    return solution, outcomes, sorted(apart)

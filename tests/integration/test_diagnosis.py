@@ -6,10 +6,15 @@ in the grading process, the note under an error a task's test raised, the log th
 generator reads, the committed table's freshness, and that neither the hints nor the
 table give away a hidden test or an answer.
 
-Slow, over the whole registry: every registered wrong answer of every assignment runs on
-the visible tests; each one a visible test catches gets a message naming its mistake in
-every visible test cell it fails, the others are caught only by hidden tests (listed), and
-no message shows anything of the hidden tests.
+Slow, over the whole registry: every registered wrong answer of every assignment, graded
+in the assignment's one graded class of the run (`tests/gradedclass.py`, the self-check's:
+its grading processes log each failing check's fingerprint, as a student's kernel does for
+`residual-pack fingerprints`), read as its visible tests end in a student's kernel; each
+one a visible test catches gets a message naming its mistake in every visible test cell it
+fails, the others are caught only by hidden tests (listed), no message shows anything of
+the hidden tests, and the table the graded class makes is the committed one. For 01 the
+same is shown the way `residual-pack fingerprints` makes the table: every wrong answer run
+on the visible tests in a student's kernel of its own.
 """
 
 import ast
@@ -19,6 +24,7 @@ import re
 from pathlib import Path
 
 import pytest
+from gradedclass import graded_outcomes
 
 from autograder.answers import mutants as mutant_registry
 from autograder.authoring import fingerprints as generator
@@ -382,8 +388,14 @@ def registry_problems(assignment, solution, outcomes):
     return problems, hidden_only
 
 
+# where the table's own way of running the wrong answers is still run whole: in a student's
+# kernel of its own each (`fingerprints.observe`), the cheapest assignment; every assignment
+# is run the graded way below, in its graded class of the run
+IN_OWN_KERNELS = ["01_residual_stack"]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("assignment", RUNNABLE)
+@pytest.mark.parametrize("assignment", IN_OWN_KERNELS)
 def test_every_mutant_a_visible_test_catches_is_named(assignment):
     solution, outcomes = generator.observe(COURSE, assignment, jobs=JOBS)
     problems, hidden_only = registry_problems(assignment, solution, outcomes)
@@ -391,6 +403,44 @@ def test_every_mutant_a_visible_test_catches_is_named(assignment):
     named = len(outcomes) - len(hidden_only)
     print(f"\n{assignment}: {named} named on the visible tests, {len(hidden_only)} caught "
           f"only by hidden tests: {hidden_only}")
+
+
+# where a graded notebook names otherwise than a student's kernel, as measured
+# (results/grading/diagnosis-paths-2026-12-06.txt): the test runs there and must fail
+# (strict), so that it is seen when it is mended
+NAMED_OTHERWISE_WHEN_GRADED = {
+    "01_residual_stack": "graded, check_gradient compares the student's .grad with the "
+    "reference's central difference (in a student's kernel, with their own function's), so "
+    "Task 1.1's gradient test stops a check earlier, with another observation; and a "
+    "Value holding an array cannot cross to the grader (ConnectionResetError)",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", [
+    pytest.param(a, marks=pytest.mark.xfail(reason=NAMED_OTHERWISE_WHEN_GRADED[a], strict=True))
+    if a in NAMED_OTHERWISE_WHEN_GRADED else a for a in RUNNABLE])
+def test_every_mutant_a_visible_test_catches_is_named_when_graded(assignment,
+                                                                   tmp_path_factory):
+    """The registry's check on the assignment's graded class: the grader judges each check
+    with the kernel's own `compare` and `diagnose`, so the same wrong answers are named in
+    the same cells of the graded notebook (what the feedback page shows), and their
+    fingerprints make the committed table. A wrong answer that runs into a model answer
+    grading runs without (`needs_a_model_answer`) runs, instead, the way the table is made:
+    in a student's kernel of its own (`fingerprints.observe`), where it meets the model
+    answer or a check that names calling it."""
+    solution, outcomes, apart = graded_outcomes(assignment, tmp_path_factory)
+    if apart:
+        _, in_kernels = generator.observe(COURSE, assignment, jobs=JOBS, only=apart)
+        outcomes += [o for o in in_kernels if o.mutant.name in apart]
+    registered = {m.name: m for m in mutant_registry.load(assignment)}
+    assert sorted(o.mutant.name for o in outcomes) == sorted(registered)
+    problems, hidden_only = registry_problems(assignment, solution, outcomes)
+    assert not problems, "\n".join(problems)
+    named = len(outcomes) - len(hidden_only)
+    print(f"\n{assignment} (graded): {named} named on the visible tests, {len(hidden_only)} "
+          f"caught only by hidden tests: {hidden_only}; {len(apart)} of them run in kernels "
+          f"of their own (they run into a model answer grading runs without): {apart}")
 
 
 def _fake_runs(monkeypatch, solution_fails=(), unnamed=(), tables=None):
