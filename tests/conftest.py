@@ -68,7 +68,7 @@ def textbook():
 # users) are set up once. Two refinements, both in the hooks below:
 # - the per-assignment tests that grade a whole class (SPREAD) are a unit of their own per
 #   assignment, so the nine self-checks do not queue on one worker; the tests that read
-#   one assignment's graded class (GRADED_CLASS, from two files) are one unit, so that
+#   one assignment's graded class (GRADED_CLASS, from three files) are one unit, so that
 #   one process grades it and the others read it from its memory. The list is
 #   here, by name, because xdist's scheduler sees test ids only, not markers.
 #   (`--dist loadgroup` would have done this, but groups nothing with pytest 9.2 and

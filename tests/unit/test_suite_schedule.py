@@ -34,4 +34,6 @@ def test_a_spread_test_is_a_unit_per_parameter_and_others_a_unit_per_file():
 def test_the_readers_of_one_graded_class_are_one_unit_across_files():
     units = {conftest._unit(f"{test}[04_identity_shortcut]") for test in conftest.GRADED_CLASS}
     assert units == {"graded-class[04_identity_shortcut]"}
-    assert len({test.split("::")[0] for test in conftest.GRADED_CLASS}) == 2
+    assert {test.split("::")[0] for test in conftest.GRADED_CLASS} == {
+        "tests/integration/test_pipeline.py", "tests/hostile/test_hostile_every_assignment.py",
+        "tests/integration/test_diagnosis.py"}
