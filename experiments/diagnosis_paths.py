@@ -22,7 +22,6 @@ kernel it runs the model answer's maths.
     python -m experiments.diagnosis_paths [ASSIGNMENT ...] > results/grading/diagnosis-paths.txt
 """
 
-import re
 import sys
 import tempfile
 import time
@@ -31,15 +30,13 @@ from pathlib import Path
 from autograder.answers import mutants as mutant_registry
 from autograder.authoring import fingerprints
 from autograder.authoring.selfcheck import selfcheck
-from autograder.cells import nbgrader_meta
-from autograder.grading.course import assignments, read_notebook
+from autograder.grading.course import assignments
 from autograder.kernel.diagnosis import LEAD
 from microgpt.provenance import describe, record
 
 __all__ = ["main"]
 
 ROOT = Path(__file__).resolve().parents[1]
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 def _hints_named(text: str, hints: list[str]) -> set[str]:
@@ -48,28 +45,6 @@ def _hints_named(text: str, hints: list[str]) -> set[str]:
         return set()
     flat = " ".join(text.split())
     return {h for h in hints if " ".join(h.split()) in flat}
-
-
-def _needs_a_model_answer(result) -> bool:
-    for run in result.runs.values():
-        for cell in run.get("cells", []):
-            if cell.get("ename") == "AnswerSwitchedOff" or (
-                    cell.get("kind") == "answer" and cell.get("ename") == "ModuleNotFoundError"
-                    and "autograder.answers" in cell.get("evalue", "")):
-                return True
-    return False
-
-
-def _graded_shown(workdir: Path, student: str) -> dict[str, str]:
-    """{grade_id: the text of the first error} of the student's autograded notebooks."""
-    shown = {}
-    for path in sorted(workdir.glob(f"**/autograded/{student}/*/*.ipynb")):
-        for cell in read_notebook(path).cells:
-            grade_id = nbgrader_meta(cell).get("grade_id")
-            errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-            if grade_id and errors:
-                shown[grade_id] = _ANSI.sub("", "\n".join(errors[0].get("traceback", [])))
-    return shown
 
 
 def graded(assignment: str, workdir: Path) -> tuple[dict, set]:
@@ -82,15 +57,11 @@ def graded(assignment: str, workdir: Path) -> tuple[dict, set]:
         if not label.startswith("mutant: "):
             continue
         name = label[len("mutant: "):]
-        if _needs_a_model_answer(result):
+        if fingerprints.needs_a_model_answer(result):
             needing.add(name)
-        shown = _graded_shown(workdir, result.student)
-        failing[name] = {
-            cell["grade_id"]: shown.get(cell["grade_id"], f"{cell.get('ename')}: "
-                                                          f"{cell.get('evalue')}")
-            for run in result.runs.values() for cell in run.get("cells", [])
-            if cell.get("kind") == "test" and cell.get("status") != "ok"
-            and not cell.get("hidden")}
+        run = fingerprints.graded_run(result, workdir)
+        failing[name] = {g: run.shown[g] for g, (status, _) in run.cells.items()
+                         if status != "passed"}
     return failing, needing
 
 

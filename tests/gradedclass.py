@@ -177,42 +177,6 @@ def _log_path(workdir: Path) -> Path:
     return workdir.parent / f"{workdir.name}.fingerprints.jsonl"
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
-def _shown(workdir: Path, student: str, notebook: str) -> dict:
-    """{grade_id: ("ename: evalue", the traceback's text) of the test cell's first error}
-    in `student`'s autograded notebook (what the feedback page shows of it: the grader's
-    verdict goes first, `SandboxedExecute._settle_test_cell`)."""
-    found = sorted(workdir.glob(f"**/autograded/{student}/*/{notebook}.ipynb"))
-    if not found:
-        return {}
-    shown = {}
-    for cell in read_notebook(found[0]).cells:
-        grade_id = nbgrader_meta(cell).get("grade_id")
-        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        if grade_id and errors:
-            first = errors[0]
-            shown[grade_id] = (f"{first.get('ename', '')}: {first.get('evalue', '')}",
-                               _ANSI.sub("", "\n".join(first.get("traceback", []))))
-    return shown
-
-
-def needs_a_model_answer(result) -> bool:
-    """Whether a graded submission ran into a model answer that grading runs without (#42,
-    item 4): a library function switched off (`AnswerSwitchedOff`), or an answer cell that
-    imports the grader's reference (`autograder.answers` is not in a grading kernel). In a
-    student's kernel, where `residual-pack fingerprints` runs, such an answer runs the model
-    answer's maths instead."""
-    for notebook_run in result.runs.values():
-        for cell in notebook_run.get("cells", []):
-            if cell.get("ename") == "AnswerSwitchedOff" or (
-                    cell.get("kind") == "answer" and cell.get("ename") == "ModuleNotFoundError"
-                    and "autograder.answers" in cell.get("evalue", "")):
-                return True
-    return False
-
-
 def _tasks_of_test_cells(assignment: str) -> dict:
     """{grade_id: the task ids its `with task("...")` names} of the source's test cells."""
     tasks = {}
@@ -227,16 +191,13 @@ def _tasks_of_test_cells(assignment: str) -> dict:
 def graded_outcomes(assignment: str, tmp_path_factory) -> tuple:
     """(the solution's `fingerprints.Run`, [`fingerprints.Outcome`] of the registered wrong
     answers, the names of those set apart because they `needs_a_model_answer`) of the
-    graded class of `assignment`, each test cell as its visible tests would end in a
-    student's kernel: passed when the grader passed it or failed it at a hidden check (a
-    student's notebook holds none), else failed with the first error its autograded
-    notebook shows ("CheckFailed: " and the verdict, or the error the student's code
-    raised: what the feedback page shows). Each failing cell's
+    graded class of `assignment`, each submission as its visible tests would end in a
+    student's kernel (`fingerprints.graded_run`). Each failing cell's
     fingerprint is the logged record with its error (one log for the class: an error
     raised in the student's code is matched within the cell's task too, as its
     fingerprint names the task)."""
     from autograder.answers import mutants as mutant_registry
-    from autograder.authoring.fingerprints import Outcome, Run
+    from autograder.authoring.fingerprints import Outcome, graded_run, needs_a_model_answer
 
     check, workdir = graded_class(assignment, tmp_path_factory)
     log = _log_path(workdir)
@@ -247,21 +208,7 @@ def graded_outcomes(assignment: str, tmp_path_factory) -> tuple:
     solution, outcomes, apart = None, [], []
     for result in check.results:
         label = check.labels[result.student]
-        run = Run()
-        for notebook, notebook_run in sorted(result.runs.items()):
-            shown = None
-            for cell in notebook_run.get("cells", []):
-                if cell.get("kind") != "test":
-                    continue
-                grade_id = cell["grade_id"]
-                if cell.get("status") == "ok" or cell.get("hidden"):
-                    run.cells[grade_id] = ("passed", "")
-                    continue
-                if shown is None:
-                    shown = _shown(workdir, result.student, notebook)
-                message, text = shown.get(grade_id, ("", ""))
-                run.cells[grade_id] = ("failed", message)
-                run.shown[grade_id] = text
+        run = graded_run(result, workdir)
         if result.student == "solution":
             solution = run
         if not label.startswith("mutant: "):

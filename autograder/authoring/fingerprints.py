@@ -69,7 +69,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DIAGNOSED", "HIDDEN_ONLY", "UNNAMED", "TRAINING_ONLY", "Run", "Outcome",
            "inputs_digest",
-           "observe", "table_of", "write_table", "read_tables", "stale", "TABLE_FILE",
+           "observe", "graded_run", "needs_a_model_answer", "table_of", "write_table",
+           "read_tables", "stale", "TABLE_FILE",
            "regenerate"]
 
 DIAGNOSED, HIDDEN_ONLY, UNNAMED = "diagnosed", "hidden only", "not named"
@@ -287,6 +288,63 @@ def observe(course: str | os.PathLike[str], assignment: str, jobs: int = 1,
     outcomes = [_outcome(m, run) for (m, _, _), run in zip(jobs_list[len(names):],
                                                             runs[len(names):])]
     return merged, outcomes
+
+
+# ---------------------------------------------------------------- a graded submission, read back
+
+
+def graded_run(result: Any, workdir: str | os.PathLike[str]) -> Run:
+    """A graded submission (`StudentResult`, graded in the work folder `workdir`) as its
+    visible tests would end in a student's kernel: a test cell the grader passed, or failed
+    at a hidden check (a student's notebook holds none), passed; any other failed, with the
+    first error its autograded notebook shows ("ename: evalue", and the traceback's text:
+    the grader's verdict goes first, what the feedback page shows)."""
+    run = Run()
+    for notebook, notebook_run in sorted(result.runs.items()):
+        shown: dict[str, tuple[str, str]] | None = None
+        for cell in notebook_run.get("cells", []):
+            if cell.get("kind") != "test":
+                continue
+            gid = cell["grade_id"]
+            if cell.get("status") == "ok" or cell.get("hidden"):
+                run.cells[gid] = ("passed", "")
+                continue
+            if shown is None:
+                shown = _first_errors(Path(workdir), result.student, notebook)
+            message, text = shown.get(gid, ("", ""))
+            run.cells[gid] = ("failed", message)
+            run.shown[gid] = text
+    return run
+
+
+def _first_errors(workdir: Path, student: str, notebook: str) -> dict[str, tuple[str, str]]:
+    """{grade_id: ("ename: evalue", traceback text) of the cell's first error} of the
+    student's autograded `notebook` in `workdir`."""
+    found = sorted(workdir.glob(f"**/autograded/{student}/*/{notebook}.ipynb"))
+    errors: dict[str, tuple[str, str]] = {}
+    for cell in read_notebook(found[0]).cells if found else []:
+        gid = grade_id(cell)
+        first = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"),
+                     None)
+        if gid and first is not None:
+            errors[gid] = (f"{first.get('ename', '')}: {first.get('evalue', '')}",
+                           _ANSI.sub("", "\n".join(first.get("traceback", []))))
+    return errors
+
+
+def needs_a_model_answer(result: Any) -> bool:
+    """Whether a graded submission (`StudentResult`) ran into a model answer that grading
+    runs without (issue 42, item 4): a library function switched off (`AnswerSwitchedOff`),
+    or an answer cell that imports the grader's reference (`autograder.answers` is not in a
+    grading kernel). In a student's kernel, where the table is made, such an answer runs
+    the model answer's maths instead."""
+    for notebook_run in result.runs.values():
+        for cell in notebook_run.get("cells", []):
+            if cell.get("ename") == "AnswerSwitchedOff" or (
+                    cell.get("kind") == "answer" and cell.get("ename") == "ModuleNotFoundError"
+                    and "autograder.answers" in cell.get("evalue", "")):
+                return True
+    return False
 
 
 # ---------------------------------------------------------------- the table
