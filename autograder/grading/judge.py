@@ -10,12 +10,21 @@ expected check was observed, in the same order and from the same line, and agree
 
 A cell that ran no check, or stopped before one, fails. A failure in the hidden tests is reported
 without the check's inputs or expected value.
+
+A gradient check (`records.OWN_EXPECTED`) is compared with the reference's too, but in a
+student's kernel it compares the student's `.grad` with the central difference of the
+student's own function, so a wrong function whose gradient fits it passes there and the
+cell fails at its next check (the value), which names the mistake. The judge says the
+same: where the student's gradient fits their own function, the reference's failure waits
+for the end of the cell and a later check's failure is reported first. What passes and
+fails is the reference's comparison alone.
 """
 
 from collections.abc import Collection
 from dataclasses import dataclass
 
 from autograder.kernel.compare import compare
+from autograder.kernel.diagnosis import check_name
 
 __all__ = ["Verdict", "verdict", "HIDDEN_FAILURE"]
 
@@ -62,23 +71,53 @@ def verdict(records: list, reply_status: str, kernel_error: tuple[str, str] | No
             return _short(f"{ename}: {evalue}" if evalue else ename)
         return f"the test stopped before check {n} of {total}"
 
+    def failed(n: int, message: str, hidden: bool, line: object) -> Verdict:
+        if hidden:
+            return Verdict(False, HIDDEN_FAILURE.format(n=n, total=total), total, True,
+                           detail=_short(f"hidden check {n} of {total} (line {line}): "
+                                         f"{message}"))
+        return Verdict(False, _short(message), total)
+
+    deferred = None  # the first failure that a student's kernel would not stop at
+
+    def then(later: Verdict) -> Verdict:
+        # a failure after a deferred one: the kernel's, unless it is hidden where the
+        # deferred one is not (the student can act on a visible one)
+        return deferred if deferred and later.hidden and not deferred.hidden else later
+
     for i, want in enumerate(expected):
         hidden = want.get("line") in hidden_lines
         if i >= len(records):
-            return Verdict(False, stopped(i + 1, hidden), total, hidden)
+            return then(Verdict(False, stopped(i + 1, hidden), total, hidden))
         got = records[i]
         if not isinstance(got, dict) or got.get("line") != want.get("line") \
                 or got.get("kind") != want.get("kind"):
             return Verdict(False, f"check {i + 1} of {total} was not the one the test makes "
                                   f"there (the checks ran out of order)", total, hidden)
-        message = compare(want.get("kind"), got.get("observed"), want.get("expected"),
-                          want.get("params") or {}, None if hidden else passed)
+        kind, params = want.get("kind"), want.get("params") or {}
+        own = "own" in got or "own_error" in got
+        message = compare(kind, got.get("observed"), want.get("expected"), params,
+                          None if hidden or own else passed)
+        if message is not None and own:
+            # the student's kernel compares this check with the student's own code (the
+            # central difference of their function): where that agrees, it goes on to the
+            # cell's next check, and so does the judge, failing the cell at its end if
+            # nothing after fails; where it disagrees, its message is the kernel's
+            reference = message
+            message = got["own_error"] if "own_error" in got else compare(
+                kind, got.get("observed"), got.get("own"), params, None if hidden else passed)
+            if message is None:
+                deferred = deferred or failed(i + 1, reference, hidden, want.get("line"))
+                continue
+        elif own and not hidden and passed is not None:  # as the student's kernel keeps it
+            if "own" in got:
+                compare(kind, got.get("observed"), got["own"], params, passed)
+            else:
+                passed.discard(check_name(params.get("what", "")))
         if message is not None:
-            if hidden:
-                return Verdict(False, HIDDEN_FAILURE.format(n=i + 1, total=total), total, True,
-                               detail=_short(f"hidden check {i + 1} of {total} (line "
-                                             f"{want.get('line')}): {message}"))
-            return Verdict(False, _short(message), total)
+            return then(failed(i + 1, message, hidden, want.get("line")))
+    if deferred is not None:
+        return deferred
     if len(records) > total:
         return Verdict(False, f"the test made {len(records)} checks on this notebook where it "
                               f"makes {total} on the solution", total)

@@ -28,10 +28,15 @@ from autograder.kernel import witness
 from autograder.kernel.compare import compare
 from autograder.kernel.witness import CheckFailed
 
-__all__ = ["WITNESS", "REFERENCE", "MAX_RECORDS", "Recorder", "recording"]
+__all__ = ["WITNESS", "REFERENCE", "MAX_RECORDS", "OWN_EXPECTED", "Recorder", "recording"]
 
 WITNESS, REFERENCE = "witness", "reference"
 MAX_RECORDS = 10_000  # records kept per test cell; a cell making more is cut off
+# kinds of check whose expected value, in a student's kernel, is made from the student's
+# own code (`check_gradient`: the central difference of the student's function). A witness
+# makes it too, in the grader, so that the judge can say what the student's kernel says
+# where the student's gradient disagrees with the reference's (`judge.verdict`)
+OWN_EXPECTED = frozenset({"gradient"})
 
 
 class Recorder:
@@ -63,7 +68,10 @@ class Recorder:
         would (an observation that cannot be right whatever was expected)."""
         problem = observed.get("problem") if isinstance(observed, dict) else None
         if self.mode == WITNESS:
-            self._append({"line": self._line(), "kind": kind, "observed": observed})
+            record = {"line": self._line(), "kind": kind, "observed": observed}
+            if kind in OWN_EXPECTED and problem is None:
+                record.update(_own_expected(make_expected))
+            self._append(record)
         elif problem is not None:
             self._append({"line": self._line(), "kind": kind, "failed": str(problem)})
         if problem is not None:
@@ -78,6 +86,16 @@ class Recorder:
         self._append({"line": self._line(), "kind": kind, "expected": wanted,
                       "params": params})
         return result
+
+
+def _own_expected(make_expected: Callable[[], Any]) -> dict:
+    """{"own": the expected observation made from the student's code} or, when making it
+    failed (the student's function at a neighbouring input), {"own_error": why}."""
+    try:
+        return {"own": make_expected()}
+    except Exception as exc:  # noqa: BLE001 (the student's code: what it raised is the answer)
+        kind = getattr(exc, "kind", None) or type(exc).__name__
+        return {"own_error": f"{kind}: {exc}" if str(exc) else kind}
 
 
 @contextlib.contextmanager

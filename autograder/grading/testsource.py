@@ -40,7 +40,9 @@ END_HIDDEN = "END HIDDEN TESTS"
 
 # check function -> (positions, keywords) of the arguments that say what is right
 JUDGE_ARGUMENTS = {
-    "check_value": ({1}, {"expected", "expected_text", "rtol", "atol", "value_ok"}),
+    # (value_ok stays: it says what the task asks for, a plain number, and the
+    # observation's words depend on it as in a student's kernel)
+    "check_value": ({1}, {"expected", "expected_text", "rtol", "atol"}),
     "check_values": ({1}, {"expected", "expected_text", "rtol", "atol", "numbers_only"}),
     "check_numbers": ({1}, {"expected", "expected_text", "rtol", "atol", "labels",
                            "numbers_only"}),

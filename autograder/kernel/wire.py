@@ -525,6 +525,11 @@ class Peer:
                 raise WireError("a leaf whose data is an integer of more than 64 bits")
             return data
         if self.side == "g":
+            array = data.get("A") if isinstance(data, dict) and len(data) == 1 else None
+            if array is not None:  # a small flat array: as the student's code made it
+                value = _from_array(array)
+                if value.ndim <= 1 and value.size <= MAX_LEAF_ARRAY:
+                    return value
             raise WireError(f"a leaf whose data is a {type(data).__name__}, not a number")
         return self.decode(data)
 
@@ -848,6 +853,11 @@ def _travels(cls: type) -> bool:
 
 
 _DTYPES = ("float64", "float32", "int64", "int32", "bool")
+# the items of a numpy array the grader takes as a leaf's data (a Value made from
+# np.array([x]), a known mistake whose check must be able to say so). Flat and small, so
+# that the nodes the grader makes again from such leaves stay as small: broadcasting
+# flat arrays gives nothing longer than the longest of them
+MAX_LEAF_ARRAY = 16
 
 
 def _array(obj: Any) -> Any:

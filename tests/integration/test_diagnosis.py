@@ -405,21 +405,8 @@ def test_every_mutant_a_visible_test_catches_is_named(assignment):
           f"only by hidden tests: {hidden_only}")
 
 
-# where a graded notebook names otherwise than a student's kernel, as measured
-# (results/grading/diagnosis-paths-2026-12-06.txt): the test runs there and must fail
-# (strict), so that it is seen when it is mended
-NAMED_OTHERWISE_WHEN_GRADED = {
-    "01_residual_stack": "graded, check_gradient compares the student's .grad with the "
-    "reference's central difference (in a student's kernel, with their own function's), so "
-    "Task 1.1's gradient test stops a check earlier, with another observation; and a "
-    "Value holding an array cannot cross to the grader (ConnectionResetError)",
-}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("assignment", [
-    pytest.param(a, marks=pytest.mark.xfail(reason=NAMED_OTHERWISE_WHEN_GRADED[a], strict=True))
-    if a in NAMED_OTHERWISE_WHEN_GRADED else a for a in RUNNABLE])
+@pytest.mark.parametrize("assignment", RUNNABLE)
 def test_every_mutant_a_visible_test_catches_is_named_when_graded(assignment,
                                                                    tmp_path_factory):
     """The registry's check on the assignment's graded class: the grader judges each check

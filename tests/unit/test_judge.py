@@ -79,6 +79,41 @@ def test_a_student_gradient_is_compared_with_the_reference_not_with_itself():
     assert not found.passed and "expected 6" in found.message
 
 
+def _gradient_then_value(f, value_expected):
+    grad = check_gradient(f, 3.0, what="d f/dx at 3")
+    check_value(grad, value_expected, what="the slope", expected_text="2x")
+
+
+def test_a_gradient_that_fits_the_students_own_function_fails_at_the_next_check():
+    """As in a student's kernel (issue 42, item 7): the student's `.grad` fits the central
+    difference of their own (wrong) function, so the cell's next check, on the value, is
+    the one that fails and names the mistake; the score is the reference's comparison's."""
+    want = in_mode(REFERENCE, lambda: _gradient_then_value(lambda x: x * x, 6.0))
+    seen = in_mode(WITNESS, lambda: _gradient_then_value(lambda x: x * 4, None))
+    assert "own" in seen[0]  # the witness made the student's own central difference
+    found = judge.verdict(seen, "ok", None, want, set())
+    assert not found.passed and found.message == "the slope: expected 6 (2x), got 4"
+    # the value checked in the hidden part: the student sees the visible check's failure
+    found = judge.verdict(seen, "ok", None, want, {want[1]["line"]})
+    assert not found.passed and not found.hidden and "(central difference" in found.message
+    # nothing after it fails (a value check that happens to agree): the reference's failure
+    lucky = [seen[0], dict(seen[1], observed=want[1]["expected"])]
+    found = judge.verdict(lucky, "ok", None, want, set())
+    assert not found.passed and "d f/dx at 3: expected 6" in found.message
+
+
+def test_a_gradient_that_fits_neither_fails_with_the_students_own_comparison():
+    def broken(x):  # a gradient of 1 for a function of slope 4
+        out = x * 4
+        out._da = 0.25  # the local derivative, forged in the student's own engine
+        return out
+
+    want = in_mode(REFERENCE, lambda: _gradient_then_value(lambda x: x * x, 6.0))
+    seen = in_mode(WITNESS, lambda: _gradient_then_value(broken, None))
+    found = judge.verdict(seen, "ok", None, want, set())
+    assert not found.passed and found.message.startswith("d f/dx at 3: expected 4")
+
+
 def test_a_hidden_failure_is_kept_in_full_for_the_instructor_only():
     report, want = _one_cell(3.0)
     found = judge.verdict(report, "ok", None, want, {want[0]["line"]})

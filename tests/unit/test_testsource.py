@@ -44,6 +44,20 @@ def test_the_witness_version_keeps_no_expected_value_tolerance_or_reference():
     assert "reference.double(3.0)" in split.reference  # the reference keeps it all
 
 
+def test_the_witness_keeps_value_ok_whose_words_the_observation_uses():
+    """`value_ok=False` (the task asks for a plain number) makes a wrong type's message
+    say "expected a number", in a student's kernel and so in the grader's witness; it says
+    nothing about the expected value (issue 42, item 7: the graded message had said "a
+    number or a Value" and named no mistake)."""
+    split = prepare("from autograder.kernel.checks import check_value\n"
+                    "check_value(g(), 2.0, value_ok=False, what='g')\n")
+    assert "value_ok=False" in split.witness and "2.0" not in split.witness
+    with recording(WITNESS, "<cell>") as records:
+        with pytest.raises(CheckFailed, match="expected a number, got a str"):
+            exec(compile(split.witness, "<cell>", "exec"), {"g": lambda: "text"})
+    assert len(records) == 1
+
+
 def test_both_versions_have_their_statements_on_the_same_lines():
     split = prepare(CELL)
     witness_lines = split.witness.splitlines()

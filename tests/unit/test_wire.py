@@ -134,7 +134,9 @@ def test_claimed_data_and_grads_that_break_a_comparison_or_a_backward_are_refuse
     # a string leaf: `*` would repeat it in the grader's memory ("ab" * 3 here)
     ([["", "ab", []], ["", 3, []], ["*", "ababab", [1, 2]]], "is a str, not a number"),
     ([["", {"L": [1.0]}, []]], "is a dict, not a number"),  # a tagged list
-    ([["", {"A": ["float64", [2], [1.0, 2.0]]}, []]], "is a dict, not a number"),  # a tagged array
+    # an array: only a small flat one (`MAX_LEAF_ARRAY` items), whose nodes stay as small
+    ([["", {"A": ["float64", [17], [1.0] * 17]}, []]], "is a dict, not a number"),
+    ([["", {"A": ["float64", [2, 1], [1.0, 2.0]]}, []]], "is a dict, not a number"),
     ([["", 2 ** 70, []]], "integer of more than 64 bits"),
     # an integer within 64 bits squared: each node's data is bounded, not only the leaves'
     ([["", 2 ** 40, []], ["*", 2 ** 80, [1, 1]]], "integer of more than 64 bits"),
@@ -148,6 +150,20 @@ def test_what_the_grader_would_compute_without_bound_is_refused(nodes, refusal):
     session = _raw_kernel([json.dumps(reply).encode()])
     with pytest.raises(WireError, match=refusal):
         session.request("get", name="f")
+
+
+def test_a_value_made_from_a_small_numpy_array_reaches_the_check_as_the_array():
+    """A known mistake, `Value(np.array([x]))`: the check says what the Value holds, as in
+    a student's kernel, instead of the session breaking (issue 42, item 7)."""
+    import numpy as np
+
+    reply = {"n": [["", {"A": ["float64", [1], [2.0]]}, []],
+                   ["*", {"A": ["float64", [1], [4.0]]}, [1, 1]]], "f": 1, "ok": {"V": 2}}
+    session = _raw_kernel([json.dumps(reply).encode()])
+    out = session.request("get", name="f")
+    leaf = out._children[0]  # x * x: the same leaf twice
+    assert isinstance(leaf.data, np.ndarray) and leaf.data.tolist() == [2.0]
+    assert out.data.tolist() == [4.0]  # made again here, from the leaf
 
 
 def test_nodes_numbered_again_are_refused():
