@@ -138,6 +138,32 @@ def pytest_xdist_make_scheduler(config, log):
     return SpreadScheduling(config, log)
 
 
+# issue 43: where the suite's CPU goes. With RESIDUAL_PACK_TEST_CPU set to a file, each
+# test process appends, per test, the CPU of its own process and of the processes it has
+# reaped (grading workers, kernels, servers: os.times' children) during the test's setup,
+# call and teardown, with its wall time; benchmarks/suite_cpu.py sums it by file. A shared
+# fixture counts in the test that made it; CPU of what the test leaves running counts later.
+CPU_LOG = os.environ.get("RESIDUAL_PACK_TEST_CPU")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not CPU_LOG:
+        yield
+        return
+    import json
+    import time
+
+    before, started = os.times(), time.monotonic()
+    yield
+    after = os.times()
+    cpu = sum(after[:4]) - sum(before[:4])
+    with open(CPU_LOG, "a", encoding="utf-8") as log:
+        log.write(json.dumps({"test": item.nodeid, "cpu": round(cpu, 2),
+                              "wall": round(time.monotonic() - started, 2),
+                              "worker": os.environ.get("PYTEST_XDIST_WORKER", "")}) + "\n")
+
+
 @pytest.fixture
 def notebook_bars(monkeypatch):
     """The bars the code makes, as JupyterLab shows them (tqdm.auto's in a notebook)."""

@@ -46,7 +46,9 @@ JUDGE_ARGUMENTS = {
     "check_values": ({1}, {"expected", "expected_text", "rtol", "atol", "numbers_only"}),
     "check_numbers": ({1}, {"expected", "expected_text", "rtol", "atol", "labels",
                            "numbers_only"}),
-    "check_gradient": (set(), {"h", "rtol", "atol"}),
+    # (h stays: the witness makes the central difference of the student's own function
+    # with it, as their kernel does, `records.OWN_EXPECTED`)
+    "check_gradient": (set(), {"rtol", "atol"}),
     "check_gradients": (set(), {"reference", "reference_text", "h", "rtol", "atol",
                                  "expected"}),
     "check_range": ({1, 2}, {"low", "high", "expected_text"}),

@@ -102,6 +102,16 @@ def test_a_gradient_that_fits_the_students_own_function_fails_at_the_next_check(
     assert not found.passed and "d f/dx at 3: expected 6" in found.message
 
 
+def test_the_witness_makes_the_students_own_central_difference_with_the_cells_step():
+    from autograder.grading.testsource import prepare
+
+    split = prepare("from autograder.kernel.checks import check_gradient\n"
+                    "check_gradient(f, 3.0, what='d', h=0.5, rtol=0.1)\n")
+    assert "h=0.5" in split.witness and "rtol" not in split.witness
+    cube = in_mode(WITNESS, lambda: exec(split.witness, {"f": lambda x: x ** 3}))
+    assert cube[0]["own"] == {"number": 27.25}  # ((3.5)**3 - (2.5)**3) / 1, not 27
+
+
 def test_a_gradient_that_fits_neither_fails_with_the_students_own_comparison():
     def broken(x):  # a gradient of 1 for a function of slope 4
         out = x * 4
