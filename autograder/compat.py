@@ -6,12 +6,6 @@ Each patch says which version it was written against, what it saves (measured by
 `tests/unit/test_compat.py` fails when the upstream code it works around has changed, so
 that a patch is looked at again instead of silently doing nothing (or harm).
 
-- `skip_rfc3987_syntax()`: jsonschema 4.26 registers its "iri" format checks with
-  `rfc3987_syntax` whenever that module is importable (jupyter-events installs it), and
-  importing it builds about 40 Earley parsers: 2 to 3.5 s in every grading process. No
-  schema the grader validates (nbformat's, nbgrader's) has an "iri" format. It must run
-  before `jsonschema` is first imported (`nbformat` imports it), so every entry point of
-  the grader calls it first.
 - `read_alembic_head_in_process()`: nbgrader 0.9.6 stamps a new gradebook with its
   alembic head, which it finds by running the `alembic heads` command, a new Python that
   imports nbgrader again (6 s on a 2-core machine, per gradebook). The same head is read
@@ -33,6 +27,13 @@ that a patch is looked at again instead of silently doing nothing (or harm).
   being the way a cell reaches the kernel: `NotebookClient.async_execute_cell` sends
   `self.kc.execute(cell.source, ...)`, which `grading.testsource.sending` points at a
   test cell's reference or witness version.
+
+No longer a patch: jsonschema 4.25 and later import `rfc3987_syntax` for the "iri" formats
+(no Jupyter schema has one), which builds some 40 Earley parsers in every process that
+reads a notebook. Until 2026-12-06 the grader's own processes kept it out of
+`sys.modules`; pyproject.toml now holds jsonschema below 4.25, which reaches nbgrader's
+and JupyterLab's own commands too (`tests/unit/test_compat.py`'s start-up test fails when
+the cost comes back).
 """
 
 import dataclasses
@@ -41,16 +42,15 @@ import hashlib
 import importlib
 import inspect
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["skip_rfc3987_syntax", "read_alembic_head_in_process", "check_schemas_once",
+__all__ = ["read_alembic_head_in_process", "check_schemas_once",
            "NBCLIENT_HOOKS", "PRIVATE_NAMES", "PrivateName", "WRITTEN_AGAINST",
            "resolve", "source_hash"]
 
-WRITTEN_AGAINST = {"nbgrader": "0.9.6", "jsonschema": "4.26.0", "alembic": "1.20.1",
+WRITTEN_AGAINST = {"nbgrader": "0.9.6", "jsonschema": "4.24.1", "alembic": "1.20.1",
                    "nbclient": "0.11.0", "jupyter_client": "8.10.0", "ipykernel": "7.4.0",
                    "pytest-xdist": "3.8.0", "ipython": "9.19.1", "sqlalchemy": "2.1.9"}
 
@@ -239,13 +239,6 @@ def resolve(path: str) -> Any:
 def source_hash(obj: Any) -> str:
     """The first 16 hex digits of the SHA-256 of `obj`'s source (see `PrivateName`)."""
     return hashlib.sha256(inspect.getsource(obj).encode()).hexdigest()[:16]
-
-def skip_rfc3987_syntax() -> None:
-    """Keep jsonschema from importing rfc3987_syntax (see the module doc). Does nothing
-    once jsonschema is imported: its formats are registered when it is imported."""
-    if "jsonschema" not in sys.modules:
-        sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
-
 
 def read_alembic_head_in_process() -> None:
     """Make nbgrader read its gradebook schema version without a new process (see the

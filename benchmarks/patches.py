@@ -5,7 +5,6 @@
 Each measurement runs in a fresh Python (nothing cached from an earlier one), with and
 without the patch in alternation, and prints both medians, the saving and the ratio:
 
-- `skip_rfc3987_syntax`: `import nbformat` (jsonschema's format checks);
 - `read_alembic_head_in_process`: a new SQLite gradebook (nbgrader stamps it with its
   alembic head);
 - `check_schemas_once`: nbgrader's validation of every cell's metadata
@@ -29,20 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-IMPORT = """
-import sys, time
-if {patched}:
-    from autograder.compat import skip_rfc3987_syntax
-    skip_rfc3987_syntax()
-t = time.perf_counter()
-import nbformat
-print(time.perf_counter() - t)
-"""
-
 GRADEBOOK = """
 import sys, time
-from autograder.compat import skip_rfc3987_syntax
-skip_rfc3987_syntax()
 from nbgrader.api import Gradebook
 if {patched}:
     from autograder.compat import read_alembic_head_in_process
@@ -54,8 +41,6 @@ print(time.perf_counter() - t)
 
 SCHEMAS = """
 import sys, time
-from autograder.compat import skip_rfc3987_syntax
-skip_rfc3987_syntax()
 import nbformat
 from nbgrader.nbgraderformat import MetadataValidator
 if {patched}:
@@ -70,8 +55,6 @@ print((time.perf_counter() - t) / 5)
 """
 
 CASES = {
-    "skip_rfc3987_syntax: import nbformat": lambda patched, tmp, i: IMPORT.format(
-        patched=patched),
     "read_alembic_head_in_process: a new gradebook": lambda patched, tmp, i: GRADEBOOK.format(
         patched=patched, db=f"{tmp}/gradebook-{patched}-{i}.db"),
     "check_schemas_once: validate_nb, one pass": lambda patched, tmp, i: SCHEMAS.format(

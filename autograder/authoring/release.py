@@ -81,6 +81,7 @@ DEPENDENCIES = [
     "nbgrader>=0.9.6,<0.10",
     "jupyterlab>=4.2,<5",
     "nbformat>=5.9",
+    "jsonschema>=4.18,<4.25",  # as the instructor's (pyproject.toml says why)
     "nbclient>=0.10",
     "ipykernel>=6.29",
 ]

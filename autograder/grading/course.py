@@ -22,15 +22,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autograder.compat import (  # first: before nbformat imports jsonschema
-    check_schemas_once,
-    read_alembic_head_in_process,
-    skip_rfc3987_syntax,
-)
+import nbformat
 
-skip_rfc3987_syntax()
-
-import nbformat  # noqa: E402
+from autograder.compat import check_schemas_once, read_alembic_head_in_process
 
 if TYPE_CHECKING:
     from nbgrader.apps import NbGraderAPI

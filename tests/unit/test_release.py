@@ -94,6 +94,18 @@ def test_the_student_wheel_has_the_torch_extra(tmp_path):
     assert extras.get("torch") == ours["project"]["optional-dependencies"]["torch"]
 
 
+def test_the_student_wheel_holds_jsonschema_where_the_instructors_install_does(tmp_path):
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    from autograder.authoring.release import _stage
+
+    _stage(ROOT, tmp_path)
+    student = tomllib.loads((tmp_path / "pyproject.toml").read_text(encoding="utf-8"))
+    ours = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    pin = [d for d in ours["project"]["dependencies"] if d.startswith("jsonschema")]
+    assert pin and pin[0] in student["project"]["dependencies"]
+
+
 def _student_wheel(tmp_path, files):
     (tmp_path / "wheels").mkdir(parents=True)
     with zipfile.ZipFile(tmp_path / "wheels" / "residual_pack_student-0.1.0-py3-none-any.whl",
