@@ -48,6 +48,16 @@ def _short(text: object, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _own_message(got: dict, kind: str, params: dict, passed: set | None) -> str | None:
+    """What a student's kernel says of a check compared with the student's own code
+    (`records.OWN_EXPECTED`): None when it agrees; `passed` kept as the kernel keeps it."""
+    if "own_error" in got:
+        if passed is not None:
+            passed.discard(check_name(params.get("what", "")))
+        return str(got["own_error"])
+    return compare(kind, got.get("observed"), got.get("own"), params, passed)
+
+
 def verdict(records: list, reply_status: str, kernel_error: tuple[str, str] | None,
             expected: list, hidden_lines: Collection[int],
             passed: set | None = None) -> "Verdict":
@@ -98,22 +108,18 @@ def verdict(records: list, reply_status: str, kernel_error: tuple[str, str] | No
         own = "own" in got or "own_error" in got
         message = compare(kind, got.get("observed"), want.get("expected"), params,
                           None if hidden or own else passed)
-        if message is not None and own:
+        if own:
             # the student's kernel compares this check with the student's own code (the
-            # central difference of their function): where that agrees, it goes on to the
-            # cell's next check, and so does the judge, failing the cell at its end if
-            # nothing after fails; where it disagrees, its message is the kernel's
-            reference = message
-            message = got["own_error"] if "own_error" in got else compare(
-                kind, got.get("observed"), got.get("own"), params, None if hidden else passed)
-            if message is None:
-                deferred = deferred or failed(i + 1, reference, hidden, want.get("line"))
-                continue
-        elif own and not hidden and passed is not None:  # as the student's kernel keeps it
-            if "own" in got:
-                compare(kind, got.get("observed"), got["own"], params, passed)
-            else:
-                passed.discard(check_name(params.get("what", "")))
+            # central difference of their function), and keeps `passed` by that: where it
+            # agrees, the kernel goes on to the cell's next check, and so does the judge,
+            # failing the cell at its end if nothing after fails; where it disagrees, the
+            # message is the kernel's
+            kernels = _own_message(got, kind, params, None if hidden else passed)
+            if message is not None:
+                if kernels is None:
+                    deferred = deferred or failed(i + 1, message, hidden, want.get("line"))
+                    continue
+                message = kernels
         if message is not None:
             return then(failed(i + 1, message, hidden, want.get("line")))
     if deferred is not None:
