@@ -70,6 +70,8 @@ c.GenerateFeedback.preprocessors = list(pipeline.FEEDBACK_STEPS)
 # pages (the manual grading view) with HTMLExporter and nbgrader's "formgrade" template,
 # which a plain c.HTMLExporter setting would replace (a 500: no bootstrap.min.css)
 c.GenerateFeedback.HTMLExporter.template_name = "feedback_offline"
+# (nbconvert's HTMLExporter, its templates compiled once per process, not once per page)
+c.GenerateFeedback.exporter_class = "autograder.grading.feedback.FeedbackPage"
 # (the folders of the installed packages, found without importing them)
 c.GenerateFeedback.HTMLExporter.extra_template_basedirs = [
     os.path.join(os.path.dirname(importlib.util.find_spec(package).origin), *folder)

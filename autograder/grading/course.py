@@ -275,6 +275,7 @@ class WorkCourse:
             FEEDBACK_PREPROCESSORS,
             FEEDBACK_TEMPLATE,
             PAGE_SAFETY,
+            FeedbackPage,
             template_dirs,
         )
 
@@ -291,6 +292,7 @@ class WorkCourse:
         cfg.GenerateFeedback.preprocessors = list(FEEDBACK_PREPROCESSORS)
         # the feedback page's exporter only (its parent is GenerateFeedback): formgrader's
         # own pages use HTMLExporter with nbgrader's templates
+        cfg.GenerateFeedback.exporter_class = FeedbackPage  # HTMLExporter, templates compiled once
         cfg.GenerateFeedback.HTMLExporter.template_name = FEEDBACK_TEMPLATE
         cfg.GenerateFeedback.HTMLExporter.extra_template_basedirs = template_dirs()
         # and no script of the student's runs in it, whatever the copied config says

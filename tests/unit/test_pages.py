@@ -126,6 +126,79 @@ def test_the_course_config_renders_no_script_and_loads_nothing(template):
     assert 'src="data:image/svg+xml;base64,' in html  # SVG as an image: no script runs
 
 
+def _feedback_config():
+    import nbgrader
+
+    cfg = PyFileConfigLoader("nbgrader_config.py", path=str(COURSE)).load_config()
+    config = copy.deepcopy(cfg)
+    config.HTMLExporter.merge(cfg.GenerateFeedback.HTMLExporter)
+    config.HTMLExporter.extra_template_paths = [str(
+        Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "static" /
+        "node_modules" / "bootstrap" / "dist" / "css")]
+    return cfg, config
+
+
+RESOURCES = {"base_url": "", "index": 0, "total": 1, "notebook_id": "nb",
+             "nbgrader": {"notebook": "nb", "score": 0, "max_score": 1, "late_penalty": 0}}
+
+
+def test_the_feedback_page_compiles_its_templates_once_and_is_the_same_page(monkeypatch):
+    """The course's GenerateFeedback exporter (FeedbackPage) writes HTMLExporter's page;
+    a second exporter, as nbgrader makes one per page, compiles no template again."""
+    import jinja2
+    from traitlets.utils.importstring import import_item
+
+    from autograder.grading import feedback
+
+    cfg, config = _feedback_config()
+    page_class = import_item(cfg.GenerateFeedback.exporter_class)
+    assert page_class is feedback.FeedbackPage
+    monkeypatch.setattr(feedback, "_COMPILED", feedback._CompiledTemplates())
+    compiled = []
+    compile_template = jinja2.Environment.compile
+
+    def counted(self, source, name=None, *args, **kwargs):
+        compiled.append(name)
+        return compile_template(self, source, name, *args, **kwargs)
+
+    monkeypatch.setattr(jinja2.Environment, "compile", counted)
+
+    nb = _notebook()
+
+    def page(cls):
+        html, _ = cls(config=config).from_notebook_node(copy.deepcopy(nb),
+                                                        resources=copy.deepcopy(RESOURCES))
+        return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "U", html)
+
+    plain = page(HTMLExporter)
+    compiled.clear()
+    first = page(page_class)
+    assert len(compiled) >= 5, compiled  # the page's templates, compiled the first time
+    compiled.clear()
+    second = page(page_class)
+    assert compiled == [], compiled
+    assert first == second == plain
+
+
+def test_a_template_changed_on_disk_is_compiled_again(tmp_path):
+    """The compiled code is kept per template and used only for the same source."""
+    from autograder.grading import feedback
+
+    (tmp_path / "page.html.j2").write_text("one {{ x }}", encoding="utf-8")
+    cache = feedback._CompiledTemplates()
+
+    def render():
+        import jinja2
+
+        env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path)),
+                                 bytecode_cache=cache, auto_reload=True)
+        return env.get_template("page.html.j2").render(x=1)
+
+    assert render() == "one 1" and render() == "one 1"
+    (tmp_path / "page.html.j2").write_text("two {{ x }}", encoding="utf-8")
+    assert render() == "two 1"
+
+
 # ---- the output limit counts every way a message reaches the notebook (execute.py)
 
 
