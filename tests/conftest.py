@@ -140,7 +140,9 @@ def pytest_xdist_make_scheduler(config, log):
 
 # issue 43: where the suite's CPU goes. With RESIDUAL_PACK_TEST_CPU set to a file, each
 # test process appends, per test, the CPU of its own process and of the processes it has
-# reaped (grading workers, kernels, servers: os.times' children) during the test's setup,
+# reaped (grading workers, servers, commands: os.times' children; not the sandboxed
+# kernels, killed with bwrap, their parent, so that nothing waits for them, nor Chromium:
+# benchmarks/process_cpu.py counts those) during the test's setup,
 # call and teardown, with its wall time; benchmarks/suite_cpu.py sums it by file. A shared
 # fixture counts in the test that made it; CPU of what the test leaves running counts later.
 CPU_LOG = os.environ.get("RESIDUAL_PACK_TEST_CPU")
