@@ -14,6 +14,7 @@ last half second of each process: "not seen" is the machine's busy time (from
 """
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -32,10 +33,10 @@ KINDS = [
     ("Chromium", r"chrom(e|ium)"),
     ("Playwright's driver", r"playwright/driver"),
     ("pytest-xdist worker", r"exec\(eval\(sys\.stdin\.readline"),
-    ("pytest", r"-m pytest|/pytest\b"),
-    ("pip", r"-m pip\b|/pip3? |bin/pip\b"),
+    ("pip", r"-m pip\b|bin/pip3? "),
     ("nbgrader command", r"bin/nbgrader\b|-m nbgrader\b"),
-    ("residual-pack command", r"residual-pack|autograder\.cli"),
+    ("residual-pack command", r"bin/residual-pack\b|autograder\.cli\b"),
+    ("pytest", r"-m pytest\b|bin/pytest\b"),  # (not a path in pytest's tmp folders)
     ("Jupyter server", r"scripts/lab|jupyter[-_ ]?(lab|server)|jupyterlab"),
     ("PostgreSQL", r"postgres"),
     ("Dask", r"dask|distributed"),
@@ -114,6 +115,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--every", type=float, default=0.5, help="seconds between readings")
     parser.add_argument("--top", type=int, default=25, help="commands listed")
+    parser.add_argument("--raw", help="also write every process seen to this file (JSON "
+                                      "lines: command, CPU seconds), to classify again")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -129,6 +132,11 @@ def main() -> int:
     reader.join()
     busy, wall = busy_seconds() - busy, time.monotonic() - started
     cpu, count, commands = sampler.totals()
+    if args.raw:
+        with open(args.raw, "w", encoding="utf-8") as raw:
+            for command_line, first, last, old in sampler.seen.values():
+                raw.write(json.dumps({"command": command_line,
+                                      "cpu": round(last - first if old else last, 2)}) + "\n")
     seen = sum(cpu.values())
     print(f"\n# process_cpu: {' '.join(command)} (exit {code})", file=sys.stderr)
     out = [f"wall {wall:.0f} s; the machine busy {busy:.0f} CPU s on {os.cpu_count()} cores "
