@@ -318,9 +318,10 @@ class FeedbackPage(HTMLExporter):
     """nbconvert's HTMLExporter, whose templates are compiled once per process.
 
     nbgrader makes a new exporter for each feedback page, and each new exporter compiled
-    the nine templates of the page again: a third of the page's CPU time for the first
-    assignment (`benchmarks/feedback_page.py`). It reads the same configuration as
-    HTMLExporter (its class name included) and writes the same page."""
+    the nine templates of the page again: about half of the page's CPU time for the
+    first assignment, a quarter for the fifth (`benchmarks/feedback_page.py`). It reads
+    the same configuration as HTMLExporter (its class name included) and writes the same
+    page."""
 
     @property
     def environment(self) -> jinja2.Environment:
