@@ -114,6 +114,9 @@ class KernelPeer(Peer):
         # what the grader sent whole and then by name ("S"): its leaves and its lists,
         # dicts and objects by name; the ones of the current request, watched until its reply
         self.wholes: dict[str, tuple[Whole, list[tuple[str, Any]]]] = {}
+        self.in_wholes: dict[str, set[str]] = {}  # a list's, dict's or object's name -> the
+        # wholes that hold it (a model's every row: `_forget_wholes` runs for each container
+        # received, and a look through every whole's rows took a tenth of the kernel's time)
         self.watched: list[Whole] = []
 
     # ---- what the kernel sends: data, Values, and its own things by handle (a function
@@ -160,9 +163,15 @@ class KernelPeer(Peer):
 
     def _forget_wholes(self, name: str) -> None:
         """Stop taking `name` as the same: it, or a list, dict or object in it, changed."""
-        for key, (_, shells) in list(self.wholes.items()):
-            if key == name or any(shell == name for shell, _ in shells):
-                del self.wholes[key]
+        for key in (name, *self.in_wholes.get(name, ())):
+            kept = self.wholes.pop(key, None)
+            if kept is not None:
+                for shell, _ in kept[1]:
+                    holders = self.in_wholes.get(shell)
+                    if holders is not None:
+                        holders.discard(key)
+                        if not holders:
+                            del self.in_wholes[shell]
 
     def reply(self, **fields: Any) -> dict:
         mirrors = self.changed_mirrors()
@@ -295,6 +304,8 @@ class KernelPeer(Peer):
             if whole is None:
                 raise WireError(f"{name!r} holds something else than the grader sent")
             kept = self.wholes[name] = (whole, shells)
+            for known, _ in shells:
+                self.in_wholes.setdefault(known, set()).add(name)
         for known, x in kept[1]:  # the student's code may change them: watched
             self.mirrors[known] = (x, _shallow(x))
         self.watched.append(kept[0])

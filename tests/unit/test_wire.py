@@ -473,6 +473,42 @@ def test_a_model_sent_again_goes_as_its_name_with_only_the_leaves_that_changed(k
     assert value == [9.0, 5.0] and '"O":' in sent[0]  # a row replaced: whole again
 
 
+def test_the_kernel_stops_taking_a_model_as_the_same_when_a_list_in_it_comes_again():
+    """The kernel's copy of a model sent whole, then by name ("S"), is kept with its rows;
+    a row of it that comes again by value (or changes in the kernel) drops that copy, and
+    only that one: the next "S" looks at the model's rows anew (`KernelPeer.in_wholes`, the
+    index from a row to the models that hold it)."""
+    from microgpt import GPT
+
+    ours, theirs = socket.socketpair()
+    peer = KernelPeer(theirs, {"first": lambda *models: len(models)})
+    thread = threading.Thread(target=peer.serve, daemon=True)
+    thread.start()
+    session = Session(ours)
+    try:
+        first = session.get("first")
+        one, two = (GPT(seed=s, n_embd=4, n_head=1, vocab_size=3, block_size=2)
+                    for s in (0, 1))
+        assert first(one, two) == 2 and first(one, two) == 2  # whole, then by name
+        known = session.peer._known
+        names = [known(one), known(two)]
+        assert sorted(peer.wholes) == sorted(names)
+        row = known(one.state_dict["wpe"][1])
+        assert row is not None and names[0] in peer.in_wholes[row]
+        peer._forget_wholes(row)
+        assert list(peer.wholes) == [names[1]]
+        assert all(names[0] not in held for held in peer.in_wholes.values())
+        peer._forget_wholes(names[1])  # the model itself
+        assert peer.wholes == {} and peer.in_wholes == {}
+        assert first(one, two) == 2  # taken again from its rows
+        assert sorted(peer.wholes) == sorted(names)
+    finally:
+        session.end()
+        thread.join(5)
+        ours.close()
+        theirs.close()
+
+
 def test_what_the_students_code_changes_in_a_model_comes_back_and_its_caches_stay_its_own(
         kernel):
     """A leaf the student's code changes in the kernel's copy comes back to the grader's
