@@ -634,6 +634,7 @@ class Peer:
             else:
                 op, children, arg = _describe(node)
             waiting = False
+            kids = []  # the children's names, kept for the entry (a dot has dozens)
             for child in children:
                 kid = get_name(id(child))
                 if kid is None or get_object(kid) is not child:
@@ -641,7 +642,9 @@ class Peer:
                         raise WireError(f"a Value whose child is a {type(child).__name__}")
                     stack.append(child)
                     waiting = True
-                elif kid in leaves and kid not in synced:
+                    continue
+                kids.append(kid)
+                if kid in leaves and kid not in synced:
                     self._sync_leaf(kid, cast(Value, child))
             if waiting:
                 continue
@@ -652,7 +655,7 @@ class Peer:
             names[id(node)] = name
             data, grad = node.data, node.grad
             entry = [op, data if type(data) is float or _number(data) else self.encode(data),
-                     [names[id(child)] for child in children]]
+                     kids]
             if arg is not None:
                 entry += [self._plain_grad(grad), self.encode(arg)]
             elif type(grad) is not int or grad:  # a new node's grad is 0: left out
