@@ -54,7 +54,7 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 from microgpt import nn
-from microgpt.engine import Value, _Fused, _Op, dot
+from microgpt.engine import Value, _Fused, _Linear, _Op, dot
 
 __all__ = ["WireError", "Closed", "UnverifiedValue", "LIBRARY", "MAX_MESSAGE", "Peer", "Whole",
            "replay", "send", "receive", "library_name", "state", "whole_leaves",
@@ -546,10 +546,29 @@ class Peer:
     def _value(self, v: Value) -> dict:
         name = self._known(v)
         if name is None:
-            name = self._send_graph(v)
+            if type(v) is Value and type(v._children) is tuple and not v._children:
+                name = self._send_leaf(v)  # a model's weights: most of what goes
+            else:
+                name = self._send_graph(v)
         elif name in self.leaves:
             self._sync_leaf(name, v)
         return {"V": name}
+
+    def _send_leaf(self, leaf: Value) -> int:
+        """`_send_graph` of a leaf (a plain Value without children), without its walk."""
+        self._values += 1
+        name = (1 if self.side == "k" else -1) * self._values
+        self.objects[name] = leaf
+        self.names[id(leaf)] = name
+        data, grad = leaf.data, leaf.grad
+        sent = data if type(data) is float or _number(data) else self.encode(data)
+        entry: list[Any] = ["", sent, []]
+        if type(grad) is not int or grad:
+            entry.append(self._plain_grad(grad))
+        self._nodes.append(entry)
+        self.leaves[name] = (data, grad)
+        self.touched.add(name)
+        return name
 
     def sync_items(self, items: list) -> bool:
         """The items of a list or dict the other end holds already, the same objects as
@@ -672,6 +691,8 @@ class Peer:
     def encode(self, obj: Any, depth: int = 0) -> Any:
         if depth > MAX_DEPTH:
             raise WireError("a value nested too deeply to send")
+        if type(obj) in _VALUE_TYPES:  # most of what goes: weights, a layer's nodes
+            return self._value(obj)
         if obj is None or isinstance(obj, (str, bool)):
             return obj
         if isinstance(obj, numbers.Integral) and type(obj) is not bool:
@@ -848,6 +869,7 @@ def _is_instance(obj: Any) -> bool:
 
 _PLAIN = frozenset([int, float, str, bool, type(None), list, tuple, dict, Value, _Op, _Fused])
 _PLAIN_ITEMS = frozenset([int, float, str, bool, type(None)])
+_VALUE_TYPES = frozenset([Value, _Op, _Fused, _Linear])  # the engine's own node classes
 
 
 @functools.lru_cache(maxsize=512)

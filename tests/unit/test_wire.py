@@ -473,6 +473,32 @@ def test_a_model_sent_again_goes_as_its_name_with_only_the_leaves_that_changed(k
     assert value == [9.0, 5.0] and '"O":' in sent[0]  # a row replaced: whole again
 
 
+def test_a_leaf_goes_as_the_walk_of_a_graph_would_send_it():
+    """`Peer._send_leaf`, the short path of a plain leaf (a model's weight), queues what
+    `_send_graph` queues for it, names it the same and records it as a shared leaf, on both
+    ends; a Value with children, or of a class of its own, takes the walk."""
+    import numpy as np
+
+    from autograder.grading.remote import GraderPeer
+
+    leaves = [Value(0.5), Value(3), Value(-0.0), Value(float("nan")), Value(np.float64(2.0)),
+              Value(np.array([1.0, 2.0]))]
+    leaves[0].grad, leaves[1].grad = 0.25, 0
+    for make in (lambda sock: KernelPeer(sock, {}), lambda sock: GraderPeer(sock, None)):
+        ours, theirs = socket.socketpair()
+        short, walk = make(ours), make(theirs)
+        for leaf in leaves:
+            assert short._value(leaf) == {"V": walk._send_graph(leaf)}
+        assert json.dumps(short.message()) == json.dumps(walk.message())
+        assert short.leaves == walk.leaves and short.touched == walk.touched
+        ours.close()
+        theirs.close()
+    made = leaves[0] * 2.0
+    peer = KernelPeer(socket.socketpair()[0], {})
+    peer._send_leaf = None  # not taken for a node with children
+    assert peer._value(made) == {"V": 3} and len(peer.message()["n"]) == 3  # 0.5, 2.0, *
+
+
 def test_the_kernel_stops_taking_a_model_as_the_same_when_a_list_in_it_comes_again():
     """The kernel's copy of a model sent whole, then by name ("S"), is kept with its rows;
     a row of it that comes again by value (or changes in the kernel) drops that copy, and
