@@ -116,7 +116,8 @@ class KernelPeer(Peer):
         self.wholes: dict[str, tuple[Whole, list[tuple[str, Any]]]] = {}
         self.in_wholes: dict[str, set[str]] = {}  # a list's, dict's or object's name -> the
         # wholes that hold it (a model's every row: `_forget_wholes` runs for each container
-        # received, and a look through every whole's rows took a tenth of the kernel's time)
+        # received, and a look through every whole's rows took 8.7% of the kernel's CPU
+        # samples in 05's reference run: results/benchmarks/wire-cuts-2026-12-06.txt)
         self.watched: list[Whole] = []
 
     # ---- what the kernel sends: data, Values, and its own things by handle (a function
