@@ -233,7 +233,7 @@ TABLES = {
         },
     },
     "05_gpt_residual_adds": {
-        "digest": "7edab2828d21c58d",
+        "digest": "82ccc731ce865563",
         "hints": [
             "every block seems to use the first block's weights: pass the block's own layer index to the sublayers.",
             "only the block's end seems to be normalised: post-norm normalises after each of the two adds.",
