@@ -656,7 +656,10 @@ def parser() -> argparse.ArgumentParser:
                     "assignments 2-6, 8 and 9 compare with numbers computed once from the "
                     "answers (autograder.answers, microgpt, torchtrack) and stored "
                     "kernel-side. Run it after changing an answer or a visible test's "
-                    "inputs. Without torch, torchchecks.json is left as it is.")
+                    "inputs, before `residual-pack generate` (the solution's run needs "
+                    "them): it reads the visible tests from source/. Entries that still "
+                    "agree are kept as committed. Without torch, torchchecks.json is left "
+                    "as it is.")
     st.add_argument("--check", action="store_true",
                     help="write nothing; fail when the stored numbers and the answers part")
     st.set_defaults(run=cmd_stored, needs_course=False)

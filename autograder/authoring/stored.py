@@ -11,8 +11,15 @@ Hidden tests, which never reach a student, still call the reference.
 
 The tiny-GPT checks of assignments 5 and 6 (`autograder.kernel.gptchecks`) take their
 expected numbers the same way, from `autograder/kernel/gptchecks.json`: an entry for each
-call of a check that a released notebook (`exercises/`) makes, computed by
-`autograder.answers.gpt` (`gpt_calls`, `compute_gpt`).
+call of a check that a released notebook makes, computed by `autograder.answers.gpt`
+(`gpt_calls`, `compute_gpt`). The calls are read from `source/` with its hidden tests
+taken out by nbgrader's own `ClearHiddenTests`, the step that makes the release: so a
+visible test whose inputs changed gets its numbers before `residual-pack generate` runs
+the solution (which needs them), and no hidden input is ever stored.
+
+Writing keeps each committed entry that the recomputed one agrees with (within the rtol
+its table allows): a training run's last digits move from one machine to another, and
+rewriting them would be a change to review with nothing changed.
 """
 
 import ast
@@ -39,7 +46,8 @@ from autograder.kernel.probes import (
 )
 
 __all__ = ["RECIPES", "TABLE_FILE", "compute", "render", "differences", "regenerate",
-           "GPT_CHECKS", "gpt_calls", "compute_gpt", "gpt_differences", "torch_recipes",
+           "GPT_CHECKS", "released_cells", "gpt_calls", "kept_where_agreeing", "compute_gpt",
+           "gpt_differences", "torch_recipes",
            "compute_torch", "torch_differences", "mlp_training_run", "lm_training_run"]
 
 TABLE_FILE = Path(__file__).resolve().parent.parent / "kernel" / "stored.py"
@@ -296,25 +304,38 @@ def _call_arguments(call: ast.Call) -> tuple[str, dict[str, Any]]:
     return name, out
 
 
-def gpt_calls(root: str | Path | None = None) -> dict[str, tuple[str, dict[str, Any]]]:
-    """{stored key: (reference name, its arguments)} for every call of a tiny-GPT check in
-    the code cells of the released notebooks (`exercises/`)."""
+def released_cells(root: str | Path | None = None) -> list[Any]:
+    """The code cells of the course's source notebooks (`source/*/*.ipynb`) as the release
+    has them: their hidden tests taken out by nbgrader's `ClearHiddenTests`."""
     import nbformat
+    from nbgrader.preprocessors import ClearHiddenTests
 
-    from autograder.kernel.gptchecks import stored_key
+    from autograder.grading.course import SOURCE
 
     root = Path(root or TABLE_FILE.parents[2])
+    cells = []
+    for path in sorted((root / SOURCE).glob("*/*.ipynb")):
+        nb, _ = ClearHiddenTests().preprocess(nbformat.read(path, as_version=4), {})
+        cells += [cell for cell in nb.cells if cell.cell_type == "code"]
+    return cells
+
+
+def gpt_calls(root: str | Path | None = None) -> dict[str, tuple[str, dict[str, Any]]]:
+    """{stored key: (reference name, its arguments)} for every call of a tiny-GPT check in
+    the code cells of the released notebooks (`released_cells`: from `source/`, so before
+    `exercises/` is generated again)."""
+    from autograder.kernel.gptchecks import stored_key
+
     found = {}
-    for path in sorted((root / "exercises").glob("*/*.ipynb")):
-        for cell in nbformat.read(path, as_version=4).cells:
-            if cell.cell_type != "code" or "check_" not in cell.source:
-                continue
-            for node in ast.walk(ast.parse(cell.source)):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                        and node.func.id in GPT_CHECKS:
-                    name, args = _call_arguments(node)
-                    for ref in GPT_CHECKS[name][1]:
-                        found[stored_key(ref, **args)] = (ref, args)
+    for cell in released_cells(root):
+        if "check_" not in cell.source:
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id in GPT_CHECKS:
+                name, args = _call_arguments(node)
+                for ref in GPT_CHECKS[name][1]:
+                    found[stored_key(ref, **args)] = (ref, args)
     return found
 
 
@@ -484,11 +505,21 @@ def _torch_installed() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
+def kept_where_agreeing(committed: Mapping[str, Any], computed: Mapping[str, Any],
+                        differ: Callable[[Mapping[str, Any], Mapping[str, Any]], list[str]],
+                        ) -> dict[str, Any]:
+    """`computed`, with the committed entry wherever `differ` (the table's own comparison)
+    finds the two in agreement."""
+    apart = set(differ(committed, computed))
+    return {name: committed[name] if name in committed and name not in apart else value
+            for name, value in computed.items()}
+
+
 def regenerate(write: bool = True, say: Callable[[str], object] = print) -> list[str]:
     """Compute every entry of the three tables; write them (or, with `write` false,
     compare). Returns the names that differ from the committed tables. The torch track's
     needs torch: without it, it is left as it is (and said so)."""
-    require_checkout("stored", "it computes from the checkout's exercises/ and rewrites "
+    require_checkout("stored", "it computes from the checkout's source/ and rewrites "
                                "autograder/kernel/stored.py, gptchecks.json and torchchecks.json")
     from autograder.kernel.gptchecks import STORED_FILE
     from autograder.kernel.stored import STORED
@@ -508,6 +539,11 @@ def regenerate(write: bool = True, say: Callable[[str], object] = print) -> list
     else:
         say(f"torch is not installed: {TORCH_FILE} left as it is")
     if write:
+        computed = kept_where_agreeing(STORED, computed, differences)
+        computed_gpt = kept_where_agreeing(committed_gpt, computed_gpt, gpt_differences)
+        if computed_torch is not None:
+            computed_torch = kept_where_agreeing(committed_torch, computed_torch,
+                                                 torch_differences)
         TABLE_FILE.write_text(render(computed), encoding="utf-8")
         STORED_FILE.write_text(render_gpt(computed_gpt), encoding="utf-8")
         say(f"wrote {len(computed)} entries to {TABLE_FILE} and {len(computed_gpt)} to "

@@ -116,6 +116,42 @@ def test_a_changed_gpt_entry_is_found():
     assert authoring.gpt_differences(moved, table) == []
 
 
+def test_a_visible_test_whose_inputs_changed_gets_its_numbers_before_generate(tmp_path):
+    # an instructor edits a visible test in source/: `residual-pack stored` must see the new
+    # call before `generate` runs the solution, which needs its numbers (exercises/ is only
+    # written by a generate that succeeded); the hidden tests' calls are never stored
+    import shutil
+
+    name = "05_gpt_residual_adds"
+    shutil.copytree(ROOT / "source" / name, tmp_path / "source" / name)
+    path = tmp_path / "source" / name / f"{name}.ipynb"
+    old = 'check_block_training(post_norm_block, "post", steps=6, seed=0)'
+    nb = nbformat.read(path, as_version=4)
+    [cell] = [c for c in nb.cells if old in c.source]
+    cell.source = cell.source.replace(old, old.replace("steps=6", "steps=7"))
+    nbformat.write(nb, path)
+    before = "block_training(layout='post', lr=0.01, n_embd=16, n_head=4, n_layer=1, " \
+             "seed=0, steps=6)"
+    # the committed table holds the calls of the released notebooks, no hidden one
+    committed_05 = {k for k in _gpt_table() if k.startswith("block_")}  # 05's checks
+    assert before in committed_05
+    assert set(authoring.gpt_calls(tmp_path)) == committed_05 - {before} | {
+        before.replace("steps=6", "steps=7")}
+
+
+def test_writing_keeps_the_committed_entries_the_new_ones_agree_with():
+    training = "block_training(layout='pre', lr=0.01, n_embd=16, n_head=4, n_layer=1, " \
+               "seed=0, steps=8)"
+    values = "block_values(layer=0, layout='pre', n_embd=16, n_head=4, n_layer=1, " \
+             "n_pos=3, scale=2.0, seed=0)"
+    committed = {training: [3.0, 2.5], values: [[1.0]], "gone": [0.0]}
+    computed = {training: [3.0 * (1 + 1e-10), 2.5], values: [[1.0 + 1e-6]], "new": [1.0]}
+    kept = authoring.kept_where_agreeing(committed, computed, authoring.gpt_differences)
+    # a training run's last digits: the committed ones; a value that moved, and a new
+    # entry: the computed ones; an entry no longer called: gone
+    assert kept == {training: [3.0, 2.5], values: [[1.0 + 1e-6]], "new": [1.0]}
+
+
 def test_every_hidden_gpt_check_hands_in_the_reference_and_no_visible_one_does():
     import ast
 
