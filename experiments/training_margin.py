@@ -229,12 +229,6 @@ def _steps_distance(mine: list[float], ref: list[float]) -> float:
     return max((_rel(a, b) for a, b in zip(mine, ref)), default=0.0)
 
 
-def _rounded_block(block: Callable) -> Callable:
-    def other(model: Any, x: Any, layer: Any, cache: Any) -> list:
-        return [v * 3 * (1 / 3) for v in block(model, x, layer, cache)]
-    return other
-
-
 def _cell_separates(block: Callable, layout: str) -> bool:
     """Whether the value or gradient checks of 5.2's or 5.3's cell (visible and hidden, as
     the cell makes them) fail `block`."""
@@ -272,7 +266,7 @@ def gpt_section() -> list[tuple[str, str, bool]]:
                 args = (steps, lr, seed, n_layer, n_embd, n_head)
                 ref = _block_losses(None, layout, *args)
                 mine = _block_losses(solved[name], layout, *args)
-                again = _block_losses(_rounded_block(solved[name]), layout, *args)
+                again = _block_losses(_rounded(solved[name]), layout, *args)
                 same_worst = max(same_worst, _steps_distance(mine, ref),
                                  _steps_distance(again, ref))
                 for wname, block in wrong:
@@ -355,14 +349,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    nearest of the other {len(others)} wrong answers: {near:.1e} away"
                   + (f"; 0 away on some seed and not separated: {zeros}" if zeros else ""))
             print(f"    criterion met: {'yes' if ok else 'NO'}")
+    _close(verdicts, "python -m experiments.training_margin", start, at_start)
+    return 0
+
+
+def _close(verdicts: list[tuple[str, str, bool]], command: str, start: float,
+           at_start: dict[str, Any]) -> None:
+    """Print the verdicts and the line saying which run made them."""
     print("\n" + "\n".join(f"# {a} {label}: {'met' if ok else 'not met'}"
                            for a, label, ok in verdicts))
-    prov = record(command="python -m experiments.training_margin",
-                  wall_seconds=time.perf_counter() - start)
+    prov = record(command=command, wall_seconds=time.perf_counter() - start)
     # the code measured is the commit at the start (a commit made while it ran is not it)
     prov.update({k: at_start[k] for k in ("commit", "uncommitted_changes")})
     print("# " + describe(prov))
-    return 0
 
 
 def _main_gpt() -> int:
@@ -376,13 +375,8 @@ def _main_gpt() -> int:
     print("# a wrong answer 0 away on every seed of every configuration runs microgpt's own "
           "block in this process; it is listed, and left out of the criterion (in grading it "
           "finds no model answer: the self-check shows it loses)")
-    verdicts = gpt_section()
-    print("\n" + "\n".join(f"# {a} {label}: {'met' if ok else 'not met'}"
-                           for a, label, ok in verdicts))
-    prov = record(command=f"python -m experiments.training_margin {GPT_ASSIGNMENT}",
-                  wall_seconds=time.perf_counter() - start)
-    prov.update({k: at_start[k] for k in ("commit", "uncommitted_changes")})
-    print("# " + describe(prov))
+    _close(gpt_section(), f"python -m experiments.training_margin {GPT_ASSIGNMENT}", start,
+           at_start)
     return 0
 
 
