@@ -1,204 +1,107 @@
-"""The numbers the visible tests of assignments 2-4 compare with, computed once from the
-model answers and stored kernel-side (`autograder/kernel/stored.py`).
+"""The numbers the visible tests compare with, computed once from the model answers and
+stored kernel-side: `autograder/kernel/stored.py` (assignments 2-4),
+`autograder/kernel/gptchecks.json` (the tiny-GPT checks of 5 and 6) and
+`autograder/kernel/torchchecks.json` (8 and 9).
 
 A student's install holds no model answer (`autograder.answers` stays with the
-instructor), so a visible test cell cannot compute what is right from one: it reads
-`stored(name)` instead. `RECIPES` says how each stored entry is made from
-`autograder.answers.reference`, with the very inputs its test cell hands the student's
-code. `residual-pack stored` writes the table; `residual-pack stored --check` (and
-`tests/unit/test_stored.py`) recompute it and fail when it and the answers part.
-Hidden tests, which never reach a student, still call the reference.
+instructor, `torchtrack`'s answers are held back), so a visible test cell cannot compute
+what is right from one: it reads a stored entry instead. `residual-pack stored` writes
+the tables; `residual-pack stored --check` (and `tests/unit/test_stored.py`) recompute
+them and fail when they and the answers part. Hidden tests, which never reach a student,
+still call the reference.
 
-The tiny-GPT checks of assignments 5 and 6 (`autograder.kernel.gptchecks`) take their
-expected numbers the same way, from `autograder/kernel/gptchecks.json`: an entry for each
-call of a check that a released notebook makes, computed by `autograder.answers.gpt`
-(`gpt_calls`, `compute_gpt`). The calls are read from `source/` with its hidden tests
-taken out by nbgrader's own `ClearHiddenTests`, the step that makes the release: so a
+Every entry is made from the visible tests as the release has them: `source/` with its
+hidden tests taken out by nbgrader's own `ClearHiddenTests` (`released_notebooks`). So a
 visible test whose inputs changed gets its numbers before `residual-pack generate` runs
-the solution (which needs them), and no hidden input is ever stored.
+the solution (which needs them), with nothing to edit here, and no hidden input is ever
+stored.
+
+- 2-4, 8 and 9 read an entry by name (`stored(name)`, `stored_observation(name)`) as the
+  `expected` of a check. `recorded` runs each cell that reads one here, with the model
+  answers under the student's names (`ANSWERS`), and each such check records what the
+  answers give on the cell's own inputs (the values, or the central differences of a
+  gradient check, or the observation of a torch module); other checks do nothing.
+- 5 and 6 call a tiny-GPT check with literal arguments (`autograder.kernel.gptchecks`);
+  the entry of each call is `autograder.answers.gpt`'s, keyed by its arguments
+  (`gpt_calls`, `compute_gpt`).
 
 Writing keeps each committed entry that the recomputed one agrees with (within the rtol
-its table allows): a training run's last digits move from one machine to another, and
+its kind allows): a training run's last digits move from one machine to another, and
 rewriting them would be a change to review with nothing changed.
 """
 
 import ast
+import contextlib
 import inspect
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from autograder.answers import reference
 from autograder.authoring.checkout import require_checkout
 from autograder.kernel.checks import central_gradients
-from autograder.kernel.probes import (
-    GradientProbe,
-    as_values,
-    layer_inputs,
-    probe_forward,
-    probe_gate,
-    probe_gated_params,
-    probe_highway_layer,
-    probe_layer,
-    rows,
-)
 
-__all__ = ["RECIPES", "TABLE_FILE", "compute", "render", "differences", "regenerate",
-           "GPT_CHECKS", "released_cells", "gpt_calls", "kept_where_agreeing", "compute_gpt",
-           "gpt_differences", "torch_recipes",
-           "compute_torch", "torch_differences", "mlp_training_run", "lm_training_run"]
+__all__ = ["ANSWERS", "Entry", "SHARE", "TABLE_FILE", "recorded", "values", "compute",
+           "render", "differences", "regenerate", "GPT_CHECKS", "released_notebooks",
+           "released_cells", "gpt_calls", "kept_where_agreeing", "compute_gpt",
+           "gpt_differences", "compute_torch", "torch_differences", "mlp_training_run",
+           "lm_training_run"]
 
 TABLE_FILE = Path(__file__).resolve().parent.parent / "kernel" / "stored.py"
-# how far a recomputed entry may move from the stored one: a training run's last digits
-# differ from one machine to another (its checks allow 1e-6), the rest is exact arithmetic
-TRAINING_RTOL = 1e-8
 
 
-def _short() -> Any:
-    from microgpt.studies import Config
-
-    return Config(n=16, steps=10, lr=0.02)
-
-
-def _gradients(args: Sequence[Any], names: Sequence[str], fn: Callable[..., Any],
-               seed: int = 0) -> list[float]:
-    probe = GradientProbe(args, names, seed=seed)
-    return central_gradients(probe.of(fn), probe.xs)
-
-
-def _logits_net() -> Any:
-    from microgpt.deepnet import make_net
-
-    return make_net(3, width=4, d_in=3, n_classes=2, seed=31)
-
-
-_LOGITS_X = [0.5, -1.2, 2.0]
-
-
-def _depth_zero_net() -> Any:
-    from microgpt.deepnet import make_net
-
-    return make_net(0, width=4, d_in=3, n_classes=2, seed=36)
-
-
-def _two_matrix_logits() -> list[float]:
-    """Task 2.2's visible check of layers with two matrices: tanh(W h + 0.5 U h), two of
-    them, drawn as the test cell draws them."""
-    from microgpt.deepnet import make_net
-
-    def two_matrices(width: int, rng: Any) -> dict[str, Any]:
-        return {"U": as_values(rows(rng, width, width)), "W": as_values(rows(rng, width, width))}
-
-    net = make_net(2, width=3, d_in=2, n_classes=2, seed=37, layer_params=two_matrices)
-    return reference.f_logits(net, [0.8, -0.4], lambda h, W, U: [
-        math.tanh(a + 0.5 * b)
-        for a, b in zip(reference.f_linear(h, W), reference.f_linear(h, U))])
-
-
-def _gradient_norms() -> list[float]:
-    from microgpt.deepnet import make_net, teacher_data
-
-    X6, Y6 = teacher_data(6, seed=42)
-    return reference.central_gradient_norms(make_net(3, width=4, seed=41), X6, Y6,
-                                            probe_layer, forward=probe_forward)
-
-
-def _gate_values() -> list[float]:
-    h, _, W_gate, b_gate = layer_inputs(seed=31, width=8, gated=True)
-    return reference.f_highway_gate(h, W_gate, b_gate)
-
-
-def _gate_gradients() -> list[float]:
-    h, _, W_gate, b_gate = layer_inputs(seed=32, width=4, gated=True)
-    return _gradients([h, W_gate, b_gate], ["h", "W_gate", "b_gate"], reference.f_highway_gate)
-
-
-def _highway_training() -> Any:
-    from microgpt.studies import Config
-
-    return Config(n=16, steps=10, lr=0.02)
-
-
-def _mean_gates() -> list[float]:
-    from microgpt.deepnet import make_net, teacher_data
-
-    net = make_net(4, width=5, seed=81, layer_params=probe_gated_params)
-    for i, params in enumerate(net.layers):
-        for b in params["b_gate"]:
-            b.data = -2.0 + 1.2 * i
-    X6, _ = teacher_data(6, d_in=8, seed=82)
-    return reference.mean_gate_per_layer(net, X6, gate=probe_gate, layer=probe_highway_layer)
-
-
-def _first_last_ratio() -> float:
-    from microgpt.deepnet import make_net, teacher_data
-
-    X10, Y10 = teacher_data(10, seed=62)
-    return reference.first_last_ratio(make_net(8, width=6, seed=61), X10, Y10, probe_layer)
-
-
-def _deletion_losses() -> list[float]:
-    from microgpt.deepnet import make_net, teacher_data
-
-    X12, Y12 = teacher_data(12, seed=72)
-    return reference.f_deletion_losses(make_net(5, width=6, seed=71), X12, Y12,
-                                       reference.f_probe_layer)
-
-
-def _flat(matrix: Sequence[Sequence[float]]) -> list[float]:
-    return [a for row in matrix for a in row]
-
-
-# name -> (is it a training run's number, how to compute it from the reference)
-RECIPES = {
-    # 02_degradation
-    "2.1 plain_layer, seed 21, width 8": (False, lambda: reference.f_plain_layer(
-        *layer_inputs(seed=21, width=8))),
-    "2.1 plain_layer, seed 31, 4 inputs, 6 outputs": (False, lambda: reference.f_plain_layer(
-        *layer_inputs(seed=31, width=4, n_out=6))),
-    "2.1 plain_layer gradients, seed 24, width 4": (False, lambda: _gradients(
-        layer_inputs(seed=24, width=4), ["h", "W"], reference.f_plain_layer)),
-    "2.2 mlp_logits, 3 probe layers": (False, lambda: reference.f_logits(
-        _logits_net(), _LOGITS_X, reference.f_probe_layer)),
-    "2.2 mlp_logits gradients in x, 3 probe layers": (False, lambda: _gradients(
-        [_LOGITS_X], ["x"], lambda v: reference.f_logits(_logits_net(), v,
-                                                         reference.f_probe_layer))),
-    "2.2 mlp_logits, depth 0": (False, lambda: reference.f_logits(
-        _depth_zero_net(), _LOGITS_X, reference.f_probe_layer)),
-    "2.2 mlp_logits, 2 layers of two matrices": (False, _two_matrix_logits),
-    "2.2 training loss, 3 plain layers, seed 0": (True, lambda: reference.training_loss(
-        reference.plain_layer, 3, 0, _short())),
-    "2.3 layer_gradient_norms, 3 probe layers": (False, _gradient_norms),
-    # 03_highway
-    "3.1 highway_gate, seed 31, width 8": (False, _gate_values),
-    "3.1 highway_gate gradients, seed 32, width 4": (False, _gate_gradients),
-    "3.2 highway_layer, seed 35, width 8": (False, lambda: reference.f_highway_layer(
-        *layer_inputs(seed=35, width=8, gated=True))),
-    "3.2 highway_layer gradients, seed 37, width 4": (False, lambda: _gradients(
-        layer_inputs(seed=37, width=4, gated=True), ["h", "W", "W_gate", "b_gate"],
-        reference.f_highway_layer)),
-    "3.3 highway_params W, width 6, seed 71": (False, lambda: _flat(
-        reference.highway_draws(6, 71)[0])),
-    "3.3 highway_params W_gate, width 6, seed 71": (False, lambda: _flat(
-        reference.highway_draws(6, 71)[1])),
-    "3.3 training loss, 5 highway layers, seed 0": (True, lambda: reference.training_loss(
-        reference.highway_layer, 5, 0, _highway_training(),
-        layer_params=reference.highway_params)),
-    "3.3 gate biases after training, 5 highway layers, seed 0": (
-        True, lambda: reference.trained_highway_biases(5, 0, _highway_training())),
-    "3.4 mean_gate_per_layer, 4 probe layers": (False, _mean_gates),
-    # 04_identity_shortcut
-    "4.1 residual_layer, seed 51, width 8": (False, lambda: reference.f_residual_layer(
-        *layer_inputs(seed=51, width=8))),
-    "4.1 residual_layer gradients, seed 54, width 4": (False, lambda: _gradients(
-        layer_inputs(seed=54, width=4), ["h", "W"], reference.f_residual_layer)),
-    "4.1 training loss, 6 residual layers, seed 0": (True, lambda: reference.training_loss(
-        reference.residual_layer, 6, 0, _short())),
-    "4.2 first_last_ratio, 8 probe layers": (False, _first_last_ratio),
-    "4.3 deletion_losses, 5 probe layers": (False, _deletion_losses),
+# where each assignment's model answers are, by the names its solution cells define; and
+# the names of its given cells that the visible tests use, with what stands in for them
+ANSWERS = {
+    "02_degradation": "autograder.answers.reference",
+    "03_highway": "autograder.answers.reference",
+    "04_identity_shortcut": "autograder.answers.reference",
+    "08_torch_mlp": "torchtrack.mlp",
+    "09_torch_transformer": "torchtrack.transformer",
 }
+GIVEN = {"09_torch_transformer": {"MyBlock": "Block"}}  # MyBlock: Block with your forward
+TORCH_ASSIGNMENTS = ("08_torch_mlp", "09_torch_transformer")
+# the checks a visible test may read a stored entry in, by module
+RECORDED_CHECKS = {
+    "autograder.kernel.checks": ("check_value", "check_values", "check_numbers",
+                                 "check_gradients", "check_gradient", "check_same",
+                                 "check_range"),
+    "autograder.kernel.torchchecks": ("check_module",),
+}
+
+
+class Entry(NamedTuple):
+    """A recorded entry: its value, and how far a recomputation may move it (relative)
+    before it counts as changed: `SHARE` of what the check that reads it allows."""
+
+    value: Any
+    rtol: float
+
+
+# An entry counts as changed when it moved by more than a hundredth of its check's rtol
+# (an exact check's, 0: by anything). So a training run's last digits, which differ from
+# one machine to another, stay (its checks allow 1e-6: 1e-8 here); so do the central
+# differences of a gradient check (they divide a rounding error by their step of 1e-6:
+# the model answer on Values and the equation on floats, which made the committed entries,
+# gave them up to 7.6e-9 apart here; the check allows 1e-5) and 2.3's norms (the
+# committed ones central differences, the model answer's from backward(): 3.2e-10 apart,
+# the check allows 1e-5); values on fixed inputs differed by 3.8e-14 at most.
+SHARE = 0.01
+
+
+class _Refused(ValueError):
+    """A cell that reads a stored entry other than as a check's `expected`."""
+
+
+class _Pending:
+    """What `stored(name)` and `stored_observation(name)` give while the tables are
+    made: the entry that the check it is handed to records."""
+
+    def __init__(self, name: str, table: str) -> None:
+        self.name = name
+        self.table = table
 
 
 def _plain(x: Any) -> Any:
@@ -208,9 +111,144 @@ def _plain(x: Any) -> Any:
     return float(getattr(x, "data", x))
 
 
-def compute(names: Sequence[str] | None = None) -> dict[str, Any]:
-    """{name: the entry computed from the reference now} for `names` (all when None)."""
-    return {name: _plain(RECIPES[name][1]()) for name in (names or RECIPES)}
+def _entry(check: str, arguments: Mapping[str, Any]) -> Entry:
+    """What `check`, called with `arguments` and the model answers, records."""
+    rtol = SHARE * arguments.get("rtol", 0.0)
+    if check == "check_gradients":
+        xs = [float(x) for x in arguments["xs"]]
+        return Entry(central_gradients(arguments["f"], xs, arguments["h"], on_floats=False),
+                     rtol)
+    if check == "check_module":
+        from autograder.kernel.torchchecks import module_observation, seeded
+
+        with seeded(arguments["seed"]):
+            built = arguments["make"]()
+        return Entry(module_observation(built, arguments["inputs"], "the reference"), rtol)
+    return Entry(_plain(arguments["actual"]), rtol)
+
+
+def _recorder(real: Callable[..., Any], found: dict[str, dict[str, Entry]],
+              where: list[str]) -> Callable[..., Any]:
+    """`real`, a check, as it runs while the tables are made (`where[0]`: the cell)."""
+    signature = inspect.signature(real)
+
+    def record(*args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        pending = bound.arguments.get("expected")
+        if isinstance(pending, _Pending):
+            if pending.name in found[pending.table]:
+                raise _Refused(f"{where[0]}: the stored entry {pending.name!r} is read "
+                               f"twice")
+            found[pending.table][pending.name] = _entry(real.__name__, bound.arguments)
+        elif any(isinstance(a, _Pending) for a in bound.arguments.values()):
+            raise _Refused(f"{where[0]}: a stored entry must be the `expected` of "
+                           f"{real.__name__}")
+
+    return record
+
+
+@contextlib.contextmanager
+def _recording(found: dict[str, dict[str, Entry]], where: list[str]) -> Iterator[None]:
+    """While it lasts, `stored` and `stored_observation` give a `_Pending`, the check
+    that gets one records its entry in `found`, and every other check does nothing."""
+    import importlib
+
+    saved = []
+    modules = {name: importlib.import_module(name) for name in RECORDED_CHECKS
+               if "torch" not in name or _torch_installed()}
+    for name, module in modules.items():
+        for check in RECORDED_CHECKS[name]:
+            saved.append((module, check, getattr(module, check)))
+            setattr(module, check, _recorder(getattr(module, check), found, where))
+    import autograder.kernel.stored as kernel_stored
+
+    saved.append((kernel_stored, "stored", kernel_stored.stored))
+    kernel_stored.stored = lambda name: _Pending(name, "stored")  # type: ignore[assignment]
+    if "autograder.kernel.torchchecks" in modules:
+        torchchecks = modules["autograder.kernel.torchchecks"]
+        saved.append((torchchecks, "stored_observation", torchchecks.stored_observation))
+        torchchecks.stored_observation = lambda name: _Pending(name, "torch")  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
+def _solution_names(nb: Any) -> list[str]:
+    """The functions and classes the notebook's solution cells define."""
+    names = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+            names += [node.name for node in ast.parse(cell.source).body
+                      if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+    return names
+
+
+def _answers(assignment: str, nb: Any) -> dict[str, Any]:
+    """{name the visible tests call: the model answer} for one assignment."""
+    import importlib
+
+    module = importlib.import_module(ANSWERS[assignment])
+    answers = {name: getattr(module, name) for name in _solution_names(nb)
+               if hasattr(module, name)}
+    answers.update({name: getattr(module, attr)
+                    for name, attr in GIVEN.get(assignment, {}).items()})
+    return answers
+
+
+READS_STORED = re.compile(r"\bstored(_observation)?\(")
+
+
+def recorded(root: str | Path | None = None, torch: bool | None = None,
+             ) -> dict[str, dict[str, Entry]]:
+    """{"stored": 2-4's entries, "torch": 8 and 9's}: each visible test cell of `source/`
+    that reads a stored entry (`released_notebooks`: its hidden tests taken out) run here with
+    the model answers under the student's names, each check that reads an entry recording
+    what the answers give on the cell's own inputs. The torch track's only with torch
+    (`torch`: when None, whether it is installed)."""
+    import io
+
+    torch = _torch_installed() if torch is None else torch
+    found: dict[str, dict[str, Entry]] = {"stored": {}, "torch": {}}
+    where = [""]
+    with _recording(found, where):
+        for path, cells in released_notebooks(root):
+            assignment = path.parent.name
+            reading = [c for c in cells if READS_STORED.search(c.source)]
+            if not reading or (assignment in TORCH_ASSIGNMENTS and not torch):
+                continue
+            if assignment not in ANSWERS:
+                raise ValueError(f"{path.name} reads stored entries, and "
+                                 f"autograder/authoring/stored.py's ANSWERS does not "
+                                 f"say where its model answers are")
+            answers = _answers(assignment, nbformat_read(path))
+            for cell in reading:
+                where[0] = f"{path.name}, cell {cell.metadata['nbgrader']['grade_id']}"
+                code = compile(cell.source, f"<{where[0]}>", "exec")
+                try:
+                    with contextlib.redirect_stdout(io.StringIO()):
+                        exec(code, {"__name__": "__main__", **answers})
+                except _Refused:
+                    raise
+                except Exception as e:
+                    hint = " (a stored entry is only ever the `expected` of a check)" \
+                        if "_Pending" in str(e) else ""
+                    raise ValueError(f"{where[0]}: run with the model answers to record "
+                                     f"its stored entries, it raised "
+                                     f"{type(e).__name__}: {e}{hint}") from e
+    return found
+
+
+def values(entries: Mapping[str, Entry]) -> dict[str, Any]:
+    """{name: value} of recorded entries."""
+    return {name: entry.value for name, entry in entries.items()}
+
+
+def compute(root: str | Path | None = None) -> dict[str, Entry]:
+    """2-4's entries (`stored`), recorded from the visible tests now."""
+    return recorded(root, torch=False)["stored"]
 
 
 def render(table: Mapping[str, Any]) -> str:
@@ -256,13 +294,13 @@ def _close(a: Any, b: Any, rtol: float) -> bool:
     return math.isclose(a, b, rel_tol=rtol, abs_tol=1e-15)
 
 
-def differences(stored: Mapping[str, Any], computed: Mapping[str, Any]) -> list[str]:
-    """The names whose stored entry is missing, extra or apart from the computed one."""
+def differences(stored: Mapping[str, Any], computed: Mapping[str, Entry]) -> list[str]:
+    """The names whose stored entry is missing, extra or apart from the recorded one (by
+    more than the entry's rtol)."""
     names = set(stored) | set(computed)
     return sorted(n for n in names
                   if n not in stored or n not in computed
-                  or not _close(stored[n], computed[n],
-                                TRAINING_RTOL if RECIPES[n][0] else 0.0))
+                  or not _close(stored[n], computed[n].value, computed[n].rtol))
 
 
 # ---------------------------------------------------------------- the tiny-GPT checks
@@ -304,20 +342,31 @@ def _call_arguments(call: ast.Call) -> tuple[str, dict[str, Any]]:
     return name, out
 
 
-def released_cells(root: str | Path | None = None) -> list[Any]:
-    """The code cells of the course's source notebooks (`source/*/*.ipynb`) as the release
-    has them: their hidden tests taken out by nbgrader's `ClearHiddenTests`."""
-    import nbformat
+def released_notebooks(root: str | Path | None = None) -> list[tuple[Path, list[Any]]]:
+    """(path, code cells) of each of the course's source notebooks (`source/*/*.ipynb`) as
+    the release has them: their hidden tests taken out by nbgrader's `ClearHiddenTests`,
+    the step that makes the release."""
     from nbgrader.preprocessors import ClearHiddenTests
 
     from autograder.grading.course import SOURCE
 
     root = Path(root or TABLE_FILE.parents[2])
-    cells = []
+    found = []
     for path in sorted((root / SOURCE).glob("*/*.ipynb")):
-        nb, _ = ClearHiddenTests().preprocess(nbformat.read(path, as_version=4), {})
-        cells += [cell for cell in nb.cells if cell.cell_type == "code"]
-    return cells
+        nb, _ = ClearHiddenTests().preprocess(nbformat_read(path), {})
+        found.append((path, [cell for cell in nb.cells if cell.cell_type == "code"]))
+    return found
+
+
+def released_cells(root: str | Path | None = None) -> list[Any]:
+    """The code cells of every notebook of `released_notebooks`, in order."""
+    return [cell for _, cells in released_notebooks(root) for cell in cells]
+
+
+def nbformat_read(path: Path) -> Any:
+    import nbformat
+
+    return nbformat.read(path, as_version=4)
 
 
 def gpt_calls(root: str | Path | None = None) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -343,6 +392,7 @@ def gpt_calls(root: str | Path | None = None) -> dict[str, tuple[str, dict[str, 
 # a third less file than full precision
 GPT_DIGITS = 13
 GPT_RTOL = 1e-12
+GPT_TRAINING_RTOL = 1e-8  # a training run's last digits move from one machine to another
 
 
 def _rounded(x: Any) -> Any:
@@ -360,7 +410,7 @@ def compute_gpt(root: str | Path | None = None) -> dict[str, Any]:
 
 
 def _gpt_rtol(key: str) -> float:
-    return TRAINING_RTOL if key.startswith(GPT_TRAINING) else GPT_RTOL
+    return GPT_TRAINING_RTOL if key.startswith(GPT_TRAINING) else GPT_RTOL
 
 
 def gpt_differences(stored: Mapping[str, Any], computed: Mapping[str, Any]) -> list[str]:
@@ -378,22 +428,6 @@ def render_gpt(table: Mapping[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------- the torch track
-
-
-def _rows(seed: int, *shape: int, scale: float = 1.0, shift: float = 0.0) -> Any:
-    """The inputs of the visible tests of 08 (their `rows`) and 09 (their `inputs`)."""
-    import torch
-
-    g = torch.Generator().manual_seed(seed)
-    return scale * torch.randn(*shape, generator=g, dtype=torch.float64) + shift
-
-
-def _module(make: Callable[[], Any], inputs: Any, seed: int) -> dict[str, Any]:
-    from autograder.kernel.torchchecks import module_observation, seeded
-
-    with seeded(seed):
-        built = make()
-    return module_observation(built, inputs, "the reference")
 
 
 def mlp_training_run(layer: Any) -> float:
@@ -420,83 +454,15 @@ def lm_training_run(layout: str, block_cls: Any = None) -> float:
                                  block_cls=block_cls)[1]["val"][-1]
 
 
-def _in_float64(run: Callable[..., Any], *args: Any) -> Any:
-    from autograder.kernel.torchchecks import in_float64
-
-    with in_float64():
-        return run(*args)
-
-
-def _probe_lens() -> Any:
-    import torch
-
-    from torchtrack import transformer
-    from torchtrack.data import get_batch, offline_text, split_ids
-
-    v, _, va = split_ids(offline_text())
-    xb, yb = get_batch(va, 4, 12, torch.Generator().manual_seed(0))
-    model = transformer.make_lm(v.size, "pre", dim=16, n_layers=3, n_heads=2, seed=21,
-                                block_cls=transformer.ProbeBlock).double()
-    return transformer.logit_lens(model, xb, yb)
+def compute_torch(root: str | Path | None = None) -> dict[str, Entry]:
+    """8 and 9's entries (`stored_observation`), recorded from the visible tests now (torch
+    must be installed)."""
+    return recorded(root, torch=True)["torch"]
 
 
-def _block(layout: str) -> dict[str, Any]:
-    from autograder.kernel.torchchecks import with_moved_norms
-    from torchtrack.transformer import Block
-
-    return _module(lambda: with_moved_norms(Block(16, 4, layout).double(), 91),
-                   _rows(91, 2, 5, 16), 91)
-
-
-def _torch_recipes() -> dict[str, tuple[bool, Callable[[], Any]]]:
-    from torchtrack import mlp
-
-    return {
-        # 08_torch_mlp
-        "8.1 ResidualLayer(8) on 5 rows": (False, lambda: _module(
-            lambda: mlp.ResidualLayer(8).double(), _rows(81, 5, 8), 81)),
-        "8.1 final training loss, 10 residual layers, seed 0": (
-            True, lambda: _in_float64(mlp_training_run, mlp.ResidualLayer)),
-        "8.2 HighwayLayer(8) on 5 rows": (False, lambda: _module(
-            lambda: mlp.HighwayLayer(8).double(), _rows(91, 5, 8), 91)),
-        "8.2 final training loss, 10 highway layers, seed 0": (
-            True, lambda: _in_float64(mlp_training_run, mlp.HighwayLayer)),
-        # 09_torch_transformer
-        **{f'9.1 Block(16, 4, "{layout}") on 2 x 5 x 16': (False, lambda layout=layout:  # type: ignore[misc]
-                                                             _block(layout))
-           for layout in ("pre", "post", "none")},
-        **{f"9.1 validation loss after 12 steps, {layout}-norm, seed 0": (
-            True, lambda layout=layout: _in_float64(lm_training_run, layout))  # type: ignore[misc]
-           for layout in ("pre", "post")},
-        "9.2 logit_lens, 3 probe blocks": (False, _probe_lens),
-    }
-
-
-# the stored training runs are float64 (`in_float64`): a rewrite of the same maths moved
-# them by 2e-16 here, so 1e-8 leaves room for other machines' kernels; other float64
-# tensors by their last bits
-TORCH_TRAINING_RTOL = 1e-8
-TORCH_RTOL = 1e-12
-
-
-def torch_recipes() -> dict[str, tuple[bool, Callable[[], Any]]]:
-    """name -> (is it a training run's number, how to compute it from torchtrack's
-    answers); a function, so that torch is imported only when asked."""
-    return _torch_recipes()
-
-
-def compute_torch() -> dict[str, Any]:
-    """{name: the torch track's entry computed from torchtrack's answers now}."""
-    return {name: recipe() for name, (_, recipe) in torch_recipes().items()}
-
-
-def torch_differences(stored: Mapping[str, Any], computed: Mapping[str, Any]) -> list[str]:
-    recipes = torch_recipes()
-    names = set(stored) | set(computed)
-    return sorted(n for n in names
-                  if n not in stored or n not in computed
-                  or not _close(stored[n], computed[n],
-                                TORCH_TRAINING_RTOL if recipes[n][0] else TORCH_RTOL))
+def torch_differences(stored: Mapping[str, Any], computed: Mapping[str, Entry]) -> list[str]:
+    """`differences` for the torch track's table."""
+    return differences(stored, computed)
 
 
 def _torch_installed() -> bool:
@@ -526,31 +492,33 @@ def regenerate(write: bool = True, say: Callable[[str], object] = print) -> list
 
     # torchchecks.STORED_FILE, named without importing torchchecks (which imports torch)
     TORCH_FILE = STORED_FILE.with_name("torchchecks.json")
-    computed, computed_gpt = compute(), compute_gpt()
+    torch = _torch_installed()
+    entries = recorded(torch=torch)
+    computed, computed_gpt = entries["stored"], compute_gpt()
     committed_gpt = (json.loads(STORED_FILE.read_text(encoding="utf-8"))
                      if STORED_FILE.exists() else {})
     apart = differences(STORED, computed) + gpt_differences(committed_gpt, computed_gpt)
-    computed_torch = None
-    if _torch_installed():
-        computed_torch = compute_torch()
+    if torch:
         committed_torch = (json.loads(TORCH_FILE.read_text(encoding="utf-8"))
                            if TORCH_FILE.exists() else {})
-        apart += torch_differences(committed_torch, computed_torch)
+        apart += differences(committed_torch, entries["torch"])
     else:
         say(f"torch is not installed: {TORCH_FILE} left as it is")
     if write:
-        computed = kept_where_agreeing(STORED, computed, differences)
-        computed_gpt = kept_where_agreeing(committed_gpt, computed_gpt, gpt_differences)
-        if computed_torch is not None:
-            computed_torch = kept_where_agreeing(committed_torch, computed_torch,
-                                                 torch_differences)
-        TABLE_FILE.write_text(render(computed), encoding="utf-8")
-        STORED_FILE.write_text(render_gpt(computed_gpt), encoding="utf-8")
-        say(f"wrote {len(computed)} entries to {TABLE_FILE} and {len(computed_gpt)} to "
+        table = kept_where_agreeing(STORED, values(computed),
+                                    lambda committed, _: differences(committed, computed))
+        TABLE_FILE.write_text(render(table), encoding="utf-8")
+        STORED_FILE.write_text(render_gpt(kept_where_agreeing(committed_gpt, computed_gpt,
+                                                              gpt_differences)),
+                               encoding="utf-8")
+        say(f"wrote {len(table)} entries to {TABLE_FILE} and {len(computed_gpt)} to "
             f"{STORED_FILE}")
-        if computed_torch is not None:
-            TORCH_FILE.write_text(render_gpt(computed_torch), encoding="utf-8")
-            say(f"wrote {len(computed_torch)} entries to {TORCH_FILE}")
+        if torch:
+            torch_table = kept_where_agreeing(
+                committed_torch, values(entries["torch"]),
+                lambda committed, _: differences(committed, entries["torch"]))
+            TORCH_FILE.write_text(render_gpt(torch_table), encoding="utf-8")
+            say(f"wrote {len(torch_table)} entries to {TORCH_FILE}")
         return []
     for name in apart:
         say(f"stored and computed differ: {name}")

@@ -24,23 +24,71 @@ def _cells(folder):
 
 
 def test_the_stored_numbers_are_the_model_answers_numbers():
-    # fails when a reference answer or a recipe's inputs changed and nobody ran
+    # fails when a reference answer or a visible test's inputs changed and nobody ran
     # `residual-pack stored`
     assert authoring.differences(STORED, authoring.compute()) == []
 
 
 def test_a_changed_entry_is_found():
+    computed = authoring.compute()
     changed = dict(STORED)
-    name = "2.1 plain_layer, seed 21, width 8"
-    changed[name] = [x + 1e-12 for x in STORED[name]]
-    assert authoring.differences(changed, STORED) == [name]
+    name = "2.1 plain_layer, seed 21, width 8"  # check_values(..., atol=1e-12): rtol 1e-11
+    changed[name] = [x * (1 + 1e-10) for x in STORED[name]]
+    assert authoring.differences(changed, computed) == [name]
     training = "2.2 training loss, 3 plain layers, seed 0"  # a training run's last digits
     assert authoring.differences({**STORED, training: STORED[training] * (1 + 1e-10)},
-                                 STORED) == []
+                                 computed) == []
     assert authoring.differences({**STORED, training: STORED[training] * (1 + 1e-6)},
-                                 STORED) == [training]
+                                 computed) == [training]
+    gradients = "2.1 plain_layer gradients, seed 24, width 4"  # central differences
+    moved = [x * (1 + 1e-8) for x in STORED[gradients]]
+    assert authoring.differences({**STORED, gradients: moved}, computed) == []
     del changed[name]
-    assert authoring.differences(changed, STORED) == [name]
+    assert authoring.differences(changed, computed) == [name]
+
+
+def _copy_with(tmp_path, name, old, new):
+    """source/NAME copied under tmp_path, with `old` replaced by `new` in the one cell that
+    holds it."""
+    import shutil
+
+    shutil.copytree(ROOT / "source" / name, tmp_path / "source" / name)
+    path = tmp_path / "source" / name / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    [cell] = [c for c in nb.cells if old in c.source]
+    cell.source = cell.source.replace(old, new)
+    nbformat.write(nb, path)
+
+
+def test_a_changed_visible_input_of_2_to_4_is_recorded_from_the_cell(tmp_path):
+    # an instructor moves Task 2.1's first visible check to another seed: `stored` must
+    # take the new inputs from the cell itself (before, a recipe here named them again,
+    # and the new cell failed generate's run of the solution until someone edited it)
+    from autograder.answers import reference
+    from autograder.kernel.probes import layer_inputs
+
+    _copy_with(tmp_path, "02_degradation", "h, W = layer_inputs(seed=21, width=8)",
+               "h, W = layer_inputs(seed=23, width=8)")
+    found = authoring.compute(tmp_path)
+    name = "2.1 plain_layer, seed 21, width 8"  # the name is the cell's, unchanged
+    assert set(found) == {n for n in STORED if n.startswith("2.")}
+    # the equation on floats, on the new inputs: the model answer's record agrees with it
+    expected = reference.f_plain_layer(*layer_inputs(seed=23, width=8))
+    assert found[name].value == pytest.approx(expected, rel=1e-12, abs=1e-15)
+    assert authoring.differences({n: STORED[n] for n in found}, found) == [name]
+
+
+@pytest.mark.parametrize("new", [
+    'stored("4.2 first_last_ratio, 8 probe layers") * 1',  # used as a number
+    '0.0, atol=stored("4.2 first_last_ratio, 8 probe layers")',  # another argument
+])
+def test_a_stored_entry_outside_a_checks_expected_is_refused(tmp_path, new):
+    _copy_with(tmp_path, "04_identity_shortcut",
+               'stored("4.2 first_last_ratio, 8 probe layers")', new)
+    with pytest.raises(ValueError, match=r"04_identity_shortcut.ipynb, cell "
+                                         r"task4_2_test_first_last_ratio: .*"
+                                         r"`expected` of"):
+        authoring.compute(tmp_path)
 
 
 def test_the_rendered_table_is_the_committed_one():
@@ -53,7 +101,7 @@ def test_every_name_the_notebooks_read_is_stored_and_every_entry_is_read():
         for name in USED.findall(cell.source):
             # Task 3.3's cell reads one entry per key, W and W_gate
             used |= {name.replace("{key}", key) for key in ("W", "W_gate")}
-    assert used == set(STORED) == set(authoring.RECIPES)
+    assert used == set(STORED) == set(authoring.compute())
 
 
 def test_no_released_cell_names_the_model_answers():
@@ -212,38 +260,59 @@ def test_every_torch_entry_the_notebooks_read_is_stored_and_every_entry_is_read(
         for _, name in OBSERVATION.findall(cell.source):
             used |= {name.replace("{layout}", layout) for layout in ("pre", "post", "none")}
     table = _torch_table()
-    # 9.1's training reads pre and post only; the none-layout name is made but not read
+    # 9.1's training reads pre and post only: the none-layout name is not read
     used -= {n for n in used if n not in table and "none-norm" in n}
-    assert used == set(table) == set(authoring.torch_recipes())
+    assert used == set(table)
 
 
 @pytest.mark.torch
 @pytest.mark.slow
 def test_the_torch_stored_numbers_are_torchtracks():
     pytest.importorskip("torch")
-    assert authoring.torch_differences(_torch_table(), authoring.compute_torch()) == []
-
-
-def test_a_changed_torch_entry_is_found():
-    pytest.importorskip("torch")
-    table = _torch_table()
-    name = "9.2 logit_lens, 3 probe blocks"
-    changed = {**table, name: [x * (1 + 1e-9) for x in table[name]]}
-    assert authoring.torch_differences(changed, table) == [name]
+    table, computed = _torch_table(), authoring.compute_torch()
+    assert authoring.torch_differences(table, computed) == []
+    # and a change is found: an observation's number, and a training run's beyond its
+    # last digits
+    name = "9.2 logit_lens, 3 probe blocks"  # check_numbers(..., rtol=1e-6): 1e-8
+    changed = {**table, name: [x * (1 + 1e-7) for x in table[name]]}
+    assert authoring.torch_differences(changed, computed) == [name]
     observation = "8.1 ResidualLayer(8) on 5 rows"
     moved = json.loads(json.dumps(table[observation]))
     moved["tensors"][0][1]["data"][0] += 1e-6
-    assert authoring.torch_differences({**table, observation: moved}, table) == [observation]
+    assert authoring.torch_differences({**table, observation: moved}, computed) == [
+        observation]
+    training = "8.1 final training loss, 10 residual layers, seed 0"
+    assert authoring.torch_differences({**table, training: table[training] * (1 + 1e-10)},
+                                       computed) == []
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_a_changed_visible_input_of_8_is_recorded_from_the_cell(tmp_path):
+    pytest.importorskip("torch")
+    import torch
+
+    from autograder.kernel.torchchecks import module_observation, seeded
+    from torchtrack import mlp
+
+    _copy_with(tmp_path, "08_torch_mlp", "rows(81, 5, 8), seed=81", "rows(84, 3, 8), seed=84")
+    found = authoring.compute_torch(tmp_path)
+    with seeded(84):
+        layer = mlp.ResidualLayer(8).double()
+    inputs = torch.randn(3, 8, generator=torch.Generator().manual_seed(84),
+                         dtype=torch.float64)
+    expected = module_observation(layer, inputs, "the reference")
+    name = "8.1 ResidualLayer(8) on 5 rows"
+    assert found[name].value == expected
+    assert authoring.torch_differences({n: _torch_table()[n] for n in found}, found) == [name]
 
 
 def test_every_stored_training_run_is_rerun_in_float64():
     # in float32 a run's last digits move from one machine to another by more than the
     # checks' rtol of 1e-6; each cell that reads a training entry reruns it in float64
     pytest.importorskip("torch")
-    training = {n for n, (is_run, _) in authoring.torch_recipes().items() if is_run}
     readers = [cell.source for _, cell in _cells("source")
-               if any(name.split(", ")[0] in cell.source for name in training)
-               and "stored_observation" in cell.source]
+               if "stored_observation(" in cell.source and "reproducible=False" in cell.source]
     assert len(readers) == 3  # 8.1, 8.2 and 9.1's training cells
     for source in readers:
         # the student's run in float64 where their class lives (in_kernel at grading time)
@@ -277,5 +346,5 @@ def test_a_float64_run_of_the_same_maths_with_other_rounding_stays_within_the_ch
     stored = _torch_table()["8.1 final training loss, 10 residual layers, seed 0"]
     with in_float64():
         again = authoring.mlp_training_run(ByHand)
-    assert again == pytest.approx(stored, rel=authoring.TORCH_TRAINING_RTOL, abs=0)
+    assert again == pytest.approx(stored, rel=1e-8, abs=0)
     assert torch.get_default_dtype() == torch.float32
