@@ -40,6 +40,7 @@ SERVER_START_S = 180
 PAGE_LOAD_S = 180
 KERNEL_S = 180
 RUN_ALL_S = 300
+TAKEN_S = 20  # until a cell shows [*] after its run key (it does at once when taken)
 VALIDATE_S = 300
 
 # The experiments' sizes where a browser test runs a notebook's studies (the Lite site's
@@ -559,13 +560,34 @@ class NotebookPage:
         return cells
 
     def run_cell(self, index):
-        """Select cell `index` and run it with Ctrl+Enter (run, do not advance)."""
+        """Select cell `index` and run it with Ctrl+Enter (run, do not advance).
+
+        JupyterLab marks a cell [*] as soon as it sends it to the kernel. A key press that
+        shows no [*] and no new count within `TAKEN_S` was not taken, and is pressed again:
+        seen in two whole runs of .ci/run, right after a notebook opened on a loaded
+        machine (the cell still "[ ]:" 300 s later, the kernel idle, no cell queued; the
+        screenshot showed the cell selected in command mode)."""
         before = self.cells_up_to(index)[index]["prompt"]
-        prompt = self.cell(index).locator(".jp-InputPrompt")
-        prompt.scroll_into_view_if_needed(timeout=30_000)
-        prompt.click()
-        self.page.keyboard.press("Control+Enter")
+        for _ in range(3):
+            prompt = self.cell(index).locator(".jp-InputPrompt")
+            prompt.scroll_into_view_if_needed(timeout=30_000)
+            prompt.click()
+            self.page.keyboard.press("Control+Enter")
+            if self._run_taken(index, before):
+                break
         return self._wait_run_finished(index, before, RUN_ALL_S)
+
+    def _run_taken(self, index, before_prompt):
+        """Whether, within `TAKEN_S`, cell `index` shows [*] or another count than before,
+        or some cell is queued."""
+        deadline = time.monotonic() + TAKEN_S
+        while time.monotonic() < deadline:
+            cells = self.cells_up_to(index)
+            if cells[index]["prompt"] != before_prompt or any(
+                    c["prompt"] == "[*]:" for c in cells if c["kind"] == "code"):
+                return True
+            time.sleep(0.2)
+        return False
 
     # ---- editing
     def replace_cell_text(self, index, text):
