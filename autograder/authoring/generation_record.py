@@ -17,7 +17,8 @@ digests of its last generation:
 - `library`: the pack's code its notebooks import, found as above: for every module
   reached, each `.py` and `.json` file of that module's folder (a package's data tables,
   such as `autograder/kernel/torchchecks.json`, and the modules it imports by name at run
-  time) and the `__init__.py` of each package above it;
+  time) and the `__init__.py` of each package above it; but not the fingerprint table
+  (`NOT_SHOWN`);
 - `generator`: the code that generates (`GENERATOR_MODULES`) and the course's
   `nbgrader_config.py`;
 - `written`: the files of `exercises/NAME/` and `solutions/NAME/` that it wrote.
@@ -65,6 +66,11 @@ GENERATOR_MODULES = (
     "autograder.grading.pipeline",  # the step lists nbgrader_config.py reads
 )
 LIBRARY_SUFFIXES = (".py", ".json")
+# Library files that no written notebook can show: the fingerprint table only adds a
+# known mistake's hint to the message of a failing check, and a solution whose run shows
+# an error is never written. Left out of `library`, so that `residual-pack fingerprints`
+# (which rewrites it after a release changed) does not make every solution run again.
+NOT_SHOWN = ("autograder/kernel/fingerprints.py",)
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints")
 # what to install for a missing module: the version the course is tested with
 # (scripts/constraints.txt; without a GPU, PyTorch's CPU build is enough)
@@ -211,6 +217,7 @@ def needs(course: str | os.PathLike[str], assignment: str) -> Needs:
         parts = module.split(".")
         todo += [(".".join(parts[:i]), unavoidable, True) for i in range(1, len(parts))]
     out.missing = sorted(t for t in third_party if _missing(t))
+    out.files = {key: path for key, path in out.files.items() if key not in NOT_SHOWN}
     return out
 
 

@@ -110,6 +110,21 @@ def test_the_real_torch_notebooks_need_torch_and_the_others_do_not(without_torch
     assert not any(f.startswith("torchtrack/") for f in found["01_residual_stack"][1])
     assert "autograder/answers/gpt.py" in found["05_gpt_residual_adds"][1]
     assert "autograder/cli.py" not in found["05_gpt_residual_adds"][1]
+    # the fingerprint table is not: `residual-pack fingerprints` runs no solution again
+    assert "autograder/kernel/diagnosis.py" in found["05_gpt_residual_adds"][1]
+    assert "autograder/kernel/fingerprints.py" not in found["05_gpt_residual_adds"][1]
+
+
+def test_no_solution_shows_a_known_mistakes_hint():
+    # what leaving the fingerprint table out of the record rests on (rec.NOT_SHOWN): its
+    # hints reach only a failing check's message, and no written solution shows one
+    from autograder.kernel.diagnosis import LEAD
+
+    for path in sorted((COURSE / "solutions").glob("*/*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            for output in cell.get("outputs", []):
+                text = json.dumps(output)
+                assert LEAD not in text and output.get("output_type") != "error", path.name
 
 
 def test_the_torch_pin_is_the_tested_version():
