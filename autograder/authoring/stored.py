@@ -25,9 +25,10 @@ stored.
   the entry of each call is `autograder.answers.gpt`'s, keyed by its arguments
   (`gpt_calls`, `compute_gpt`).
 
-Writing keeps each committed entry that the recomputed one agrees with (within the rtol
-its kind allows): a training run's last digits move from one machine to another, and
-rewriting them would be a change to review with nothing changed.
+Writing keeps each committed entry that the recomputed one agrees with (within `SHARE` of
+its check's rtol; the tiny-GPT table within its own): a training run's last digits move
+from one machine to another, and rewriting them would be a change to review with nothing
+changed.
 """
 
 import ast
@@ -36,7 +37,7 @@ import inspect
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -46,7 +47,7 @@ from autograder.kernel.checks import central_gradients
 __all__ = ["ANSWERS", "Entry", "SHARE", "TABLE_FILE", "recorded", "values", "compute",
            "render", "differences", "regenerate", "GPT_CHECKS", "released_notebooks",
            "released_cells", "gpt_calls", "kept_where_agreeing", "compute_gpt",
-           "gpt_differences", "compute_torch", "torch_differences", "mlp_training_run",
+           "gpt_differences", "compute_torch", "mlp_training_run",
            "lm_training_run"]
 
 TABLE_FILE = Path(__file__).resolve().parent.parent / "kernel" / "stored.py"
@@ -178,22 +179,24 @@ def _recording(found: dict[str, dict[str, Entry]], where: list[str]) -> Iterator
             setattr(module, name, value)
 
 
-def _solution_names(nb: Any) -> list[str]:
-    """The functions and classes the notebook's solution cells define."""
+def _solution_names(cells: list[Any]) -> list[str]:
+    """The functions and classes the notebook's solution cells (among its code `cells`)
+    define."""
     names = []
-    for cell in nb.cells:
-        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+    for cell in cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
             names += [node.name for node in ast.parse(cell.source).body
                       if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
     return names
 
 
-def _answers(assignment: str, nb: Any) -> dict[str, Any]:
-    """{name the visible tests call: the model answer} for one assignment."""
+def _answers(assignment: str, cells: list[Any]) -> dict[str, Any]:
+    """{name the visible tests call: the model answer} for one assignment, whose code
+    cells are `cells`."""
     import importlib
 
     module = importlib.import_module(ANSWERS[assignment])
-    answers = {name: getattr(module, name) for name in _solution_names(nb)
+    answers = {name: getattr(module, name) for name in _solution_names(cells)
                if hasattr(module, name)}
     answers.update({name: getattr(module, attr)
                     for name, attr in GIVEN.get(assignment, {}).items()})
@@ -225,7 +228,7 @@ def recorded(root: str | Path | None = None, torch: bool | None = None,
                 raise ValueError(f"{path.name} reads stored entries, and "
                                  f"autograder/authoring/stored.py's ANSWERS does not "
                                  f"say where its model answers are")
-            answers = _answers(assignment, nbformat_read(path))
+            answers = _answers(assignment, cells)
             for cell in reading:
                 where[0] = f"{path.name}, cell {cell.metadata['nbgrader']['grade_id']}"
                 code = compile(cell.source, f"<{where[0]}>", "exec")
@@ -350,12 +353,12 @@ def released_notebooks(root: str | Path | None = None) -> list[tuple[Path, list[
     the step that makes the release."""
     from nbgrader.preprocessors import ClearHiddenTests
 
-    from autograder.grading.course import SOURCE
+    from autograder.grading.course import SOURCE, read_notebook
 
     root = Path(root or TABLE_FILE.parents[2])
     found = []
     for path in sorted((root / SOURCE).glob("*/*.ipynb")):
-        nb, _ = ClearHiddenTests().preprocess(nbformat_read(path), {})
+        nb, _ = ClearHiddenTests().preprocess(read_notebook(path), {})
         found.append((path, [cell for cell in nb.cells if cell.cell_type == "code"]))
     return found
 
@@ -363,12 +366,6 @@ def released_notebooks(root: str | Path | None = None) -> list[tuple[Path, list[
 def released_cells(root: str | Path | None = None) -> list[Any]:
     """The code cells of every notebook of `released_notebooks`, in order."""
     return [cell for _, cells in released_notebooks(root) for cell in cells]
-
-
-def nbformat_read(path: Path) -> Any:
-    import nbformat
-
-    return nbformat.read(path, as_version=4)
 
 
 def gpt_calls(root: str | Path | None = None) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -462,11 +459,6 @@ def compute_torch(root: str | Path | None = None) -> dict[str, Entry]:
     return recorded(root, torch=True)["torch"]
 
 
-def torch_differences(stored: Mapping[str, Any], computed: Mapping[str, Entry]) -> list[str]:
-    """`differences` for the torch track's table."""
-    return differences(stored, computed)
-
-
 def _torch_installed() -> bool:
     import importlib.util
 
@@ -474,11 +466,9 @@ def _torch_installed() -> bool:
 
 
 def kept_where_agreeing(committed: Mapping[str, Any], computed: Mapping[str, Any],
-                        differ: Callable[[Mapping[str, Any], Mapping[str, Any]], list[str]],
-                        ) -> dict[str, Any]:
-    """`computed`, with the committed entry wherever `differ` (the table's own comparison)
-    finds the two in agreement."""
-    apart = set(differ(committed, computed))
+                        apart: Collection[str]) -> dict[str, Any]:
+    """`computed`, with the committed entry wherever the table's own comparison found the
+    two in agreement (every name not in `apart`)."""
     return {name: committed[name] if name in committed and name not in apart else value
             for name, value in computed.items()}
 
@@ -499,29 +489,30 @@ def regenerate(write: bool = True, say: Callable[[str], object] = print) -> list
     computed, computed_gpt = entries["stored"], compute_gpt()
     committed_gpt = (json.loads(STORED_FILE.read_text(encoding="utf-8"))
                      if STORED_FILE.exists() else {})
-    apart = differences(STORED, computed) + gpt_differences(committed_gpt, computed_gpt)
+    apart_stored = differences(STORED, computed)
+    apart_gpt = gpt_differences(committed_gpt, computed_gpt)
+    apart_torch: list[str] = []
     if torch:
         committed_torch = (json.loads(TORCH_FILE.read_text(encoding="utf-8"))
                            if TORCH_FILE.exists() else {})
-        apart += differences(committed_torch, entries["torch"])
+        apart_torch = differences(committed_torch, entries["torch"])
     else:
         say(f"torch is not installed: {TORCH_FILE} left as it is")
     if write:
-        table = kept_where_agreeing(STORED, values(computed),
-                                    lambda committed, _: differences(committed, computed))
+        table = kept_where_agreeing(STORED, values(computed), apart_stored)
         TABLE_FILE.write_text(render(table), encoding="utf-8")
         STORED_FILE.write_text(render_gpt(kept_where_agreeing(committed_gpt, computed_gpt,
-                                                              gpt_differences)),
+                                                              apart_gpt)),
                                encoding="utf-8")
         say(f"wrote {len(table)} entries to {TABLE_FILE} and {len(computed_gpt)} to "
             f"{STORED_FILE}")
         if torch:
-            torch_table = kept_where_agreeing(
-                committed_torch, values(entries["torch"]),
-                lambda committed, _: differences(committed, entries["torch"]))
+            torch_table = kept_where_agreeing(committed_torch, values(entries["torch"]),
+                                              apart_torch)
             TORCH_FILE.write_text(render_gpt(torch_table), encoding="utf-8")
             say(f"wrote {len(torch_table)} entries to {TORCH_FILE}")
         return []
+    apart = apart_stored + apart_gpt + apart_torch
     for name in apart:
         say(f"stored and computed differ: {name}")
     return apart

@@ -194,7 +194,8 @@ def test_writing_keeps_the_committed_entries_the_new_ones_agree_with():
              "n_pos=3, scale=2.0, seed=0)"
     committed = {training: [3.0, 2.5], values: [[1.0]], "gone": [0.0]}
     computed = {training: [3.0 * (1 + 1e-10), 2.5], values: [[1.0 + 1e-6]], "new": [1.0]}
-    kept = authoring.kept_where_agreeing(committed, computed, authoring.gpt_differences)
+    kept = authoring.kept_where_agreeing(
+        committed, computed, authoring.gpt_differences(committed, computed))
     # a training run's last digits: the committed ones; a value that moved, and a new
     # entry: the computed ones; an entry no longer called: gone
     assert kept == {training: [3.0, 2.5], values: [[1.0 + 1e-6]], "new": [1.0]}
@@ -270,19 +271,19 @@ def test_every_torch_entry_the_notebooks_read_is_stored_and_every_entry_is_read(
 def test_the_torch_stored_numbers_are_torchtracks():
     pytest.importorskip("torch")
     table, computed = _torch_table(), authoring.compute_torch()
-    assert authoring.torch_differences(table, computed) == []
+    assert authoring.differences(table, computed) == []
     # and a change is found: an observation's number, and a training run's beyond its
     # last digits
     name = "9.2 logit_lens, 3 probe blocks"  # check_numbers(..., rtol=1e-6): 1e-8
     changed = {**table, name: [x * (1 + 1e-7) for x in table[name]]}
-    assert authoring.torch_differences(changed, computed) == [name]
+    assert authoring.differences(changed, computed) == [name]
     observation = "8.1 ResidualLayer(8) on 5 rows"
     moved = json.loads(json.dumps(table[observation]))
     moved["tensors"][0][1]["data"][0] += 1e-6
-    assert authoring.torch_differences({**table, observation: moved}, computed) == [
+    assert authoring.differences({**table, observation: moved}, computed) == [
         observation]
     training = "8.1 final training loss, 10 residual layers, seed 0"
-    assert authoring.torch_differences({**table, training: table[training] * (1 + 1e-10)},
+    assert authoring.differences({**table, training: table[training] * (1 + 1e-10)},
                                        computed) == []
 
 
@@ -304,7 +305,7 @@ def test_a_changed_visible_input_of_8_is_recorded_from_the_cell(tmp_path):
     expected = module_observation(layer, inputs, "the reference")
     name = "8.1 ResidualLayer(8) on 5 rows"
     assert found[name].value == expected
-    assert authoring.torch_differences({n: _torch_table()[n] for n in found}, found) == [name]
+    assert authoring.differences({n: _torch_table()[n] for n in found}, found) == [name]
 
 
 def test_every_stored_training_run_is_rerun_in_float64():
