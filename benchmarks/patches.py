@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,7 +81,7 @@ def main(argv=None):
     load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() \
         else "?"
     print(f"# benchmarks/patches.py --runs {args.runs}, "
-          f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, Python "
+          f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, Python "
           f"{platform.python_version()}, nbgrader {nbgrader.__version__}, "
           f"{platform.platform()}, load {load} at the start")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,

@@ -102,6 +102,10 @@ c.Execute.startup_timeout = 120
 c.Execute.extra_arguments = ["--IPKernelApp.ignore_cwd=True"]
 '''
 
+# the Pythons the student's wheels install on: the pack's own (pyproject.toml), since
+# nbgrader 0.9.6, which Validate and `residual-pack progress` run, requires 3.11
+REQUIRES_PYTHON = ">=3.11"
+
 # the release's README (`readme`): every command in a ```bash block is one that
 # tests/integration/test_student_release.py runs as it stands, in a fresh environment
 # (the numbers: results/benchmarks/student-install-2026-12-05.txt and run-all-2026-12-05.txt)
@@ -115,7 +119,11 @@ current folder is this one (the folder with this README).
 
 ## 1. Install, once
 
-You need Python 3.10 or later (`python3 --version` says which you have). Make a virtual
+You need Python 3.11 or later (`python3 --version` says which you have; nbgrader, which
+checks your notebooks, needs it). If yours is older, install a newer one (python.org's, or
+your system's `python3.12` package) and type its name where the first command below says
+`python3` (with an older Python, pip stops with "No matching distribution found for
+nbgrader": delete `.venv` and make it again with the newer one). Make a virtual
 environment here and install the wheel into it:
 
 ```bash
@@ -267,7 +275,7 @@ def _project(name: str, what: str) -> str:
         name = "{name}"
         version = "{VERSION}"
         description = "Residual connections exercise pack: {what}"
-        requires-python = ">=3.10"
+        requires-python = "{REQUIRES_PYTHON}"
         """)
 
 

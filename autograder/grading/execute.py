@@ -378,7 +378,7 @@ class SandboxedExecute(Execute):
             record.status = "died"
             record.ename, record.evalue = "KernelDied", why
             self._add_error(cell, "KernelDied", f"{why}; the cells after this one did not run")
-        except (CellTimeoutError, Empty, asyncio.TimeoutError) as exc:
+        except (TimeoutError, CellTimeoutError, Empty) as exc:
             # the kernel did not go quiet after the cell (a flood of output, or a
             # kernel that ignored the interrupt): it cannot be trusted with more cells
             record.status = "stuck"
@@ -552,7 +552,7 @@ class SandboxedExecute(Execute):
                 msg = await self.kc.shell_channel.get_msg(timeout=left)
                 if msg.get("parent_header", {}).get("msg_id") == msg_id:
                     return True
-        except (Empty, asyncio.TimeoutError):
+        except (TimeoutError, Empty):
             return False
         except Exception:  # noqa: BLE001 (no answer is no answer)
             return False

@@ -404,7 +404,7 @@ async def run_validation(path: str, cell_timeout: int, total_timeout: int,
         start_new_session=True, cwd=os.getcwd())
     try:
         out, err = await asyncio.wait_for(proc.communicate(), total_timeout + MARGIN_S)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
             try:
                 os.killpg(proc.pid, sig)
@@ -413,7 +413,7 @@ async def run_validation(path: str, cell_timeout: int, total_timeout: int,
             try:
                 await asyncio.wait_for(proc.wait(), wait)
                 break
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
         return {"success": False, "value": (
             f"Validate did not finish in {total_timeout} s and was stopped. A cell that "

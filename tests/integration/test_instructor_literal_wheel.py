@@ -413,7 +413,7 @@ def _work(run, student, assignment):
 def _due_now(run, assignment):
     """Step 8's due date, set to now: the first student handed in before it."""
     time.sleep(1.5)
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     text = f"nbgrader db assignment add {assignment} --duedate='{now}'"
     run.shell(run.instructor, LATE, assignment=assignment, text=text)
     time.sleep(1.5)

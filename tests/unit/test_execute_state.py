@@ -31,7 +31,7 @@ class Channel:
     async def get_msg(self, timeout=None):
         try:
             return await asyncio.wait_for(self.queue.get(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise Empty from None
 
 
