@@ -102,8 +102,12 @@ def test_find_python_takes_a_newer_one_beside_an_old_python3(tmp_path):
     assert done.stdout.strip() == sys.executable, done
 
 
-def test_demo_and_test_make_their_venv_with_find_python():
+def test_demo_and_test_make_their_venv_with_find_python_at_the_floor():
     for script in ("demo", "test"):
         text = (ROOT / "scripts" / script).read_text()
         assert "PY=$(scripts/find-python)" in text, script
-        assert os.access(FIND_PYTHON, os.X_OK)
+    assert os.access(FIND_PYTHON, os.X_OK)
+    floor = _floor(release.REQUIRES_PYTHON)
+    text = FIND_PYTHON.read_text()
+    assert f"sys.version_info < ({floor.major}, {floor.minor})" in text
+    assert f"Python {floor.major}.{floor.minor} or newer" in text
