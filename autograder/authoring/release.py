@@ -91,7 +91,9 @@ EXTRAS = {"torch": ["torch>=2.1"]}
 FORBIDDEN_TEXT = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "autograder.answers",
                   "BEGIN MARK SCHEME")
 # the course config's settings that Validate uses (`nbgrader_config.py`, which also names
-# the grader's steps: a student's install does not have them)
+# the grader's steps: a student's install does not have them), and the kernel's sockets
+# encrypted (the grader's kernels use IPC sockets in their sandbox, so the course config
+# has no such line; the student's JupyterLab does the same, `autograder.student.validate`)
 STUDENT_CONFIG = '''\
 """nbgrader's settings for a student's Validate (the course's own, without the grader)."""
 
@@ -100,6 +102,14 @@ c = get_config()  # noqa: F821 (nbgrader provides it)
 c.Execute.timeout = 120
 c.Execute.startup_timeout = 120
 c.Execute.extra_arguments = ["--IPKernelApp.ignore_cwd=True"]
+
+# Validate's kernel talks to nbgrader over CurveZMQ-encrypted sockets where pyzmq has CURVE
+# (PyPI's wheels do): over plain TCP, ipykernel 7.4 warns at each start that anyone who
+# can listen on the machine reads the code and its outputs
+import zmq  # noqa: E402
+
+if zmq.has("curve"):
+    c.KernelManager.transport_encryption = "auto"
 '''
 
 # the Pythons the student's wheels install on: the pack's own (pyproject.toml), since

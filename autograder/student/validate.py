@@ -36,6 +36,9 @@ dialog shows it), but:
 
 Both budgets are settings of the `StudentValidate` section of the server's config
 (`--StudentValidate.cell_timeout=20` on the command line, as the browser test does).
+
+The extension also has the Lab's kernels talk to the server over encrypted sockets
+(`encrypt_kernels`), as the release's `nbgrader_config.py` has Validate's.
 """
 
 import asyncio
@@ -58,7 +61,7 @@ from autograder.kernel.crash import BUDGET_VARIABLE
 from autograder.kernel.runaway import CUT_MARK, output_limit, size_text
 
 __all__ = ["StudentValidate", "validate_notebook", "run_validation", "describe_cell",
-           "for_the_dialog", "_jupyter_server_extension_points",
+           "encrypt_kernels", "for_the_dialog", "_jupyter_server_extension_points",
            "_load_jupyter_server_extension"]
 
 TIMEOUT_NAME = "CellTimeoutError"  # nbgrader's Execute.error_on_timeout
@@ -485,6 +488,28 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
                                 for pattern, handler in _handlers()])
     serverapp.log.info("residual-pack: Validate runs off the event loop (%s)",
                        "autograder.student.validate")
+    if encrypt_kernels(serverapp):
+        serverapp.log.info("residual-pack: the kernels' sockets are encrypted (CurveZMQ)")
+
+
+def encrypt_kernels(serverapp: Any) -> bool:
+    """Have the Lab's kernels talk to the server over CurveZMQ-encrypted sockets
+    (jupyter_server's `MappingKernelManager.transport_encryption`, "auto": for the kernels
+    whose kernelspec says they can, ipykernel's among them), unless the server's config
+    sets it, or pyzmq has no CURVE (PyPI's wheels have it: without, every kernel start
+    would fail). Over plain TCP, ipykernel 7.4 prints at each kernel start that anyone who
+    can listen on the machine reads the code and its outputs. Whether it did."""
+    import zmq
+
+    km = getattr(serverapp, "kernel_manager", None)
+    if km is None or not zmq.has("curve") or not km.has_trait("transport_encryption"):
+        return False
+    config = serverapp.config
+    if any("transport_encryption" in config.get(cls.__name__, {})
+           for cls in type(km).__mro__):
+        return False
+    km.transport_encryption = "auto"
+    return True
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ dependency from the package index (pip's cache is shared with this machine's), a
   (`autograder.answers.mutants.*`) and the grader do not import, and microgpt's answers
   (`deepnet.logits`, `GPT.block`, `GPT.stream_states`) are not in its source: called, they
   say which assignment's released answers they wait for;
-- `.venv/bin/jupyter lab` serves; the README's `nbgrader validate` fails the untouched
-  notebook; `residual-pack progress` runs;
+- `.venv/bin/jupyter lab` serves, and a cell runs in its kernel over encrypted sockets;
+  the README's `nbgrader validate` fails the untouched notebook (its kernel encrypted
+  too); `residual-pack progress` runs;
 - Validate, run from the release folder with its config, passes a solved copy of a
   released notebook (its cells run in a real Jupyter kernel of that environment); 05's
   visible tests pass on stored numbers, without microgpt's blocks; 06, which trains GPTs
@@ -209,6 +210,15 @@ def test_jupyter_lab_serves_as_the_readme_starts_it(student):
         with urllib.request.urlopen(f"{base}/lab?token={token}", timeout=60) as r:
             page = r.read().decode("utf-8")
         assert r.status == 200 and "jupyter-config-data" in page
+        # a kernel of the Lab runs a cell through the server's websocket, over sockets the
+        # student's server extension has encrypted: no warning of ipykernel's in the log
+        assert _run_a_cell_in_the_lab(base, token) == "42"
+        time.sleep(1)  # what the kernel printed at its start reaches the queue
+        while not lines.empty():
+            seen.append(lines.get())
+        log = "".join(seen)
+        assert "the kernels' sockets are encrypted (CurveZMQ)" in log, log[-3000:]
+        assert "without encryption" not in log, log[-3000:]
     finally:
         server.terminate()
         try:
@@ -216,6 +226,38 @@ def test_jupyter_lab_serves_as_the_readme_starts_it(student):
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def _run_a_cell_in_the_lab(base: str, token: str) -> str:
+    """What `print(6 * 7)` printed, run in a new kernel of the Lab at `base` through its
+    websocket, as the Lab's page does."""
+    import asyncio
+    import uuid
+
+    from tornado.websocket import websocket_connect
+
+    start = urllib.request.Request(f"{base}/api/kernels?token={token}", method="POST",
+                                   data=json.dumps({"name": "python3"}).encode())
+    with urllib.request.urlopen(start, timeout=60) as r:
+        kernel = json.loads(r.read())["id"]
+
+    async def run() -> str:
+        url = f"{base.replace('http', 'ws', 1)}/api/kernels/{kernel}/channels?token={token}"
+        ws = await websocket_connect(url)
+        msg_id = uuid.uuid4().hex
+        await ws.write_message(json.dumps({
+            "header": {"msg_id": msg_id, "username": "student", "session": uuid.uuid4().hex,
+                       "msg_type": "execute_request", "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "channel": "shell",
+            "content": {"code": "print(6 * 7)", "silent": False}}))
+        while True:
+            message = json.loads(await asyncio.wait_for(ws.read_message(), 120))
+            if message["parent_header"].get("msg_id") == msg_id and \
+                    message["msg_type"] == "stream":
+                ws.close()
+                return message["content"]["text"].strip()
+
+    return asyncio.run(run())
 
 
 def test_the_release_holds_nothing_of_the_instructors(student):
@@ -402,6 +444,8 @@ def test_validate_fails_the_untouched_release_without_an_import_error(student):
     assert "NotImplementedError" in done.stdout + done.stderr or \
         "not done yet" in done.stdout + done.stderr, done.stdout[-3000:]
     assert "ModuleNotFoundError" not in done.stdout + done.stderr
+    # the release's nbgrader_config.py encrypts the kernel's sockets: no ipykernel warning
+    assert "without encryption" not in done.stdout + done.stderr, done.stderr[-3000:]
 
 
 def test_progress_runs_in_the_student_install(student):

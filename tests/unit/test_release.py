@@ -22,7 +22,10 @@ def test_the_student_config_has_the_courses_execute_settings(tmp_path):
     student = _config(tmp_path, "student_config.py")
     course = _config(ROOT, "nbgrader_config.py")
     assert dict(student.Execute) == {k: course.Execute[k] for k in student.Execute}
-    assert set(student) == {"Execute"}  # nothing of the grader's steps
+    # nothing of the grader's steps; and Validate's kernel encrypted, which the course's
+    # config leaves out (tests/unit/test_kernel_encryption.py)
+    assert set(student) == {"Execute", "KernelManager"}
+    assert "KernelManager" not in course
 
 
 def _release(tmp_path, wheel_files, cell_text):
