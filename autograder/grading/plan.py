@@ -103,8 +103,7 @@ class Sandbox:
             # applies, and a student's os.kill(-1, SIGKILL) ends every process on the machine
             raise SandboxError(
                 "refusing to run student code as root without the sandbox "
-                f"({level.message}); install bubblewrap (scripts/install-bubblewrap) or "
-                "grade as an unprivileged user")
+                f"({level.message}): mend that, or grade as an unprivileged user")
         self.bwrap_level = level
         bubblewrap.remove_stale(level)  # what killed runs left
         # {assignment: {notebook: {grade_id: {"records", "hidden"}}}}: the reference run's

@@ -83,8 +83,8 @@ def own_sandbox(course: str | Path, log: logging.Logger | None = None) -> Sandbo
     else:
         say.warning(
             "residual-pack: FALLING BACK to no sandbox: %s. Scores are still the grader's "
-            "verdict. Install bubblewrap (scripts/install-bubblewrap) where unprivileged "
-            "user namespaces are allowed, or grade as root, for the sandbox.",
+            "verdict. For the sandbox, mend the cause this line starts with (bubblewrap "
+            "installed, unprivileged user namespaces allowed), or grade as root.",
             sandbox.describe())
     return sandbox
 

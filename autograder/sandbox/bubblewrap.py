@@ -91,6 +91,9 @@ RUN = "/run/kernel"  # the writable folder (ZeroMQ IPC sockets, connection file)
 UID_RANGE_VARIABLE = "SANDBOX_UIDS"  # "lo-hi": the uids kernels get when the grader is root
 DEFAULT_UIDS = (2_100_000_000, 2_100_999_999)  # far above login and subordinate uids
 LOCKS = Path(tempfile.gettempdir()) / "microgpt-sandbox-uids"
+# what installs it, as the messages print it: a command, not the checkout's
+# scripts/install-bubblewrap, which an environment made from the wheel does not have
+INSTALL = "apt-get update && apt-get install -y bubblewrap"
 
 
 # ------------------------------------------------------------------ the machine
@@ -199,8 +202,8 @@ def probe() -> Level:
     if not sys.platform.startswith("linux"):
         return Level("none", "no sandbox: bubblewrap needs Linux")
     if _bwrap() is None:
-        return Level("none", "no sandbox: bubblewrap is not installed "
-                     "(Debian package bubblewrap; scripts/install-bubblewrap)")
+        return Level("none", "no sandbox: bubblewrap is not installed (Debian's and "
+                     f"Ubuntu's package bubblewrap; as root: {INSTALL})")
     root = os.geteuid() == 0
     ok, why = _userns_works(as_uid=_uid_range()[0] if root else None)
     if not ok:

@@ -75,6 +75,9 @@ def test_the_probe_says_when_bwrap_is_missing(monkeypatch):
     monkeypatch.setattr(bubblewrap, "_bwrap", lambda: None)
     level = bubblewrap.probe()
     assert level.kind == "none" and "bubblewrap is not installed" in level.message
+    # the line that installs it, as printed (the checkout's scripts/ is not in the wheel)
+    assert level.message.endswith("as root: apt-get update && apt-get install -y bubblewrap)")
+    assert "scripts/" not in level.message
 
 
 def test_every_denied_call_is_known_to_libseccomp():
