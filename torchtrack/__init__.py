@@ -18,11 +18,17 @@ Needs PyTorch, which neither the instructor's install nor a student's brings by 
 of either (`pip install -e '.[torch]'` in the instructor's clone).
 """
 
+import shlex
+import sys
+
 try:
     import torch  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
+    # the install line names this Python in full: a bare `pip` is often another
+    # environment's; in a notebook, `%pip install torch==2.13.0` does the same
     raise ImportError(
-        "the torch track needs PyTorch: pip install torch==2.13.0 (the version the course "
-        "is tested with; without a GPU, PyTorch's CPU-only build is enough and much "
-        "smaller, see pytorch.org). The rest of the pack works without it."
+        "the torch track needs PyTorch, the version the course is tested with (without a "
+        "GPU, PyTorch's CPU-only build is enough and much smaller, see pytorch.org; the "
+        "rest of the pack works without it); install it with: "
+        f"{shlex.quote(sys.executable)} -m pip install torch==2.13.0"
     ) from exc

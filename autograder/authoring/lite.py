@@ -17,6 +17,7 @@ Pyodide kernel's settings: where Pyodide is loaded from), and
 """
 
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -122,8 +123,9 @@ def _jupyter_lite() -> list[str]:
         import jupyterlite_pyodide_kernel  # noqa: F401
     except ImportError as e:
         raise CourseError(
-            f"building the site needs JupyterLite ({e.name} is missing): "
-            f"pip install -e '.[lite]'") from e
+            f"building the site needs JupyterLite ({e.name} is missing), the pack's 'lite' "
+            f"extra; install it with: "
+            f"{shlex.quote(sys.executable)} -m pip install 'microgpt-residuals[lite]'") from e
     return [sys.executable, "-m", "jupyterlite_core"]
 
 

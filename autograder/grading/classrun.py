@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shlex
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -453,7 +455,9 @@ def _check_db_url(db_url: str) -> None:
     except ModuleNotFoundError as exc:
         hint = ""
         if exc.name == "psycopg2":
-            hint = " (install the pack's 'postgres' extra)"
+            hint = ("; install the pack's 'postgres' extra with: "
+                    f"{shlex.quote(sys.executable)} -m pip install "
+                    "'microgpt-residuals[postgres]'")
         elif url.get_backend_name() == "postgresql":  # SQLAlchemy 2.1's default driver
             hint = (" (write postgresql+psycopg2://..., the driver of the pack's "
                     "'postgres' extra)")
@@ -465,11 +469,10 @@ def _check_db_url(db_url: str) -> None:
 
 
 def _check_cluster(cluster: str) -> None:
-    from autograder.grading.cluster.client import have_dask
+    from autograder.grading.cluster.client import DASK_MISSING, have_dask
 
     if not have_dask():
-        raise CourseError("--cluster needs Dask: install the pack with its 'dask' extra "
-                          "(pip install 'microgpt-residuals[dask]')")
+        raise CourseError(DASK_MISSING)
     if cluster == "local":
         return
     from distributed.comm.addressing import get_address_host_port

@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import shlex
 import shutil
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +26,15 @@ if TYPE_CHECKING:
     from autograder.grading.course import WorkCourse
     from autograder.grading.student import Grader
 
-__all__ = ["have_dask", "connect", "check_workers", "task_key", "grade_on_cluster",
+__all__ = ["DASK_MISSING", "have_dask", "connect", "check_workers", "task_key", "grade_on_cluster",
            "apply_outcome", "write_gradebook", "LostWorkers"]
+
+
+# what --cluster says without Dask: the extra's install line, with the Python running this
+# named in full (a bare `pip` is often another environment's) at the end of the line, to
+# copy; pip installs the extra of the pack already installed, from a wheel or a checkout
+DASK_MISSING = ("--cluster needs Dask, the pack's 'dask' extra; install it with: "
+                f"{shlex.quote(sys.executable)} -m pip install 'microgpt-residuals[dask]'")
 
 
 def have_dask() -> bool:
@@ -126,8 +135,7 @@ def connect(cluster: str, jobs: int = 1) -> Iterator[Any]:
     """A Dask client: `cluster` "local" starts a LocalCluster of `jobs` worker processes
     (one thread each) on the loopback address; else it is a scheduler's address."""
     if not have_dask():
-        raise CourseError("--cluster needs Dask: install the pack with its 'dask' extra "
-                          "(pip install 'microgpt-residuals[dask]')")
+        raise CourseError(DASK_MISSING)
     import dask
     from distributed import Client, LocalCluster
 
