@@ -17,17 +17,20 @@ import json
 import os
 import pwd
 import re
+import shlex
 import shutil
 import stat
 import subprocess
 import sys
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 MODULES = ("autograder", "microgpt", "nbgrader", "ipykernel")
 NOBODY_UID = 65534
-MAKE_IT = ("/usr/bin/python3 -m venv /opt/residuals && "
-           "/opt/residuals/bin/pip install PATH-OF-THE-PACK")
+FLOOR = (3, 11)  # the Python the pack requires (pyproject.toml; nbgrader 0.9.6's)
+PACKAGE = "microgpt-residuals"
 # prefixes of the system's own Python: its folders are the system's, never to be opened
 SYSTEM_PREFIXES = (Path("/"), Path("/usr"), Path("/usr/local"))
 MARK = "residual-pack-probe: "
@@ -325,6 +328,47 @@ def _inside(path: Path, trees: list[Path]) -> Path | None:
     return None
 
 
+def system_python(folder: str = "/usr/bin") -> str:
+    """The system's Python to make the course's environment from, as a command names it:
+    `/usr/bin/python3` when it is new enough (`FLOOR`), else the newest `/usr/bin/python3.N`
+    that is (Ubuntu 22.04's python3 is 3.10, where pip finds no nbgrader 0.9.6); else
+    `/usr/bin/python3`, whose own refusal then names the Python."""
+    def new_enough(python: str) -> bool:
+        try:
+            return subprocess.run(
+                [python, "-c", f"import sys; sys.exit(sys.version_info < {FLOOR})"],
+                capture_output=True, timeout=60).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            return False
+
+    candidates = [f"{folder}/python3"] + [f"{folder}/python3.{minor}" for minor in
+                                          range(20, FLOOR[1] - 1, -1)]
+    return next((c for c in candidates if new_enough(c)), candidates[0])
+
+
+def pack_source() -> str:
+    """What pip installs this pack from again, as a command names it: the local wheel or
+    folder it was installed from (pip's record of it, PEP 610's `direct_url.json`) while
+    that still exists, else a stand-in for the instructor to fill in."""
+    from importlib import metadata
+
+    for dist in metadata.distributions(name=PACKAGE):  # (a build's egg-info has no record)
+        try:
+            url = urllib.parse.urlsplit(json.loads(dist.read_text("direct_url.json") or "")["url"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        path = urllib.request.url2pathname(url.path) if url.scheme == "file" else ""
+        if path and os.path.exists(path):
+            return shlex.quote(path)
+    return "PATH-OF-THE-PACK"
+
+
+def make_it() -> str:
+    """The line that makes the course's environment under /opt, as this machine runs it."""
+    return (f"{system_python()} -m venv /opt/residuals && "
+            f"/opt/residuals/bin/pip install {pack_source()}")
+
+
 def advice(refused: list[Path], trees: list[Path], home: Path | None) -> list[str]:
     """What to do about each refused path, in lines. A `chmod` only ever names a folder of
     `trees` (the environment's own); anything else is left closed, and the environment is
@@ -345,7 +389,7 @@ def advice(refused: list[Path], trees: list[Path], home: Path | None) -> list[st
                "personal folder to every account is not the fix). " if elsewhere else "")
         lines.append(f"{why}Make the course's environment where every account can reach "
                      "it, from the system's Python (not a pyenv or a Python in a home "
-                     f"folder), under /opt: `{MAKE_IT}`, then check again with "
+                     f"folder), under /opt: `{make_it()}`, then check again with "
                      "`/opt/residuals/bin/residual-pack check-exchange`.")
     return lines
 
@@ -382,7 +426,7 @@ def check(user: str | None = None, python: str | os.PathLike | None = None) -> t
         lines = [f"the students' accounts can reach this course's Python ({python}): as "
                  f"{who}, with `{trial.how}`, it ran and imported {', '.join(MODULES)}"]
         if home_note:
-            lines.append(f"note: {home_note} A venv made with `{MAKE_IT.split(' &&')[0]}` "
+            lines.append(f"note: {home_note} A venv made with `{make_it().split(' &&')[0]}` "
                          "does not depend on that.")
         return 0, "\n".join(lines)
     lines = [f"the students' accounts cannot run this course's Python ({python}): under "

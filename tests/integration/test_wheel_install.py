@@ -197,6 +197,33 @@ def test_every_command_starts_from_the_installed_wheel(installed, course):
         assert "Traceback" not in done.stderr, done.stderr
 
 
+def test_the_printed_install_lines_work_in_the_wheels_environment(installed, wheel, course,
+                                                                 submissions):
+    """What the pack prints for something missing, followed as printed from the wheel's
+    environment: `--cluster` without Dask names this environment's Python and the pack's
+    extra, which pip resolves for a pack installed from a wheel (run with `--dry-run`: the
+    environment is shared with the other tests); check-exchange's line that makes the
+    environment again names the wheel it was installed from."""
+    import shlex
+
+    if _run(installed, ["python", "-c", "import distributed"], course).returncode == 0:
+        pytest.skip("Dask is installed in the wheel's environment")
+    done = _run(installed, ["residual-pack", "grade", ASSIGNMENT, str(submissions), "--out",
+                            str(course.parent / "cluster-out"), "--cluster", "local"], course)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    printed = done.stderr.strip().splitlines()[-1]
+    command = shlex.split(printed[printed.index(str(installed)):])
+    assert command == [str(installed / "bin" / "python"), "-m", "pip", "install",
+                       "microgpt-residuals[dask]"], printed
+    resolved = _run(installed, [*command, "--dry-run", "-q"], course)
+    assert resolved.returncode == 0, resolved.stdout[-2000:] + resolved.stderr[-2000:]
+    made = _run(installed, ["python", "-c",
+                            "from autograder.grading.reach import make_it; print(make_it())"],
+                course)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.strip().endswith(f"/opt/residuals/bin/pip install {wheel}"), made.stdout
+
+
 def test_a_feedback_page_that_cannot_be_made_fails_the_run_and_says_so(
         installed, course, submissions, tmp_path):
     """The install of issue 40 (the wheel without its template, here removed from the

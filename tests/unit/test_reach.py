@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from autograder.grading.reach import (
-    MAKE_IT,
     Identity,
     advice,
+    make_it,
     own_trees,
+    pack_source,
     refused_on_the_way,
+    system_python,
     venv_home,
 )
 
@@ -76,6 +78,35 @@ def test_the_advice_names_a_chmod_only_inside_the_environment(tmp_path):
     assert f"`chmod -R o+rX {env}`" in text
     assert text.count("chmod") == 1
     assert "/etc/ssl/private, /root are not part of this environment" in text
-    assert MAKE_IT in text
+    assert make_it() in text
     only_outside = "\n".join(advice([Path("/root")], [env], Path("/root")))
-    assert "chmod" not in only_outside and MAKE_IT in only_outside
+    assert "chmod" not in only_outside and make_it() in only_outside
+
+
+def _fake_python(folder, name, version):
+    """A `python3` that answers a version check as Python `version` would."""
+    path = folder / name
+    path.write_text(f"#!/bin/sh\nexec {shutil.which('python3')} -c "
+                    f"\"import sys; sys.exit({version} < (3, 11))\"\n")
+    path.chmod(0o755)
+
+
+def test_the_environment_is_made_from_a_system_python_the_pack_installs_on(tmp_path):
+    """Ubuntu 22.04's /usr/bin/python3 is 3.10, where pip finds no nbgrader 0.9.6: the
+    printed line names the newest python3.N of the system's that is 3.11 or newer."""
+    _fake_python(tmp_path, "python3", (3, 10))
+    assert system_python(str(tmp_path)) == f"{tmp_path}/python3"  # none better: as it is
+    _fake_python(tmp_path, "python3.11", (3, 11))
+    _fake_python(tmp_path, "python3.12", (3, 12))
+    assert system_python(str(tmp_path)) == f"{tmp_path}/python3.12"
+    _fake_python(tmp_path, "python3", (3, 13))
+    assert system_python(str(tmp_path)) == f"{tmp_path}/python3"
+
+
+def test_the_pack_is_installed_again_from_where_pip_took_it():
+    """This checkout's environment has the pack installed from this folder (editable): the
+    line names the folder, not a stand-in. (From a wheel, the wheel's path:
+    tests/integration/test_wheel_install.py.)"""
+    root = Path(__file__).resolve().parents[2]
+    assert pack_source() == str(root)
+    assert make_it().endswith(f"/opt/residuals/bin/pip install {root}")
