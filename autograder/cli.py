@@ -26,6 +26,7 @@ in a work copy of it, never in the repository.
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -89,8 +90,10 @@ def cmd_check_drift(args: argparse.Namespace, course: Path) -> int:
         for p in stale:
             _say(f"  {p}")
     if guard:
-        _say("committed solutions or README fail the notebook guard "
-             "(see autograder/authoring/notebook_guard.py):")
+        from autograder.authoring import notebook_guard
+
+        _say(f"committed solutions or README fail the notebook guard (its rules: "
+             f"{notebook_guard.__file__}):")
         for p in guard:
             _say(f"  {p}")
     from autograder.authoring.generate import pending
@@ -476,7 +479,8 @@ def cmd_lite(args: argparse.Namespace, course: Path) -> int:
 
     build(course, args.folder, args.assignments, pyodide_url=args.pyodide_url, say=_say)
     _say(f"JupyterLite site in {args.folder}: serve the folder as it is (see its "
-         f"files/START.md); `python -m http.server -d {args.folder}` tries it locally")
+         f"files/START.md); `{shlex.quote(sys.executable)} -m http.server -d "
+         f"{shlex.quote(str(args.folder))}` tries it locally")
     return 0
 
 
@@ -687,7 +691,8 @@ def parser() -> argparse.ArgumentParser:
                     "Pyodide kernel, a static site with the released notebooks of each "
                     "ASSIGNMENT (all but the torch track by default), the student wheel "
                     "(no model answers), the wheels of the data the notebooks read and a "
-                    "start page (START.md). Needs the `lite` extra. See docs/lite.md.")
+                    "start page (START.md). Needs the `lite` extra. See docs/lite.md in the "
+                    "pack's repository.")
     li.add_argument("folder", metavar="DIR")
     li.add_argument("assignments", nargs="*", metavar="ASSIGNMENT")
     li.add_argument("--pyodide-url", metavar="URL",

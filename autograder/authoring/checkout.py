@@ -40,6 +40,8 @@ def require_checkout(command: str, reason: str) -> Path:
     if root is None:
         raise CourseError(
             f"`residual-pack {command}` works on the pack's own files ({reason}): run it in a "
-            f"git checkout of the pack installed editable (`pip install -e .` there), not "
-            f"with this installed copy ({pack_root() / 'autograder'})")
+            f"git checkout of the pack with the pack installed editable from it (there: "
+            f"`python3 -m venv .venv && .venv/bin/pip install -e .`, then "
+            f"`.venv/bin/residual-pack {command}`), not with this installed copy "
+            f"({pack_root() / 'autograder'})")
     return root

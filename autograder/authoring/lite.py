@@ -17,7 +17,6 @@ Pyodide kernel's settings: where Pyodide is loaded from), and
 """
 
 import json
-import shlex
 import shutil
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from typing import Any
 from autograder.authoring import release
 from autograder.grading.course import CourseError, check_assignments
 from autograder.grading.intake import TORCH_ASSIGNMENTS
+from autograder.installs import install_it_with
 
 __all__ = ["EXTRA_WHEELS", "KERNEL_PLUGIN", "START", "assignments", "build", "site_size",
            "site_wheels"]
@@ -124,8 +124,7 @@ def _jupyter_lite() -> list[str]:
     except ImportError as e:
         raise CourseError(
             f"building the site needs JupyterLite ({e.name} is missing), the pack's 'lite' "
-            f"extra; install it with: "
-            f"{shlex.quote(sys.executable)} -m pip install 'microgpt-residuals[lite]'") from e
+            f"extra; {install_it_with('microgpt-residuals[lite]')}") from e
     return [sys.executable, "-m", "jupyterlite_core"]
 
 

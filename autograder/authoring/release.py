@@ -49,6 +49,7 @@ from autograder.authoring import withheld
 from autograder.authoring.checkout import pack_root
 from autograder.grading.answerless import SWITCHED_OFF
 from autograder.grading.course import EXERCISES, CourseError, assignments, notebook_paths
+from autograder.installs import install_it_with
 
 __all__ = ["PACKAGE", "WHEEL_PREFIXES", "STUDENT_CONFIG", "WITHHELD", "build", "problems",
            "solved_package", "README", "readme"]
@@ -61,7 +62,8 @@ WITHHELD = ("microgpt", "torchtrack")
 COPIED = ("microgpt", "torchtrack", "autograder/kernel", "autograder/student")
 # and the modules `autograder.student.progress` needs (nbgrader's cell kinds, running a
 # notebook): neither names an answer nor the grader
-COPIED_MODULES = ("autograder/__init__.py", "autograder/cells.py", "autograder/runner.py")
+COPIED_MODULES = ("autograder/__init__.py", "autograder/cells.py", "autograder/runner.py",
+                  "autograder/installs.py")
 # a student's JupyterLab without nbgrader's instructor tools: these Jupyter config files
 # (also what scripts/lab puts on JUPYTER_CONFIG_PATH) go into the environment's
 # etc/jupyter, as data files of the wheel
@@ -420,13 +422,13 @@ def _wheel(stage: Path, out: Path, what: str = "the student wheel") -> Path:
         minimum = ".".join(map(str, BACKEND_MINIMUM))
         if isolated:
             todo = (f"pip builds it in an environment of its own with {BACKEND}>={minimum} "
-                    f"from the package index: make the index reachable, or install "
-                    f"'{BACKEND}>={minimum}' into this environment ({sys.executable} -m pip "
-                    f"install '{BACKEND}>={minimum}'), then run student-release again")
+                    f"from the package index: make the index reachable, or give this "
+                    f"environment '{BACKEND}>={minimum}', and run student-release again; "
+                    f"{install_it_with(f'{BACKEND}>={minimum}')}")
         else:
-            todo = (f"it was built with this environment's {BACKEND}: upgrade it "
-                    f"({sys.executable} -m pip install --upgrade '{BACKEND}>={minimum}'), "
-                    f"then run student-release again")
+            todo = (f"it was built with this environment's {BACKEND}: upgrade it and run "
+                    f"student-release again; "
+                    f"{install_it_with('--upgrade', f'{BACKEND}>={minimum}')}")
         raise CourseError(f"building {what} failed ({_pip_error(done.stderr + done.stdout)}): "
                           f"{todo}")
     made = sorted(set(out.glob("*.whl")) - before)

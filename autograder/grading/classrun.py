@@ -13,9 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import shlex
 import shutil
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -35,6 +33,7 @@ from autograder.grading.report import write_report
 from autograder.grading.session import grading_session
 from autograder.grading.student import HANDED_IN, Grader, StudentResult
 from autograder.grading.submissions import find_submissions, handed_in_at, submission_hash
+from autograder.installs import install_it_with
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -455,9 +454,8 @@ def _check_db_url(db_url: str) -> None:
     except ModuleNotFoundError as exc:
         hint = ""
         if exc.name == "psycopg2":
-            hint = ("; install the pack's 'postgres' extra with: "
-                    f"{shlex.quote(sys.executable)} -m pip install "
-                    "'microgpt-residuals[postgres]'")
+            hint = ", the pack's 'postgres' extra; " + install_it_with(
+                "microgpt-residuals[postgres]")
         elif url.get_backend_name() == "postgresql":  # SQLAlchemy 2.1's default driver
             hint = (" (write postgresql+psycopg2://..., the driver of the pack's "
                     "'postgres' extra)")

@@ -95,8 +95,8 @@ def student_identity(user: str | None = None) -> Identity:
     try:
         entry = pwd.getpwnam(user)
     except KeyError:
-        raise ReachError(f"there is no unix user {user!r}: make a student's account with "
-                         f"`useradd --create-home {user}`") from None
+        raise ReachError(f"there is no unix user {user!r}: make a student's account, as "
+                         f"root, with `useradd --create-home {shlex.quote(user)}`") from None
     groups = sorted(set(os.getgrouplist(entry.pw_name, entry.pw_gid)))
     return Identity(entry.pw_name, entry.pw_uid, entry.pw_gid, groups, entry.pw_dir)
 
@@ -364,8 +364,10 @@ def pack_source() -> str:
 
 
 def make_it() -> str:
-    """The line that makes the course's environment under /opt, as this machine runs it."""
-    return (f"{system_python()} -m venv /opt/residuals && "
+    """The line that makes the course's environment under /opt, as this machine runs it
+    (`--clear`: over an environment made there from another Python, `venv` alone would keep
+    its link to that Python)."""
+    return (f"{system_python()} -m venv --clear /opt/residuals && "
             f"/opt/residuals/bin/pip install {pack_source()}")
 
 
@@ -378,7 +380,7 @@ def advice(refused: list[Path], trees: list[Path], home: Path | None) -> list[st
         tree = _inside(path, trees)
         if tree is not None:
             lines.append(f"{path} is part of the course's environment: let others read and "
-                         f"run it: `chmod -R o+rX {tree}`")
+                         f"run it: `chmod -R o+rX {shlex.quote(str(tree))}`")
         else:
             elsewhere.append(path)
     if elsewhere or home is not None or not refused:
@@ -445,6 +447,6 @@ def check(user: str | None = None, python: str | os.PathLike | None = None) -> t
     if home_note:
         lines.append(f"  {home_note}")
     lines.extend(advice(trial.refused, own_trees(prefix), base_in_home))
-    lines.append("As a student, by hand: `runuser -u STUDENT -- "
-                 f"{python} -c 'import autograder, nbgrader'`.")
+    lines.append(f"As a student, by hand: `runuser -u {shlex.quote(who.name)} -- "
+                 f"{shlex.quote(str(python))} -c 'import autograder, nbgrader'`.")
     return 1, "\n".join(lines)

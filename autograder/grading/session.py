@@ -84,8 +84,8 @@ def own_sandbox(course: str | Path, log: logging.Logger | None = None) -> Sandbo
         say.warning(
             "residual-pack: FALLING BACK to no sandbox: %s. Scores are still the grader's "
             "verdict. For the sandbox, mend the cause this line starts with (bubblewrap "
-            "installed, unprivileged user namespaces allowed), or grade as root.",
-            sandbox.describe())
+            "installed, unprivileged user namespaces allowed); as root, grading needs it too "
+            "(it refuses to run student code without it).", sandbox.describe())
     return sandbox
 
 

@@ -28,8 +28,6 @@ import importlib.util
 import json
 import os
 import re
-import shlex
-import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -49,6 +47,7 @@ from autograder.cells import (
     nbgrader_meta,
     skipped_when_grading,
 )
+from autograder.installs import install_it_with
 from autograder.kernel.diagnosis import LEAD
 
 __all__ = ["TaskStatus", "notebook_progress", "find_notebooks", "progress", "format_table",
@@ -63,8 +62,7 @@ TO_WRITE, WRITTEN = "to write, graded by hand", "written, graded by hand"
 STATUSES = (PASSED, FAILING, NOT_STARTED, NOT_RUN, NEEDS_TORCH, WAITING)
 # the command that adds PyTorch to the environment running this (a student's `.venv`), its
 # Python named in full: a bare `pip` is often another environment's (or refused, PEP 668)
-TORCH_INSTALL = f"{shlex.quote(sys.executable)} -m pip install torch==2.13.0"
-TORCH_HINT = f"the optional torch track; to run it: {TORCH_INSTALL}"
+TORCH_HINT = f"the optional torch track; to run it, {install_it_with('torch==2.13.0')}"
 TEXT_STUB = "_Write your answer here._"  # nbgrader_config.py's ClearSolutions.text_stub
 # the line a written answer's cell opens with (outside the solution, so a student has it:
 # Validate's "You did not provide a response" then shows which task it is)

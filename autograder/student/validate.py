@@ -45,6 +45,7 @@ import asyncio
 import json
 import os
 import re
+import shlex
 import signal
 import sys
 import textwrap
@@ -358,7 +359,8 @@ def validate_notebook(path: str, cell_timeout: int = 0, total_timeout: int = 600
         return {"success": False, "value": (
             f"The notebook '{path}' uses an old version of the nbgrader metadata format. "
             f"Please **back up this notebook** and then update the metadata using:\n\n"
-            f"nbgrader update {path}\n")}
+            f"{shlex.quote(str(Path(sys.executable).with_name('nbgrader')))} update "
+            f"{shlex.quote(str(path))}\n")}
     except SchemaTooNewError:
         return {"success": False, "value": (
             f"The notebook '{path}' uses a newer version of the nbgrader metadata format. "

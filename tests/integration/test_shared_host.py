@@ -81,7 +81,7 @@ def test_check_exchange_fails_for_an_environment_in_a_private_home(host):
     assert done.returncode == 1, done.stdout + done.stderr
     assert "the students' accounts cannot run this course's Python" in done.stderr
     assert f"refused: {w.private} (mode 700, owner root)" in done.stderr
-    assert "/usr/bin/python3 -m venv /opt/residuals" in done.stderr
+    assert "/usr/bin/python3 -m venv --clear /opt/residuals" in done.stderr
     assert "chmod" not in done.stderr  # the instructor's home is not the environment's
 
 
@@ -228,7 +228,7 @@ def test_an_environment_made_from_a_python_in_a_private_home_fails_naming_it(mad
         assert f"refused: {w.teacher_home} (mode 700, owner {w.teacher})" in done.stderr
         assert f"made from a Python in a home folder ({w.teacher_home}/python/bin" \
             in done.stderr
-        assert "/usr/bin/python3 -m venv /opt/residuals" in done.stderr
+        assert "/usr/bin/python3 -m venv --clear /opt/residuals" in done.stderr
 
 
 def _chmod_targets(message):

@@ -4,7 +4,8 @@ refused by PEP 668), and it asks for an extra of the pack as it is installed, fr
 or a checkout alike (not `pip install -e .`, which needs the clone and its folder).
 
 The messages: `--cluster` without Dask, `--db-url` without psycopg2, `residual-pack lite`
-without JupyterLite, `progress` and `import torchtrack` without PyTorch. Each printed
+without JupyterLite, `progress` and `import torchtrack` without PyTorch (their lines are
+`autograder.installs`', but for torchtrack's, which may not import it). Each printed
 command is run here as printed, with pip's `--dry-run --no-index` added: in this
 environment every extra is installed, so pip resolves it offline, and fails on a name or
 an extra the pack does not have."""
@@ -92,3 +93,16 @@ def test_progress_and_the_torch_track_without_torch():
         pytest.skip("no torch here: pip cannot resolve torch==2.13.0 offline")
     for command in commands:
         _resolves(command)
+
+
+def test_who_may_install_where_this_account_may_not_write(monkeypatch):
+    """A shared environment under /opt that root made, an instructor grading as their own
+    account: pip would stop with "Permission denied", so the line says who may run it."""
+    from autograder import installs
+
+    assert installs.install_it_with("x").startswith("install it with: ")  # here: root's own
+    monkeypatch.setattr(installs.os, "access", lambda path, mode: False)
+    said = installs.install_it_with("microgpt-residuals[dask]")
+    assert said.startswith("install it, as root or as the environment's owner (this account "
+                           "may not write to it), with: "), said
+    _extra(_command(said), "dask")

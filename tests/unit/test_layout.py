@@ -143,23 +143,26 @@ LAYERS = {
     "autograder.cells": set(),
     # one way to run a notebook in a local kernel (reference run, fingerprints, progress)
     "autograder.runner": set(),
+    # the install line printed for something missing (an extra, PyTorch)
+    "autograder.installs": set(),
     # the instructor's grading process: never the answers (they run in a kernel, if at all)
     "autograder.grading": {"microgpt", "autograder.kernel", "autograder.sandbox",
-                           "autograder.compat", "autograder.cells", "autograder.runner"},
+                           "autograder.compat", "autograder.cells", "autograder.runner",
+                           "autograder.installs"},
     # what a student runs besides the notebooks
     "autograder.student": {"microgpt", "autograder.kernel", "autograder.compat",
-                           "autograder.cells", "autograder.runner"},
+                           "autograder.cells", "autograder.runner", "autograder.installs"},
     # the instructor's tools for the course
     "autograder.authoring": {"microgpt", "torchtrack", "autograder.kernel",
                              "autograder.answers", "autograder.grading",
                              "autograder.sandbox", "autograder.compat",
                              "autograder.student", "autograder.cells",
-                             "autograder.runner"},
+                             "autograder.runner", "autograder.installs"},
     # the command line: everything
     "autograder.cli": {"microgpt", "torchtrack", "autograder.kernel", "autograder.answers",
                        "autograder.grading", "autograder.sandbox", "autograder.compat",
                        "autograder.student", "autograder.authoring", "autograder.cells",
-                       "autograder.runner"},
+                       "autograder.runner", "autograder.installs"},
 }
 
 

@@ -11,9 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import shlex
 import shutil
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +19,7 @@ from autograder.grading.cluster.bundle import BUNDLE_KEY, SAFE_NAME, make_bundle
 from autograder.grading.cluster.worker import grade_task
 from autograder.grading.course import CourseError
 from autograder.grading.student import StudentResult
+from autograder.installs import install_it_with
 
 if TYPE_CHECKING:
     from autograder.grading.course import WorkCourse
@@ -33,8 +32,8 @@ __all__ = ["DASK_MISSING", "have_dask", "connect", "check_workers", "task_key", 
 # what --cluster says without Dask: the extra's install line, with the Python running this
 # named in full (a bare `pip` is often another environment's) at the end of the line, to
 # copy; pip installs the extra of the pack already installed, from a wheel or a checkout
-DASK_MISSING = ("--cluster needs Dask, the pack's 'dask' extra; install it with: "
-                f"{shlex.quote(sys.executable)} -m pip install 'microgpt-residuals[dask]'")
+DASK_MISSING = ("--cluster needs Dask, the pack's 'dask' extra; "
+                + install_it_with("microgpt-residuals[dask]"))
 
 
 def have_dask() -> bool:
