@@ -147,7 +147,9 @@ pip downloads JupyterLab, nbgrader, numpy, matplotlib and what they need: about 
 packages, 510 MB on disk. On our 2-core test machine, with a fast connection and
 nothing in pip's cache, the install took 74 s; on a slow connection expect several
 minutes. If you move or rename this folder later, make `.venv` again (delete it, then run
-both commands again).
+both commands again). On Debian and Ubuntu the first command can stop with "ensurepip is
+not available": install the package it names (`sudo apt install python3.11-venv` for
+Python 3.11: its version is yours), delete `.venv`, and run both commands again.
 
 ## 2. Work
 
