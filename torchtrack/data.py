@@ -12,6 +12,8 @@ the network.
 """
 
 import os
+import shlex
+import sys
 from pathlib import Path
 
 import torch
@@ -69,7 +71,8 @@ def tinyshakespeare(path=None, cache_dir=None, url=TINYSHAKESPEARE_URL, timeout=
         raise DownloadError(
             f"{e}\nTinyShakespeare is downloaded once and cached; that failed (no network?). "
             f"If you have a copy of input.txt, pass it: tinyshakespeare(path='.../input.txt'), "
-            f"`python -m torchtrack.seeds --data .../input.txt`, or set ${ENV_PATH} to its path."
+            f"`{shlex.quote(sys.executable)} -m torchtrack.seeds --data .../input.txt`, or set "
+            f"${ENV_PATH} to its path."
         ) from e.__cause__
     return _read(cached)
 

@@ -193,7 +193,8 @@ def test_every_command_starts_from_the_installed_wheel(installed, course):
     for command in (["stored", "--check"], ["fingerprints", ASSIGNMENT]):
         done = _run(installed, ["residual-pack", *command], course)
         assert done.returncode == 2, done.stdout + done.stderr
-        assert "git checkout of the pack with the pack installed editable" in done.stderr, done.stderr
+        said = done.stderr
+        assert "git checkout of the pack with the pack installed editable" in said, said
         assert ".venv/bin/pip install -e ." in done.stderr, done.stderr
         assert "Traceback" not in done.stderr, done.stderr
 
