@@ -2,8 +2,8 @@
 build backend), one that works as printed: it names the Python running the pack in full
 (a bare `pip` is often another environment's, or refused by PEP 668), it comes last in
 its message (so it is copied whole), and where this account may not write to the
-environment (a shared one under /opt, say) it says who may. Read by `tests/unit/
-test_install_lines.py`, which runs each printed line as printed.
+environment (a shared one under /opt, say) it says who may.
+`tests/unit/test_install_lines.py` runs each printed line as printed.
 
 This module imports only the standard library: the student's wheel carries it.
 """

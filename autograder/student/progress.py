@@ -60,8 +60,7 @@ NEEDS_TORCH = "needs the torch extra"
 WAITING = "waits for an earlier answer"
 TO_WRITE, WRITTEN = "to write, graded by hand", "written, graded by hand"
 STATUSES = (PASSED, FAILING, NOT_STARTED, NOT_RUN, NEEDS_TORCH, WAITING)
-# the command that adds PyTorch to the environment running this (a student's `.venv`), its
-# Python named in full: a bare `pip` is often another environment's (or refused, PEP 668)
+# with the line that adds PyTorch to the environment running this (a student's `.venv`)
 TORCH_HINT = f"the optional torch track; to run it, {install_it_with('torch==2.13.0')}"
 TEXT_STUB = "_Write your answer here._"  # nbgrader_config.py's ClearSolutions.text_stub
 # the line a written answer's cell opens with (outside the solution, so a student has it:
