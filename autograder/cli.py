@@ -432,11 +432,13 @@ def _jobs_option(p: argparse.ArgumentParser) -> None:
 
 def cmd_progress(args: argparse.Namespace, course: Path) -> int:
     from autograder.grading.course import EXERCISES
-    from autograder.student.progress import format_table, progress
+    from autograder.student.progress import format_table, not_found, progress
 
     folder = Path(args.folder) if args.folder else course / EXERCISES
     if not folder.is_dir():
         raise CourseError(f"{folder} is not a folder")
+    if (why := not_found(folder, args.assignments)) is not None:
+        raise CourseError(why)
     rows = progress(folder, args.assignments or None, timeout=args.timeout, say=_say,
                     jobs=args.jobs, fresh=args.fresh)
     if not rows:

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograder.student.progress import add_arguments, format_table, progress
+from autograder.student.progress import add_arguments, format_table, not_found, progress
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path(args.folder)
     if not folder.is_dir():
         print(f"residual-pack: {folder} is not a folder", file=sys.stderr)
+        return 2
+    if (why := not_found(folder, args.assignments)) is not None:
+        print(f"residual-pack: {why}", file=sys.stderr)
         return 2
     rows = progress(folder, args.assignments or None, timeout=args.timeout,
                     jobs=args.jobs, fresh=args.fresh)

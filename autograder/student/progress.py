@@ -51,7 +51,7 @@ from autograder.installs import install_it_with
 from autograder.kernel.diagnosis import LEAD
 
 __all__ = ["TaskStatus", "notebook_progress", "find_notebooks", "progress", "format_table",
-           "add_arguments", "unanswered"]
+           "add_arguments", "unanswered", "not_found"]
 
 PASSED, FAILING, NOT_STARTED, NOT_RUN = "passed", "failing", "not started", "not run"
 NEEDS_TORCH = "needs the torch extra"
@@ -255,6 +255,17 @@ def find_notebooks(folder: str | os.PathLike[str]) -> list[tuple[str, Path]]:
     if not found:
         found = [(nb.stem, nb) for nb in sorted(folder.glob("*.ipynb"))]
     return found
+
+
+def not_found(folder: str | os.PathLike[str], assignments: Sequence[str] | None) -> str | None:
+    """Why some of `assignments` (`-a`) cannot run from `folder`: the names it does not
+    hold and those it does (a typo, or another folder); None when every one is there."""
+    have = [a for a, _ in find_notebooks(folder)]
+    missing = [a for a in assignments or () if a not in have]
+    if not missing:
+        return None
+    return (f"no assignment {', '.join(missing)} under {folder} (it has "
+            f"{', '.join(have) if have else 'none'})")
 
 
 def progress(folder: str | os.PathLike[str], assignments: Sequence[str] | None = None,

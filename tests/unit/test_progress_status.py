@@ -34,3 +34,24 @@ def test_a_waiting_test_keeps_the_whole_message_with_what_to_do():
     assert len(text) > 300
     status, message = _status(_cell("NotReleased", text))
     assert status == WAITING and message.endswith("cannot run without one.")
+
+
+def test_an_assignment_asked_for_that_the_folder_does_not_hold_is_named(tmp_path, capsys):
+    """`progress -a NAME` with a typo (or in another folder): one line naming what was asked
+    for and what the folder holds, not "no assignment notebooks" for a folder that has them."""
+    import nbformat
+
+    from autograder.student import __main__ as student_main
+    from autograder.student.progress import not_found
+
+    for name in ("01_residual_stack", "02_degradation"):
+        (tmp_path / name).mkdir()
+        nbformat.write(nbformat.v4.new_notebook(), str(tmp_path / name / f"{name}.ipynb"))
+    assert not_found(tmp_path, ["01_residual_stack"]) is None
+    assert not_found(tmp_path, None) is None
+    said = not_found(tmp_path, ["01_residual_stak", "02_degradation"])
+    assert said == (f"no assignment 01_residual_stak under {tmp_path} (it has "
+                    "01_residual_stack, 02_degradation)")
+    assert student_main.main(["progress", str(tmp_path), "-a", "01_residual_stak"]) == 2
+    one = not_found(tmp_path, ["01_residual_stak"])
+    assert capsys.readouterr().err == f"residual-pack: {one}\n"
