@@ -13,7 +13,7 @@ import shlex
 import sys
 import sysconfig
 
-__all__ = ["pip_install", "install_it_with"]
+__all__ = ["pip_install", "install_it_with", "who_may"]
 
 
 def pip_install(*arguments: str) -> str:
@@ -22,10 +22,15 @@ def pip_install(*arguments: str) -> str:
                      *(shlex.quote(a) for a in arguments)])
 
 
-def install_it_with(*arguments: str) -> str:
+def who_may() -> str:
+    """"" where this account may write to the environment, else ", as root or as the
+    environment's owner (this account may not write to it),": what goes before "with"."""
+    if os.access(sysconfig.get_path("purelib"), os.W_OK):
+        return ""
+    return ", as root or as the environment's owner (this account may not write to it),"
+
+
+def install_it_with(*arguments: str, what: str = "it") -> str:
     """"install it with: LINE", or, where this account cannot write to the environment,
-    "install it, as root or as the environment's owner, with: LINE"."""
-    writable = os.access(sysconfig.get_path("purelib"), os.W_OK)
-    who = "" if writable else (", as root or as the environment's owner (this account may "
-                               "not write to it),")
-    return f"install it{who} with: {pip_install(*arguments)}"
+    "install it, as root or as the environment's owner, with: LINE" (`what`: "them")."""
+    return f"install {what}{who_may()} with: {pip_install(*arguments)}"

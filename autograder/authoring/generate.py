@@ -177,13 +177,14 @@ def refusal(name: str, missing: list[str]) -> str:
     """Why `name` is not generated: the modules this Python lacks, and how to add them."""
     import sys
 
-    from autograder.authoring.generation_record import install_line
+    from autograder.authoring.generation_record import PINS
+    from autograder.installs import pip_install, who_may
 
-    lines = [f"{name}: not generated (nothing of it written): its notebooks import "
-             f"{', '.join(missing)}, which this Python ({sys.executable}) does not have. "
-             f"Install {'it' if len(missing) == 1 else 'them'} with:"]
-    lines += [f"    {install_line(module)}" for module in missing]
-    return "\n".join(lines)
+    what = "it" if len(missing) == 1 else "them"
+    return (f"{name}: not generated (nothing of it written): its notebooks import "
+            f"{', '.join(missing)}, which this Python ({sys.executable}) does not have. "
+            f"Install {what}{who_may()} with:\n"
+            f"    {pip_install(*(PINS.get(module, module) for module in missing))}")
 
 
 def pending(course: str | os.PathLike[str], names: Sequence[str] | None = None) -> dict:

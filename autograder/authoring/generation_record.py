@@ -51,7 +51,7 @@ from autograder.grading.course import (
     read_notebook,
 )
 
-__all__ = ["RECORD", "PINS", "Needs", "needs", "install_line", "digests", "written_digest",
+__all__ = ["RECORD", "PINS", "Needs", "needs", "digests", "written_digest",
            "read_record", "write_record", "changed_parts"]
 
 RECORD = f"{SOLUTIONS}/generated.json"
@@ -234,11 +234,6 @@ def _file_imports(path: str, mtime_ns: int, size: int, package: str) -> tuple:
 
 def _key(path: Path, root: Path, top: str) -> str:
     return f"{top}/{path.relative_to(root).as_posix()}"
-
-
-def install_line(module: str) -> str:
-    """The command that installs `module` into the Python running this."""
-    return f"{sys.executable} -m pip install {PINS.get(module, module)}"
 
 
 # ---------------------------------------------------------------- digests

@@ -26,6 +26,7 @@ from generatecourse import (
 
 from autograder.authoring import generation_record as rec
 from autograder.authoring.generate import merge_streams, normalize_solution, pending
+from autograder.installs import pip_install
 
 COURSE = Path(__file__).resolve().parents[2]
 
@@ -37,7 +38,7 @@ def without_torch(tmp_path):
 
 TORCH_NOTEBOOK = notebook("import torch\nprint(torch.ones(2))")
 PLAIN_NOTEBOOK = notebook("import math\nprint(math.pi)")
-INSTALL = f"{sys.executable} -m pip install torch==2.13.0"
+INSTALL = pip_install("torch==2.13.0")  # the Python running the tests, quoted
 
 
 def test_an_assignment_asked_for_without_its_extra_is_refused_and_nothing_written(

@@ -4,8 +4,8 @@ refused by PEP 668), and it asks for an extra of the pack as it is installed, fr
 or a checkout alike (not `pip install -e .`, which needs the clone and its folder).
 
 The messages: `--cluster` without Dask, `--db-url` without psycopg2, `residual-pack lite`
-without JupyterLite, `progress` and `import torchtrack` without PyTorch (their lines are
-`autograder.installs`', but for torchtrack's, which may not import it). Each printed
+without JupyterLite, `progress`, `generate` and `import torchtrack` without PyTorch (their
+lines are `autograder.installs`', but for torchtrack's, which may not import it). Each printed
 command is run here as printed, with pip's `--dry-run --no-index` added: in this
 environment every extra is installed, so pip resolves it offline, and fails on a name or
 an extra the pack does not have."""
@@ -86,7 +86,13 @@ def test_progress_and_the_torch_track_without_torch():
         capture_output=True, text=True, cwd=ROOT, timeout=300)
     said = done.stderr.strip().splitlines()[-1]
     assert said.startswith("ImportError: the torch track needs PyTorch"), done.stderr
-    commands = [_command(message) for message in (TORCH_HINT, said)]
+
+    from autograder.authoring.generate import refusal
+
+    refused = refusal("08_torch_mlp", ["torch"])  # generate's, for an assignment needing it
+    *_, asks, line = refused.splitlines()  # the line on its own, to be copied whole
+    assert asks.endswith("Install it with:") and line == "    " + shlex.join(_command(refused))
+    commands = [_command(message) for message in (TORCH_HINT, said, refused)]
     for command in commands:
         assert command[4] == "torch==2.13.0", command  # the version the course is tested with
     if importlib.util.find_spec("torch") is None:
@@ -102,6 +108,11 @@ def test_who_may_install_where_this_account_may_not_write(monkeypatch):
 
     assert installs.install_it_with("x").startswith("install it with: ")  # here: root's own
     monkeypatch.setattr(installs.os, "access", lambda path, mode: False)
+    from autograder.authoring.generate import refusal
+
+    refused = refusal("08_torch_mlp", ["torch"])
+    assert "Install it, as root or as the environment's owner (this account may not write to " \
+        "it), with:\n" in refused, refused
     said = installs.install_it_with("microgpt-residuals[dask]")
     assert said.startswith("install it, as root or as the environment's owner (this account "
                            "may not write to it), with: "), said
