@@ -15,6 +15,8 @@ other fixed data file, such as TinyShakespeare, can use too.
 import hashlib
 import importlib.resources
 import os
+import shlex
+import sys
 import tempfile
 from pathlib import Path
 
@@ -176,7 +178,8 @@ def canonical_names(path: str | os.PathLike[str] | None = None,
         raise DownloadError(
             f"{e}\nThe canonical names list is downloaded once and cached; that failed. "
             f"If you have a copy of names.txt, pass it: canonical_names(path='.../names.txt') "
-            f"or `python -m microgpt --data .../names.txt`. census_names() (the default, "
+            f"or `{shlex.quote(sys.executable)} -m microgpt --data .../names.txt`. "
+            f"census_names() (the default, "
             f"`--data census`) works offline."
         ) from e.__cause__
     return read_lines(cached)

@@ -2,8 +2,10 @@
 
 import hashlib
 import http.server
+import shlex
 import shutil
 import socket
+import sys
 import threading
 from pathlib import Path
 
@@ -236,7 +238,9 @@ def test_canonical_names_offline_error_says_what_to_do(tmp_path):
         canonical_names(cache_dir=tmp_path, url=url, timeout=5)
     msg = str(info.value)
     assert url in msg
-    assert "path=" in msg and "--data" in msg
+    assert "path=" in msg
+    # the command names this Python, as an unactivated environment needs it
+    assert f"{shlex.quote(sys.executable)} -m microgpt --data .../names.txt" in msg, msg
     assert "census_names()" in msg and "offline" in msg
     assert list(tmp_path.iterdir()) == []
 
