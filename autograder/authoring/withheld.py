@@ -196,9 +196,10 @@ def released(assignment, label, task, name):
             return own
         raise NotReleased(
             f"{label} ({task}) is released after {assignment}'s due date: your "
-            f"instructor then hands out the wheel residual_pack_solved_{assignment}, to pip "
-            f"install into this environment. Until then, hand the library your own answer "
-            f"in this notebook's first cells (use_my_answers), or wait: the cells that use "
-            f"it cannot run without one.") from None
+            f"instructor then hands out the wheel residual_pack_solved_{assignment}, to "
+            f"install as your README says (its section 'The earlier answers'). Until then, "
+            f"hand the library your own answer in this notebook's first cells "
+            f"(use_my_answers), or wait: the cells that use it cannot run without one."
+        ) from None
     return getattr(found, name)
 '''

@@ -27,10 +27,10 @@ def test_a_waiting_test_keeps_the_whole_message_with_what_to_do():
     student's install raises it for 02's answer) ends with the student's choices; a
     300-character cut lost the last of them."""
     text = ("deepnet.logits (Task 2.2) is released after 02_degradation's due date: your "
-            "instructor then hands out the wheel residual_pack_solved_02_degradation, to pip "
-            "install into this environment. Until then, hand the library your own answer in "
-            "this notebook's first cells (use_my_answers), or wait: the cells that use it "
-            "cannot run without one.")
+            "instructor then hands out the wheel residual_pack_solved_02_degradation, to "
+            "install as your README says (its section 'The earlier answers'). Until then, "
+            "hand the library your own answer in this notebook's first cells "
+            "(use_my_answers), or wait: the cells that use it cannot run without one.")
     assert len(text) > 300
     status, message = _status(_cell("NotReleased", text))
     assert status == WAITING and message.endswith("cannot run without one.")

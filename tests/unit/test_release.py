@@ -83,6 +83,30 @@ def test_the_missing_torch_message_works_without_a_clone():
         assert "-e " not in text and "residual-pack[torch]" not in text, text
 
 
+def test_a_task_not_released_names_a_section_of_the_students_readme(tmp_path, monkeypatch):
+    """NotReleased (what the student's library raises for an earlier answer not yet
+    installed) sends the student to the README's section that gives the install command,
+    by its title: a bare "pip install" there was another environment's pip."""
+    import importlib
+    import re
+
+    from autograder.authoring.withheld import SOLVED_INIT
+
+    # a library's `solved` package as a student's install has it: no answer, no own one
+    (tmp_path / "library_for_this_test" / "solved").mkdir(parents=True)
+    (tmp_path / "library_for_this_test" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "library_for_this_test" / "solved" / "__init__.py").write_text(
+        SOLVED_INIT, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    solved = importlib.import_module("library_for_this_test.solved")
+    with pytest.raises(solved.NotReleased) as raised:
+        solved.released("02_degradation", "deepnet.logits", "Task 2.2", "logits")
+    said = str(raised.value)
+    [title] = re.findall(r"its section '([^']+)'", said)
+    assert re.search(rf"^## \d+\. {re.escape(title)}\b", README, re.M), (title, said)
+    assert "pip install" not in said, said
+
+
 def test_the_student_wheel_has_the_torch_extra(tmp_path):
     """"needs the torch extra" (progress) names an extra the student's wheel has, pinned
     no looser than the instructor's."""
