@@ -320,8 +320,12 @@ def format_table(rows: Sequence[TaskStatus]) -> str:
             head += ("; " if tests else "") + f"{by_hand:g} points of written answers, " \
                 "graded by hand"
         lines.append(head)
+        said = ""
         for r in mine:
-            tail = f"  {r.message}" if r.message else ""
+            # a message the row above gave (the torch track's hint on every test) once
+            tail = "" if not r.message else "  (as above)" if r.message == said \
+                else f"  {r.message}"
+            said = r.message or said
             lines.append(f"  {r.grade_id:<{width}}  {r.points:>4g}  {r.status}{tail}")
     counts = {s: sum(r.status == s for r in rows) for s in (*STATUSES, TO_WRITE)}
     lines.append(", ".join(f"{n} {s}" for s, n in counts.items() if n or s in STATUSES[:4])
