@@ -39,10 +39,14 @@ from torchtrack.data import (
 )
 
 __all__ = ["PUBLISHED", "PUBLISHED_3SEED", "BRIEF_REFERENCE", "CURVE_WINDOW", "RESULTS",
-           "summarise", "table", "load_results", "render", "committed_table", "main"]
+           "INSTALLED", "summarise", "table", "load_results", "render", "committed_folder",
+           "committed_table", "main"]
 
 # the committed seed runs, in the checkout this package runs from
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "torchtrack"
+# their JSON files where a wheel of the pack installs them (pyproject.toml's data-files, and
+# the student wheel's): notebooks 08 and 09 print their table outside a checkout too
+INSTALLED = Path(sys.prefix) / "share" / "microgpt-residuals" / "seed-runs"
 
 CURVE_WINDOW = 10  # the saved training curves are means over this many steps
 PLOT_DPI = 72  # small PNGs (with a 64-colour palette): the results folder is committed
@@ -175,11 +179,20 @@ def render(out):
     return "# Torch track: seed runs\n\n" + notes + "\n" + "\n\n".join(parts) + "\n"
 
 
-def committed_table(study, folder=RESULTS):
+def committed_folder():
+    """Where the committed seed runs are: ``results/torchtrack`` of this checkout, else
+    what a wheel of the pack installed (`INSTALLED`), else None (the grading sandbox)."""
+    for folder in (RESULTS, INSTALLED):
+        if any(folder.glob("*/seed*.json")):
+            return folder
+    return None
+
+
+def committed_table(study, folder=None):
     """The table of the committed seed runs of `study` (rendered from the JSON files under
-    `folder`, by default ``results/torchtrack`` of this checkout), or None when they are
-    not there: an installed copy of the package, or the grading sandbox."""
-    by_seed = load_results(folder).get(study)
+    `folder`, by default `committed_folder()`), or None when they are not there."""
+    folder = folder or committed_folder()
+    by_seed = load_results(folder).get(study) if folder else None
     if not by_seed:
         return None
     sizes = ", ".join(sorted({str(r.get("size")) for r in by_seed.values()}))

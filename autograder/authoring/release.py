@@ -72,6 +72,11 @@ JUPYTER_CONFIG = "autograder/student/jupyter-config"
 # answers: the torch track's models rebuilt on `Value` (the tests' second oracle), with
 # the residual and highway layers and the three block layouts written out
 LEFT_OUT = ("torchtrack/value_mirror.py",)
+# the torch track's committed seed runs (their JSON), whose table notebooks 08 and 09 print:
+# in a checkout under results/torchtrack, in an install of the pack's wheel under this
+# folder of the environment (pyproject.toml's data-files), where the student wheel puts
+# them too (`torchtrack.seeds.INSTALLED`, which a test holds to this)
+SEED_RUNS = "share/microgpt-residuals/seed-runs"
 WHEEL_PREFIXES = ("microgpt/", "torchtrack/", "autograder/kernel/", "autograder/student/",
                   *COPIED_MODULES, "residual_pack_student-", "residual_pack_solved_")
 # what a student's install needs (the project's dependencies without the grader's sandbox)
@@ -328,6 +333,13 @@ def _stage(course: str | os.PathLike[str], stage: Path) -> None:
     for path in sorted(config.rglob("*.json")):
         folder = "/".join(("etc/jupyter", *path.parent.relative_to(config).parts))
         data_files.setdefault(folder, []).append(path.relative_to(stage).as_posix())
+    for path in _seed_runs(root):
+        study = path.parent.name
+        copy = stage / "seed-runs" / study / path.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copy)
+        data_files.setdefault(f"{SEED_RUNS}/{study}", []).append(
+            copy.relative_to(stage).as_posix())
     data = "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in data_files.items())
     (stage / "pyproject.toml").write_text(
         _project(PACKAGE, "the engine and the checks") + "dependencies = [\n" + deps
@@ -345,6 +357,16 @@ def _stage(course: str | os.PathLike[str], stage: Path) -> None:
 
         [tool.setuptools.data-files]
         """) + data, encoding="utf-8")
+
+
+def _seed_runs(root: Path) -> list[Path]:
+    """The committed seed runs' JSON files: the checkout's, else the installed pack's
+    (none in an environment made from a wheel older than them)."""
+    for folder in (root / "results" / "torchtrack", Path(sys.prefix) / SEED_RUNS):
+        found = sorted(folder.glob("*/seed*.json"))
+        if found:
+            return found
+    return []
 
 
 def solved_package(assignment: str) -> str:

@@ -356,6 +356,24 @@ def test_the_readmes_cpu_only_torch_is_the_same_version(student):
     assert cpu.startswith(plain + " --index-url https://download.pytorch.org/whl/cpu"), cpu
 
 
+def test_the_seed_run_tables_notebooks_08_and_09_ask_about_are_in_the_student_install(
+        with_torch):
+    """Tasks of 08 and 09 compare with the table of the torch track's committed seed runs
+    (`torchtrack.seeds.committed_table`). The student's install is no checkout: the wheel
+    carries the runs' JSON files, and the table prints from them."""
+    release, python, env, _ = with_torch
+    for study, row in (("mlp", "| grad first/last, plain 30 |"),
+                       ("transformer", "| pre-norm |")):
+        done = subprocess.run(
+            [python, "-c", f"from torchtrack.seeds import committed_table; "
+                           f"print(committed_table({study!r}))"],
+            cwd=release, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.stdout.startswith(f"The committed seed runs of the {study} study"), (
+            done.stdout[:2000])
+        assert row in done.stdout, done.stdout[:3000]
+
+
 @pytest.mark.parametrize("assignment", WITHOUT_EARLIER)
 def test_validate_passes_a_solved_copy_in_the_student_install(request, student, assignment,
                                                              tmp_path):

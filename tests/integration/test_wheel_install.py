@@ -87,6 +87,19 @@ def test_the_wheel_holds_every_file_of_the_packages(wheel):
     assert missing == [], f"tracked files of the packages missing from {wheel.name}"
 
 
+def test_the_wheel_holds_the_seed_runs_notebooks_08_and_09_print(wheel):
+    """The torch track's committed seed runs, whose table 08 and 09 print and ask about,
+    go with the wheel (pyproject.toml's data-files), each the same file as the checkout's."""
+    from autograder.authoring.release import SEED_RUNS
+
+    committed = sorted((REPO / "results" / "torchtrack").glob("*/seed*.json"))
+    assert len(committed) == 6, committed
+    with zipfile.ZipFile(wheel) as z:
+        data = {name.split(f"/data/{SEED_RUNS}/", 1)[1]: z.read(name) for name in z.namelist()
+                if f".data/data/{SEED_RUNS}/" in name}
+    assert data == {f"{p.parent.name}/{p.name}": p.read_bytes() for p in committed}
+
+
 @pytest.fixture(scope="module")
 def installed(wheel):
     """A fresh environment from the system's Python under /opt (as docs/instructors.md

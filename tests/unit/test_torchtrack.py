@@ -389,6 +389,35 @@ def test_the_committed_results_stay_small():
     assert total < 300 * 1024, f"results/torchtrack holds {total / 1024:.0f} KiB"
 
 
+def test_an_install_without_the_checkout_prints_the_table_from_its_own_copy(
+        tmp_path, monkeypatch):
+    """Outside a checkout (a wheel of the pack, the student's install) the table comes from
+    the JSON files the wheel installed (`seeds.INSTALLED`), the same table; with neither
+    (the grading sandbox) there is none, and the notebooks say where it is."""
+    import shutil
+    import sys
+    import tomllib
+
+    from autograder.authoring.release import SEED_RUNS
+
+    assert seeds.INSTALLED == Path(sys.prefix) / SEED_RUNS  # where the student wheel puts them
+    pyproject = tomllib.loads((RESULTS.parents[1] / "pyproject.toml").read_text())
+    installs = pyproject["tool"]["setuptools"]["data-files"]  # where the pack's wheel does
+    assert installs == {f"{SEED_RUNS}/{study}": [f"results/torchtrack/{study}/seed*.json"]
+                        for study in ("mlp", "transformer")}
+    here = seeds.committed_table("mlp")
+    copy = tmp_path / "env" / SEED_RUNS
+    for path in RESULTS.glob("*/seed*.json"):
+        (copy / path.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copy / path.parent.name / path.name)
+    monkeypatch.setattr(seeds, "RESULTS", tmp_path / "no-checkout")
+    monkeypatch.setattr(seeds, "INSTALLED", copy)
+    assert seeds.committed_folder() == copy
+    assert here is not None and seeds.committed_table("mlp") == here
+    monkeypatch.setattr(seeds, "INSTALLED", tmp_path / "nothing-installed")
+    assert seeds.committed_folder() is None and seeds.committed_table("mlp") is None
+
+
 def test_the_committed_table_is_the_committed_json():
     """Every number in a seed column of table.md is the JSON's value for that seed, and the
     mean column is their mean; the whole file is what `render` makes of the JSON."""
