@@ -146,6 +146,8 @@ def build(course: Path | str, target: Path | str, names: list[str] | None = None
     Pyodide from (its `pyodide.mjs`; the kernel's own CDN default when None). Returns
     `target`."""
     course, target = Path(course), Path(target).resolve()
+    if target.exists() and not target.is_dir():
+        raise CourseError(f"{target} is a file: the site goes into a new folder")
     if target.exists() and any(target.iterdir()):
         raise CourseError(f"{target} is not empty: the site goes into a new folder")
     chosen = assignments(course, names)

@@ -203,7 +203,10 @@ slow or busy computer) is probably stuck in your code (a loop that never ends, s
 Stop it with **Kernel > Interrupt Kernel** (or the square button in the toolbar). If it
 still runs, **Kernel > Restart Kernel...**; a restart forgets every variable, so then
 run the cells above again (**Run > Run All Above Selected Cell**) before you go on.
-Validate stops a cell that runs for more than 120 s and reports a timeout.
+Validate stops each cell that runs for more than 120 s and reports a timeout; every later
+cell that calls the same code waits its own 120 s, so a loop in one answer can take
+several times that. `residual-pack progress` gives a cell 300 s (`--timeout S` changes
+it) and names the line of yours that was running.
 
 ## 5. The earlier answers (notebooks 03, 04 and 06)
 
@@ -509,6 +512,8 @@ def build(course: str | os.PathLike[str], target: str | os.PathLike[str],
     `target` (new or empty), with a wheel of released answers for each assignment in
     `solved`; returns the student wheel's path."""
     course, target = Path(course), Path(target)
+    if target.exists() and not target.is_dir():
+        raise CourseError(f"{target} is a file: the release goes into a new folder")
     if target.exists() and any(target.iterdir()):
         raise CourseError(f"{target} is not empty: the release goes into a new folder")
     names = list(names or assignments(course))

@@ -9,7 +9,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograder.student.progress import add_arguments, format_table, not_found, progress
+from autograder.student.progress import (
+    add_arguments,
+    format_table,
+    no_folder,
+    not_found,
+    progress,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,11 +27,12 @@ def main(argv: list[str] | None = None) -> int:
         description="Run each assignment notebook under FOLDER (default: assignments/ "
                     "here) as saved, in a fresh kernel at the graded sizes, and print per "
                     "task: passed, failing (with the message), not started or not run.")
-    add_arguments(pr, default_folder="assignments")
+    add_arguments(pr)  # FOLDER: assignments/ here
     args = p.parse_args(argv)
-    folder = Path(args.folder)
+    folder = Path(args.folder or "assignments")
     if not folder.is_dir():
-        print(f"residual-pack: {folder} is not a folder", file=sys.stderr)
+        print(f"residual-pack: {no_folder(folder, default=args.folder is None)}",
+              file=sys.stderr)
         return 2
     if (why := not_found(folder, args.assignments)) is not None:
         print(f"residual-pack: {why}", file=sys.stderr)

@@ -28,6 +28,7 @@ import importlib.util
 import json
 import os
 import re
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -51,22 +52,25 @@ from autograder.installs import install_it_with
 from autograder.kernel.diagnosis import LEAD
 
 __all__ = ["TaskStatus", "notebook_progress", "find_notebooks", "progress", "format_table",
-           "add_arguments", "unanswered", "not_found"]
+           "add_arguments", "unanswered", "not_found", "no_folder"]
 
 PASSED, FAILING, NOT_STARTED, NOT_RUN = "passed", "failing", "not started", "not run"
-NEEDS_TORCH = "needs the torch extra"
+NEEDS_TORCH = "needs PyTorch"
 # a test that stopped on `<package>.solved.NotReleased`: it uses an earlier assignment's
 # answer, neither released yet nor handed over by the student (`microgpt.earlier`)
 WAITING = "waits for an earlier answer"
 TO_WRITE, WRITTEN = "to write, graded by hand", "written, graded by hand"
 STATUSES = (PASSED, FAILING, NOT_STARTED, NOT_RUN, NEEDS_TORCH, WAITING)
-# with the line that adds PyTorch to the environment running this (a student's `.venv`)
-TORCH_HINT = f"the optional torch track; to run it, {install_it_with('torch==2.13.0')}"
+# with the line that adds PyTorch to the environment running this (a student's `.venv`),
+# last; the student README's section 6 also gives the CPU-only build's line
+TORCH_HINT = ("the optional torch track (on Linux, your README's section 6 has the smaller "
+              f"CPU-only build); to run it, {install_it_with('torch==2.13.0')}")
 TEXT_STUB = "_Write your answer here._"  # nbgrader_config.py's ClearSolutions.text_stub
 # the line a written answer's cell opens with (outside the solution, so a student has it:
 # Validate's "You did not provide a response" then shows which task it is)
 ANSWER_LEAD = re.compile(r"\A\s*\*\*Your answer to Task \d+\.\d+:\*\*[ \t]*$", re.MULTILINE)
 IMPORTS_TORCH = re.compile(r"^\s*(?:import|from)\s+(?:torch|torchtrack)\b", re.MULTILINE)
+ASSIGNMENT_NAME = re.compile(r"\d\d_\w+$")  # the course's names: 01_residual_stack
 STUB_WORDS = "is not done yet"  # what checks.task says about a stub's NotImplementedError
 
 
@@ -83,7 +87,7 @@ def _is_test(cell: Any) -> bool:
     return is_autograded_test(cell)
 
 
-def _status(cell: Any) -> tuple[str, str]:
+def _status(cell: Any, timeout: int | None = None) -> tuple[str, str]:
     if cell.get("execution_count") is None:
         return NOT_RUN, ""
     for out in cell.get("outputs", []):
@@ -93,8 +97,30 @@ def _status(cell: Any) -> tuple[str, str]:
                 return NOT_STARTED, ""
             if out.get("ename") == "NotReleased":  # whole: it ends with what to do
                 return WAITING, " ".join(text.split())
+            if out.get("ename") == KeyboardInterrupt.__name__:  # the run's time limit
+                return FAILING, _stopped(out.get("traceback", []), timeout)
             return FAILING, _short(text) if text else "the cell raised"
     return PASSED, ""
+
+
+RUNNING = ", where your code was running:"  # crash.interrupted_lines's heading of that line
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _stopped(traceback: Sequence[str], timeout: int | None) -> str:
+    """A cell stopped at the time limit of the run: how long it had, and the student's line
+    that was running (from the kernel's rendering of the interrupt, `crash.interrupted`)."""
+    limit = f"{timeout} s" if timeout else "its time"
+    said = f"it ran past {limit}, so progress stopped it (--timeout S gives a cell longer)"
+    lines = [ANSI.sub("", line) for text in traceback for line in str(text).splitlines()]
+    at = next((i for i, line in enumerate(lines) if line.endswith(RUNNING)), None)
+    if at is None:
+        return said
+    code = next((line.split(None, 2)[-1] for line in lines[at + 1:]
+                 if line.startswith("---->")), "")
+    return (f"{said}; your code was running at {lines[at][:-len(RUNNING)]}"
+            + (f": `{code.strip()}`" if code else "") + ". A loop whose condition never "
+            "becomes false, or one that runs far more times than it should?")
 
 
 def _short(text: str) -> str:
@@ -206,7 +232,7 @@ def _run_tests(nb: Any, folder: str | os.PathLike[str], timeout: int,
     tests = {}
     for cell in run.cells:
         if _is_test(cell):
-            status, message = _status(cell)
+            status, message = _status(cell, timeout)
             if status == NOT_RUN and stopped:
                 message = f"the run stopped before this cell ({stopped})"
             tests[nbgrader_meta(cell).get("grade_id", "?")] = [status, message]
@@ -257,6 +283,21 @@ def find_notebooks(folder: str | os.PathLike[str]) -> list[tuple[str, Path]]:
     return found
 
 
+def no_folder(folder: str | os.PathLike[str], default: bool) -> str:
+    """What to do when `folder` is not a folder: the student's release folder holds
+    assignments/, the default (`default`: none was given), or an assignment's name was
+    given where the folder goes."""
+    folder = Path(folder)
+    if default:
+        return (f"no folder {folder} in {Path.cwd()}: run residual-pack progress in your "
+                f"release folder (the one that holds README.md and {folder}/), or name the "
+                f"folder: residual-pack progress PATH/TO/{folder}")
+    if folder.parent == Path(".") and ASSIGNMENT_NAME.match(folder.name):
+        return (f"{folder} is not a folder here; for one assignment: residual-pack progress "
+                f"-a {folder.name}")
+    return f"{folder} is not a folder"
+
+
 def not_found(folder: str | os.PathLike[str], assignments: Sequence[str] | None) -> str | None:
     """Why some of `assignments` (`-a`) cannot run from `folder`: the names it does not
     hold and those it does (a typo, or another folder); None when every one is there."""
@@ -276,9 +317,12 @@ def progress(folder: str | os.PathLike[str], assignments: Sequence[str] | None =
     chosen = [(a, p) for a, p in find_notebooks(folder)
               if not assignments or a in assignments]
 
+    lock = threading.Lock()  # one line at a time: print's text and newline can interleave
+
     def one(item: tuple[str, Path]) -> list[TaskStatus]:
         assignment, path = item
-        say(f"running {path} ...")
+        with lock:
+            say(f"running {path} ...")
         return notebook_progress(path, assignment, timeout, fresh)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

@@ -71,7 +71,7 @@ FRAMES = ("where the error was raised", "Cell In[")
 PASSED, FAILING, NOT_STARTED, WAITS = ("passed", "failing", "not started",
                                        "waits for an earlier answer")
 ROW = re.compile(r"^  (\S+)\s+[\d.]+\s+(passed|failing|not started|not run|"
-                 r"waits for an earlier answer|needs the torch extra|"
+                 r"waits for an earlier answer|needs PyTorch|"
                  r"to write, graded by hand|written, graded by hand)(?:  (.*))?$")
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -45,11 +45,11 @@ def _answered(changes):
     return nb
 
 
-def _run(tmp_path, nb):
+def _run(tmp_path, nb, **options):
     folder = tmp_path / "mine" / NAME
     folder.mkdir(parents=True)
     nbformat.write(nb, str(folder / f"{NAME}.ipynb"))
-    rows = progress(tmp_path / "mine", say=lambda _: None)
+    rows = progress(tmp_path / "mine", say=lambda _: None, **options)
     return {r.grade_id: r for r in rows}
 
 
@@ -122,6 +122,20 @@ def test_the_torch_track_without_torch_is_listed_not_run(tmp_path, monkeypatch):
     # the hint once, on the first test, not on every row (08 has several)
     assert table.count("pip install torch==2.13.0") == 1 and len(tests) > 1, table
     assert table.count("(as above)") == len(tests) - 1, table
+
+
+@pytest.mark.slow
+def test_a_loop_that_never_ends_says_how_long_it_had_and_where_it_ran(tmp_path):
+    """A student tried it: the row said only "KeyboardInterrupt", after 300 s. It says the
+    limit, how to give more, and the student's line that was running."""
+    loop = ("def input_gradient(stack, x, depth):\n"
+            "    while True:\n"
+            "        pass\n")
+    rows = _run(tmp_path, _answered({"task1_2_input_gradient": loop}), timeout=10)
+    said = rows[TESTS[2]]
+    assert said.status == FAILING, said
+    assert said.message.startswith("it ran past 10 s, so progress stopped it (--timeout S"), said
+    assert "in input_gradient: `while True:`. A loop whose condition never" in said.message
 
 
 @pytest.mark.slow

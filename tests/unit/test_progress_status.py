@@ -55,3 +55,23 @@ def test_an_assignment_asked_for_that_the_folder_does_not_hold_is_named(tmp_path
     assert student_main.main(["progress", str(tmp_path), "-a", "01_residual_stak"]) == 2
     one = not_found(tmp_path, ["01_residual_stak"])
     assert capsys.readouterr().err == f"residual-pack: {one}\n"
+
+
+def test_progress_from_the_wrong_folder_or_with_a_name_for_the_folder_says_what_to_do(
+        tmp_path, capsys, monkeypatch):
+    """A student tried both: `progress` in their home folder (no assignments/ there), and
+    `progress 01_residual_stack` without `-a`. Each said only "... is not a folder"."""
+    from autograder.student import __main__ as student_main
+
+    monkeypatch.chdir(tmp_path)
+    assert student_main.main(["progress"]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith(f"residual-pack: no folder assignments in {tmp_path}: run "
+                           "residual-pack progress in your release folder (the one that holds "
+                           "README.md and assignments/)"), said
+    assert student_main.main(["progress", "01_residual_stack"]) == 2
+    assert capsys.readouterr().err == (
+        "residual-pack: 01_residual_stack is not a folder here; for one assignment: "
+        "residual-pack progress -a 01_residual_stack\n")
+    assert student_main.main(["progress", "no/such/folder"]) == 2
+    assert capsys.readouterr().err == "residual-pack: no/such/folder is not a folder\n"

@@ -108,8 +108,8 @@ def test_a_task_not_released_names_a_section_of_the_students_readme(tmp_path, mo
 
 
 def test_the_student_wheel_has_the_torch_extra(tmp_path):
-    """"needs the torch extra" (progress) names an extra the student's wheel has, pinned
-    no looser than the instructor's."""
+    """The student's wheel has the torch extra, pinned no looser than the instructor's;
+    progress's "needs PyTorch" hint names the README's section on PyTorch."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
     from autograder.authoring.release import _stage
@@ -119,6 +119,13 @@ def test_the_student_wheel_has_the_torch_extra(tmp_path):
     ours = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     extras = student["project"].get("optional-dependencies", {})
     assert extras.get("torch") == ours["project"]["optional-dependencies"]["torch"]
+    import re
+
+    from autograder.student.progress import TORCH_HINT
+
+    [number] = re.findall(r"README's section (\d+)", TORCH_HINT)
+    assert re.search(rf"^## {number}\. PyTorch\b.*\n(?:.*\n)*?.*--index-url "
+                     r"https://download\.pytorch\.org/whl/cpu", README, re.M), TORCH_HINT
 
 
 def test_the_student_wheel_holds_jsonschema_where_the_instructors_install_does(tmp_path):
@@ -182,3 +189,17 @@ ERROR: Failed to build 'file:///tmp/p' when installing build dependencies
     old = "usage: setup.py [global_opts] cmd1 [cmd1_opts]\nerror: invalid command 'bdist_wheel'\n"
     assert _pip_error(old) == "invalid command 'bdist_wheel'"
     assert _pip_error("") == "pip said nothing"
+
+
+def test_a_file_named_as_the_release_or_site_folder_is_refused_in_a_line(tmp_path):
+    """An instructor's trial: `student-release FILE` and `lite FILE` ended in a
+    NotADirectoryError traceback; each says what is wrong, and the file stays."""
+    from autograder.authoring import lite, release
+    from autograder.grading.course import CourseError
+
+    afile = tmp_path / "afile"
+    afile.write_text("notes", encoding="utf-8")
+    for build, what in ((release.build, "release"), (lite.build, "site")):
+        with pytest.raises(CourseError, match=f"is a file: the {what} goes into a new folder"):
+            build(ROOT, afile)
+        assert afile.read_text(encoding="utf-8") == "notes"
