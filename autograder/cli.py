@@ -110,6 +110,10 @@ def cmd_selfcheck(args: argparse.Namespace, course: Path) -> int:
     from autograder.authoring.selfcheck import report, selfcheck
 
     names = check_assignments(course, args.assignments)
+    if args.mutant:
+        _check_mutant_words(names, args.mutant)
+    if args.jobs < 1:
+        raise CourseError(f"--jobs {args.jobs}: grade at least one submission at a time")
     start = time.perf_counter()
     workdir = args.workdir
     if args.keep and not workdir:
@@ -126,6 +130,19 @@ def cmd_selfcheck(args: argparse.Namespace, course: Path) -> int:
     _say(f"self-check {'FAILED for ' + ', '.join(failed) if failed else 'passed'} "
          f"in {time.perf_counter() - start:.1f} s")
     return 1 if failed else 0
+
+
+def _check_mutant_words(names: list[str], words: list[str]) -> None:
+    """Each `--mutant WORDS` names some registered mutant of `names`: a typo graded only
+    the solution and the stub, and the self-check passed."""
+    from autograder.answers import mutants as mutant_registry
+
+    known = [m.name for name in names for m in mutant_registry.load(name)]
+    unmatched = [w for w in words if not any(w in m for m in known)]
+    if unmatched:
+        raise CourseError(
+            f"--mutant {', '.join(repr(w) for w in unmatched)}: no mutant of "
+            f"{', '.join(names)} has that in its name (they are: {', '.join(known) or 'none'})")
 
 
 def _line(result: Any) -> str:
@@ -432,11 +449,11 @@ def _jobs_option(p: argparse.ArgumentParser) -> None:
 
 def cmd_progress(args: argparse.Namespace, course: Path) -> int:
     from autograder.grading.course import EXERCISES
-    from autograder.student.progress import format_table, not_found, progress
+    from autograder.student.progress import format_table, no_folder, not_found, progress
 
     folder = Path(args.folder) if args.folder else course / EXERCISES
     if not folder.is_dir():
-        raise CourseError(f"{folder} is not a folder")
+        raise CourseError(no_folder(folder, default=False))
     if (why := not_found(folder, args.assignments)) is not None:
         raise CourseError(why)
     rows = progress(folder, args.assignments or None, timeout=args.timeout, say=_say,

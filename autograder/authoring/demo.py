@@ -15,7 +15,7 @@ from typing import Any
 
 from autograder.authoring.madeup import DEMO_STUDENTS, demo_class
 from autograder.grading.classrun import grade_folder, prepare_out
-from autograder.grading.course import assignments, check_assignments
+from autograder.grading.course import CourseError, assignments, check_assignments
 from autograder.grading.report import write_report
 from autograder.grading.session import grading_session
 from autograder.grading.student import Grader, StudentResult
@@ -48,6 +48,23 @@ def demo_problems(grader: Grader, results: Sequence[StudentResult]) -> list[str]
     return problems
 
 
+def _check_out(out: Path) -> None:
+    """`out` is new, empty, or an earlier demo's (its work course and its class of
+    `DEMO_STUDENTS`, which the run makes again): anything else is someone's, and stays."""
+    if out.exists() and not out.is_dir():
+        raise CourseError(f"--out {out} is a file, not a folder")
+    if not out.is_dir():
+        return
+    entries = {p.name for p in out.iterdir()}
+    students = out / "submissions"
+    earlier = entries <= {"course", "submissions"} and (
+        not students.exists()
+        or (students.is_dir() and {p.name for p in students.iterdir()} <= set(DEMO_STUDENTS)))
+    if not earlier:
+        raise CourseError(f"{out} is not empty and not an earlier demo's folder; pick "
+                          f"another --out")
+
+
 def run_demo(course: str | os.PathLike[str], assignment: str | None = None,
              out: str | os.PathLike[str] | None = None, jobs: int = 1, progress: Any = None,
              ) -> tuple[Grader, list[StudentResult], dict[str, str], Path, Path]:
@@ -55,6 +72,7 @@ def run_demo(course: str | os.PathLike[str], assignment: str | None = None,
     Returns (grader, results, about, csv, out)."""
     assignment = check_assignments(course, [assignment or default_assignment(course)])[0]  # type: ignore[list-item]
     out = Path(out).resolve() if out else Path(tempfile.mkdtemp(prefix="residual-pack-demo-"))
+    _check_out(out)
     out.mkdir(parents=True, exist_ok=True)
     work_root = prepare_out(out / "course")
     with grading_session(course, work_root, [assignment]) as session:

@@ -256,7 +256,8 @@ def _restore_cell(cell: Any, released: Any, notes: list[str]) -> Any:
     """`cell` with the release's nbgrader metadata, type and (when locked) source."""
     gid = grade_id(released)
     theirs, ours = nbgrader_meta(cell), nbgrader_meta(released)
-    changed = [f"{k}: {theirs.get(k)!r} -> {ours.get(k)!r}" for k in NBGRADER_FIELDS
+    # "points: 99, the release's 2": what was handed in, then what was put back
+    changed = [f"{k}: {theirs.get(k)!r}, the release's {ours.get(k)!r}" for k in NBGRADER_FIELDS
                if theirs.get(k) != ours.get(k)]
     if changed:
         notes.append(f"the nbgrader metadata of {gid} had been changed ({'; '.join(changed)});"

@@ -148,3 +148,20 @@ def test_an_out_the_user_cannot_write(tmp_path, a_class):
         import shutil
 
         shutil.rmtree(shared, ignore_errors=True)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--mutant", "nosuchmutant"], "--mutant 'nosuchmutant': no mutant of 01_residual_stack "
+                                   "has that in its name (they are: "),
+    (["-j", "0"], "--jobs 0: grade at least one submission at a time"),
+])
+def test_a_selfcheck_that_would_check_nothing_asked_for_is_refused(capsys, args, says):
+    """An instructor's trial: a mistyped --mutant graded only the solution and the stub, and
+    printed "self-check passed"; -j 0 was taken."""
+    try:
+        code = cli.main(["selfcheck", "--course", str(REPO), ASSIGNMENT, *args])
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    assert (code, out.out) == (2, ""), out
+    assert says in out.err, out.err
