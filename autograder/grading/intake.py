@@ -92,6 +92,13 @@ def read_handed_in(data: bytes, name: str, max_bytes: int | None = None) -> Inta
     except (json.JSONDecodeError, RecursionError) as exc:
         return Intake(problem=f"{name} is not a readable notebook "
                               f"({type(exc).__name__}: {str(exc)[:200]})")
+    if isinstance(raw, dict) and raw.get("nbformat") == 3 and "cells" not in raw:
+        try:  # an old format (cells in worksheets), as nbgrader itself reads it: converted
+            raw = dict(nbformat.convert(nbformat.from_dict(raw), 4))
+            notes.append(f"{name} is in nbformat 3; it was converted to nbformat 4")
+        except Exception as exc:  # noqa: BLE001 (any failure: the file is not gradable)
+            return Intake(problem=f"{name} is an nbformat 3 notebook that could not be "
+                                  f"converted ({type(exc).__name__}: {str(exc)[:200]})")
     if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
         return Intake(problem=f"{name} is not a notebook (no list of cells)")
     cells = []

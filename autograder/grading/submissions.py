@@ -117,6 +117,13 @@ def _match_notebooks(folder: Path, notebooks: Sequence[str],
     if others:
         shown = ", ".join(others[:5]) + (" ..." if len(others) > 5 else "")
         notes.append(f"left out {len(others)} file(s) that are not notebooks: {shown}")
+    deeper = sorted(  # a folder too many (a zip unpacked into one): said, not graded
+        str(p.relative_to(folder)) for p in _walk_files(folder)
+        if p.suffix == ".ipynb" and p.parent != folder and ".ipynb_checkpoints" not in p.parts)
+    if deeper:
+        shown = ", ".join(deeper[:5]) + (" ..." if len(deeper) > 5 else "")
+        notes.append(f"not graded, in a folder below {folder.name}/: {shown} (a notebook is "
+                     f"read from <student>/<assignment>/ or <student>/ itself)")
     return matched, notes
 
 

@@ -150,3 +150,27 @@ def test_read_handed_in_only_makes_the_bytes_readable():
     assert "empty" in read_handed_in(b"  ", "nb.ipynb").problem
     bad = read_handed_in(nbformat.writes(nb).encode().replace(b"True", b"Tr\xffe"), "nb.ipynb")
     assert "not valid UTF-8" in bad.notes[0] and "\ufffd" in bad.notebook.cells[1].source
+
+
+def test_an_nbformat_3_notebook_is_converted_and_graded():
+    """An instructor's trial: nbformat 3 (cells in worksheets) was refused as "not a
+    notebook (no list of cells)", where plain nbgrader reads it. It is converted, and said."""
+    import json
+
+    from nbformat import v3
+
+    release = _release()
+    old = v3.new_notebook(worksheets=[v3.new_worksheet(cells=[
+        v3.new_code_cell(input="x = 1", metadata={"nbgrader": dict(
+            release.cells[0].metadata["nbgrader"])}),
+        v3.new_code_cell(input="assert x == 1", metadata={"nbgrader": dict(
+            release.cells[1].metadata["nbgrader"])})])])
+    data = json.dumps(old).encode()
+    assert json.loads(data)["nbformat"] == 3 and "cells" not in json.loads(data)
+    got = take_in(data, "old.ipynb", release, "a")
+    assert not got.problem, got.problem
+    assert "old.ipynb is in nbformat 3; it was converted to nbformat 4" in got.notes
+    assert [c.source for c in got.notebook.cells] == ["x = 1", "assert x == 1"]
+    broken = json.dumps({"nbformat": 3, "worksheets": 7}).encode()
+    assert "nbformat 3 notebook that could not be converted" in take_in(
+        broken, "b.ipynb", release, "a").problem

@@ -199,3 +199,14 @@ def test_what_nbgraders_exchange_puts_beside_a_submission_is_not_reported(tmp_pa
     files, notes = find_submissions(course / "submitted", "hw", ["nb"])[student]
     assert files == {"nb": collected / "nb.ipynb"}
     assert notes == ["left out 1 file(s) that are not notebooks: notes.py"]
+
+
+def test_a_notebook_a_folder_too_deep_is_named_not_graded(tmp_path):
+    """An instructor's trial: `<student>/extra/<assignment>/<notebook>` was reported as "no
+    notebook handed in", naming nothing. The note names the file and where it is read from."""
+    _write(tmp_path / "ann" / "extra" / "hw" / "nb.ipynb")
+    _write(tmp_path / "ann" / ".ipynb_checkpoints" / "nb-checkpoint.ipynb")
+    files, notes = find_submissions(tmp_path, "hw", ["nb"])["ann"]
+    assert files == {}
+    assert notes == ["not graded, in a folder below ann/: extra/hw/nb.ipynb (a notebook is "
+                     "read from <student>/<assignment>/ or <student>/ itself)"], notes
