@@ -268,8 +268,9 @@ class Grader:
         result.log = outcome.get("log", "")
         refused = refusals(result.log, student)
         if not outcome["success"]:
+            # nbgrader's log marks a traceback's lines with "| ": not part of the reason
             result.reason = "; ".join(refused) or \
-                "nbgrader could not grade it: " + failure_reason(outcome)
+                "nbgrader could not grade it: " + failure_reason(outcome).lstrip("| ")
             self._register(student)
             return result
         result.graded = True
