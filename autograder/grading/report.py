@@ -276,8 +276,9 @@ def _reason_kind(cell: Mapping[str, Any]) -> str:
 def class_statistics(grader: Any, results: Sequence[StudentResult],
                      top: int = 3) -> list[dict[str, Any]]:
     """Per autograded cell, over the students graded: how many passed (full points), and
-    the `top` most common reasons of the failures, as
-    [{"notebook", "grade_id", "graded", "passed", "share", "reasons": [[reason, count]]}]."""
+    the `top` most common reasons of the failures, and how many failed for other reasons, as
+    [{"notebook", "grade_id", "graded", "passed", "share", "reasons": [[reason, count]],
+    "other": count}]."""
     graded = [r for r in results if r.graded]
     stats = []
     for nb, gid in grader.order:
@@ -298,9 +299,13 @@ def class_statistics(grader: Any, results: Sequence[StudentResult],
                 reasons["withheld for review"] += 1
             else:
                 reasons[_reason_kind(cell)] += 1
+        common: list[list[Any]] = [[k, n] for k, n in reasons.most_common(top)]
+        shown = sum(n for _, n in reasons.most_common(top))
         stats.append({"notebook": nb, "grade_id": gid, "graded": len(graded),
                       "passed": passed, "share": passed / len(graded) if graded else 0.0,
-                      "reasons": [[k, n] for k, n in reasons.most_common(top)]})
+                      "reasons": common,
+                      # the failures of the other reasons, so that the counts add up
+                      "other": sum(reasons.values()) - shown})
     return stats
 
 
@@ -329,6 +334,8 @@ def statistics_text(grader: Any, results: Sequence[StudentResult],
                      f"({100 * st['share']:.0f}%)")
         for reason, count in st["reasons"]:
             lines.append(f"    {count} x {reason}")
+        if st.get("other"):
+            lines.append(f"    {st['other']} x other reasons")
     return "\n".join(lines)
 
 

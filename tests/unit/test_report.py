@@ -157,8 +157,13 @@ def test_class_statistics_count_who_passed_and_the_common_reasons(tmp_path):
     assert (st["grade_id"], st["graded"], st["passed"]) == ("t1", 4, 1)
     assert st["reasons"][0] == ["CheckFailed: check # (the gradient): expected #, got #", 2]
     assert st["reasons"][1] == ["ran past the time limit", 1]
+    assert st["other"] == 0
     text = statistics_text(_grader(), results, stats)
-    assert "t1: passed by 1/4 (25%)" in text
+    assert "t1: passed by 1/4 (25%)" in text and "other reasons" not in text
+    # past the top reasons, the rest is counted (an instructor's trial: 4 of 5 were shown)
+    fewer = class_statistics(_grader(), results, top=1)[0]
+    assert fewer["reasons"] == [st["reasons"][0]] and fewer["other"] == 1
+    assert "    1 x other reasons" in statistics_text(_grader(), results, [fewer])
     assert "    2 x CheckFailed: check # (the gradient)" in text
     assert "4 graded, 1 not graded" in text and "full marks 1, zero 3" in text
     write_report(_grader(), results, tmp_path, "hw")
