@@ -182,6 +182,9 @@ terminal, and a list of every task as passed, failing or not started:
 ```
 
 (`.venv/bin/residual-pack progress` alone goes through every notebook: save them first.)
+Run both from this folder: elsewhere Validate finds no `nbgrader_config.py` and runs with
+nbgrader's defaults. `nbgrader validate` prints nothing for a path that does not exist and
+exits with 0 even when a test fails, so read what it prints.
 
 ## 3. What takes minutes
 
