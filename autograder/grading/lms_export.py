@@ -111,8 +111,7 @@ class CanvasExport(_LmsExport):
     def export(self, gradebook: Any) -> None:
         assignments, students = self.chosen(gradebook)
         headings = [self.heading(a) for a in assignments]
-        by_title = [(a.name, h) for a, h in zip(assignments, headings)
-                    if not CANVAS_HEADING.match(h)]
+        by_title = [h for h in headings if not CANVAS_HEADING.match(h)]
         if by_title:
             # the option replaces the ids given so far: the line holds those too
             wanted = ", ".join(f'"{a.name}": {self.assignment_ids.get(a.name, "ID")}'
@@ -122,7 +121,7 @@ class CanvasExport(_LmsExport):
                 "makes a new assignment when no title matches. Give the ids (each ID the "
                 "number in the assignment's Canvas address): "
                 "--CanvasExport.assignment_ids='{%s}'",
-                ", ".join(h for _, h in by_title), wanted)
+                ", ".join(by_title), wanted)
         rows = [self.FIXED + headings,
                 ["Points Possible", "", "", "", ""] + [points(a.max_score) for a in assignments]]
         for s in students:

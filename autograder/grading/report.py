@@ -300,12 +300,11 @@ def class_statistics(grader: Any, results: Sequence[StudentResult],
             else:
                 reasons[_reason_kind(cell)] += 1
         common: list[list[Any]] = [[k, n] for k, n in reasons.most_common(top)]
-        shown = sum(n for _, n in reasons.most_common(top))
         stats.append({"notebook": nb, "grade_id": gid, "graded": len(graded),
                       "passed": passed, "share": passed / len(graded) if graded else 0.0,
                       "reasons": common,
                       # the failures of the other reasons, so that the counts add up
-                      "other": sum(reasons.values()) - shown})
+                      "other": sum(reasons.values()) - sum(n for _, n in common)})
     return stats
 
 

@@ -108,23 +108,29 @@ def _match_notebooks(folder: Path, notebooks: Sequence[str],
     if files:
         notes.append("ignored notebook(s) not in the assignment: "
                      + ", ".join(sorted(p.name for p in files.values())))
-    others = sorted(
-        str(p.relative_to(folder))
-        for p in _walk_files(folder)
-        if p.suffix != ".ipynb" and ".ipynb_checkpoints" not in p.parts
-        and p not in {folder / name for name in EXCHANGE_FILES}
-    )
+    others, deeper = [], []  # files that are not notebooks; notebooks a folder too deep
+    exchange = {folder / name for name in EXCHANGE_FILES}
+    for p in _walk_files(folder):
+        if ".ipynb_checkpoints" in p.parts:
+            continue
+        if p.suffix != ".ipynb":
+            if p not in exchange:
+                others.append(str(p.relative_to(folder)))
+        elif p.parent != folder:  # a zip unpacked into a folder of its own: said, not graded
+            deeper.append(str(p.relative_to(folder)))
     if others:
-        shown = ", ".join(others[:5]) + (" ..." if len(others) > 5 else "")
-        notes.append(f"left out {len(others)} file(s) that are not notebooks: {shown}")
-    deeper = sorted(  # a folder too many (a zip unpacked into one): said, not graded
-        str(p.relative_to(folder)) for p in _walk_files(folder)
-        if p.suffix == ".ipynb" and p.parent != folder and ".ipynb_checkpoints" not in p.parts)
+        notes.append(f"left out {len(others)} file(s) that are not notebooks: "
+                     f"{_first_few(others)}")
     if deeper:
-        shown = ", ".join(deeper[:5]) + (" ..." if len(deeper) > 5 else "")
-        notes.append(f"not graded, in a folder below {folder.name}/: {shown} (a notebook is "
-                     f"read from <student>/<assignment>/ or <student>/ itself)")
+        notes.append(f"not graded, in a folder below {folder.name}/: {_first_few(deeper)} "
+                     f"(a notebook is read from <student>/<assignment>/ or <student>/ itself)")
     return matched, notes
+
+
+def _first_few(paths: list[str], few: int = 5) -> str:
+    """The first `few` of `paths` in order, then "..." when there are more."""
+    paths = sorted(paths)
+    return ", ".join(paths[:few]) + (" ..." if len(paths) > few else "")
 
 
 def _walk_files(folder: str | os.PathLike[str], limit: int = 10000) -> Iterator[Path]:
